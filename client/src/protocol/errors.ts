@@ -1,0 +1,217 @@
+import { ErrorCode, STATUS_BY_CODE, isErrorCode } from './codes.js';
+import type { ErrorBody, PublicLease } from './types.js';
+
+interface LeaseholdErrorOptions {
+  leaseName?: string;
+  cause?: unknown;
+}
+
+/**
+ * Base of every error leasehold raises, on the server and in the SDK.
+ *
+ * Guards match on `code` rather than `instanceof`, so two loaded copies of the package still agree.
+ */
+export class LeaseholdError extends Error {
+  override name = 'LeaseholdError';
+  readonly code: ErrorCode;
+  readonly leaseName: string | undefined;
+
+  constructor(code: ErrorCode, message: string, options: LeaseholdErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.leaseName = options.leaseName;
+  }
+
+  get status(): number {
+    return STATUS_BY_CODE[this.code];
+  }
+
+  /** The `error` object of the wire body; subclasses add their own fields. */
+  toBody(): ErrorBody['error'] {
+    return { code: this.code, message: this.message };
+  }
+}
+
+export class ValidationError extends LeaseholdError {
+  override name = 'ValidationError';
+  constructor(
+    readonly field: string,
+    readonly rule: string,
+    options: LeaseholdErrorOptions = {},
+  ) {
+    super(ErrorCode.VALIDATION_ERROR, `Invalid \`${field}\`: ${rule}.`, options);
+  }
+  override toBody(): ErrorBody['error'] {
+    return { ...super.toBody(), field: this.field, rule: this.rule };
+  }
+}
+
+export class LeaseNotFoundError extends LeaseholdError {
+  override name = 'LeaseNotFoundError';
+  constructor(leaseName: string, options: LeaseholdErrorOptions = {}) {
+    super(ErrorCode.LEASE_NOT_FOUND, `Lease "${leaseName}" does not exist: it was never acquired.`, {
+      ...options,
+      leaseName,
+    });
+  }
+}
+
+/**
+ * The lease is held by someone else. The store and SDK report this as a *result* of acquire;
+ * this class exists for the HTTP layer and for callers who prefer an exception.
+ */
+export class LeaseHeldError extends LeaseholdError {
+  override name = 'LeaseHeldError';
+  constructor(
+    readonly lease: PublicLease,
+    readonly retryAfterMs: number,
+    options: LeaseholdErrorOptions = {},
+  ) {
+    super(
+      ErrorCode.LEASE_HELD,
+      `Lease "${lease.name}" is held by "${lease.holder ?? '(expired, in lock-delay)'}" (token ${lease.token}); it may be acquired in ${retryAfterMs} ms.`,
+      { ...options, leaseName: lease.name },
+    );
+  }
+  override toBody(): ErrorBody['error'] {
+    return { ...super.toBody(), lease: this.lease, retryAfterMs: this.retryAfterMs };
+  }
+}
+
+/**
+ * A lease the caller held is no longer theirs: it expired, was taken over, or was released.
+ * The caller must stop the work the lease protected.
+ */
+export class LeaseLostError extends LeaseholdError {
+  override name = 'LeaseLostError';
+  constructor(
+    leaseName: string,
+    readonly lease: PublicLease | null,
+    reason: string,
+    options: LeaseholdErrorOptions = {},
+  ) {
+    super(ErrorCode.LEASE_LOST, `Lease "${leaseName}" was lost: ${reason}.`, { ...options, leaseName });
+  }
+  override toBody(): ErrorBody['error'] {
+    return { ...super.toBody(), lease: this.lease };
+  }
+}
+
+export class UnavailableError extends LeaseholdError {
+  override name = 'UnavailableError';
+  constructor(message: string, options: LeaseholdErrorOptions = {}) {
+    super(ErrorCode.UNAVAILABLE, message, options);
+  }
+}
+
+export class ThrottledError extends LeaseholdError {
+  override name = 'ThrottledError';
+  constructor(message: string, options: LeaseholdErrorOptions = {}) {
+    super(ErrorCode.THROTTLED, message, options);
+  }
+}
+
+export class UnauthorizedError extends LeaseholdError {
+  override name = 'UnauthorizedError';
+  constructor(message: string, options: LeaseholdErrorOptions = {}) {
+    super(ErrorCode.UNAUTHORIZED, message, options);
+  }
+}
+
+export class ForbiddenError extends LeaseholdError {
+  override name = 'ForbiddenError';
+  constructor(message: string, options: LeaseholdErrorOptions = {}) {
+    super(ErrorCode.FORBIDDEN, message, options);
+  }
+}
+
+export class PayloadTooLargeError extends LeaseholdError {
+  override name = 'PayloadTooLargeError';
+  constructor(message: string, options: LeaseholdErrorOptions = {}) {
+    super(ErrorCode.PAYLOAD_TOO_LARGE, message, options);
+  }
+}
+
+export class UnsupportedMediaTypeError extends LeaseholdError {
+  override name = 'UnsupportedMediaTypeError';
+  constructor(message: string, options: LeaseholdErrorOptions = {}) {
+    super(ErrorCode.UNSUPPORTED_MEDIA_TYPE, message, options);
+  }
+}
+
+export class RouteNotFoundError extends LeaseholdError {
+  override name = 'RouteNotFoundError';
+  constructor(message: string, options: LeaseholdErrorOptions = {}) {
+    super(ErrorCode.ROUTE_NOT_FOUND, message, options);
+  }
+}
+
+export class MethodNotAllowedError extends LeaseholdError {
+  override name = 'MethodNotAllowedError';
+  constructor(message: string, options: LeaseholdErrorOptions = {}) {
+    super(ErrorCode.METHOD_NOT_ALLOWED, message, options);
+  }
+}
+
+export class InternalError extends LeaseholdError {
+  override name = 'InternalError';
+  constructor(message = 'Internal error.', options: LeaseholdErrorOptions = {}) {
+    super(ErrorCode.INTERNAL, message, options);
+  }
+}
+
+export function isLeaseholdError(error: unknown): error is LeaseholdError {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    isErrorCode((error as { code?: unknown }).code) &&
+    typeof (error as { message?: unknown }).message === 'string'
+  );
+}
+
+export function isLeaseLostError(error: unknown): error is LeaseLostError {
+  return isLeaseholdError(error) && error.code === ErrorCode.LEASE_LOST;
+}
+
+/**
+ * Rebuilds the typed error from a wire error body. Unknown codes (from a newer server) become a
+ * plain LeaseholdError with code INTERNAL so a client never crashes on them.
+ */
+export function errorFromBody(body: ErrorBody['error'], leaseName?: string): LeaseholdError {
+  const opts = { leaseName };
+  const message = body.message;
+  switch (body.code) {
+    case ErrorCode.VALIDATION_ERROR:
+      return new ValidationError(body.field ?? 'request', body.rule ?? message, opts);
+    case ErrorCode.LEASE_NOT_FOUND:
+      return new LeaseNotFoundError(leaseName ?? body.lease?.name ?? '(unknown)');
+    case ErrorCode.LEASE_HELD:
+      if (body.lease) return new LeaseHeldError(body.lease, body.retryAfterMs ?? 0);
+      return new LeaseholdError(ErrorCode.LEASE_HELD, message, opts);
+    case ErrorCode.LEASE_LOST:
+      return new LeaseLostError(leaseName ?? body.lease?.name ?? '(unknown)', body.lease ?? null, stripLost(message));
+    case ErrorCode.UNAVAILABLE:
+      return new UnavailableError(message, opts);
+    case ErrorCode.THROTTLED:
+      return new ThrottledError(message, opts);
+    case ErrorCode.UNAUTHORIZED:
+      return new UnauthorizedError(message, opts);
+    case ErrorCode.FORBIDDEN:
+      return new ForbiddenError(message, opts);
+    case ErrorCode.PAYLOAD_TOO_LARGE:
+      return new PayloadTooLargeError(message, opts);
+    case ErrorCode.UNSUPPORTED_MEDIA_TYPE:
+      return new UnsupportedMediaTypeError(message, opts);
+    case ErrorCode.ROUTE_NOT_FOUND:
+      return new RouteNotFoundError(message, opts);
+    case ErrorCode.METHOD_NOT_ALLOWED:
+      return new MethodNotAllowedError(message, opts);
+    default:
+      return new InternalError(message, opts);
+  }
+}
+
+function stripLost(message: string): string {
+  const match = /was lost: (.*)\.$/.exec(message);
+  return match?.[1] ?? message;
+}

@@ -1,0 +1,8 @@
+/**
+ * The v1 wire contract of leasehold: types, error codes, error classes and input rules.
+ * Zero dependencies; the single source of truth that both the server and the SDK import.
+ */
+export * from './codes.js';
+export * from './types.js';
+export * from './errors.js';
+export * from './rules.js';

@@ -1,0 +1,161 @@
+import { ValidationError } from './errors.js';
+import type { AcquireRequest, JsonValue, ListRequest, ReleaseRequest, RenewRequest } from './types.js';
+
+/**
+ * Input rules of the v1 contract. The server enforces them before any write; the SDK checks the
+ * same rules before sending, so a bad call fails fast and identically on both sides.
+ */
+export const LIMITS = {
+  nameMaxLength: 200,
+  holderMaxLength: 128,
+  ttlMinMs: 1_000,
+  ttlMaxMs: 3_600_000,
+  metadataMaxBytes: 2_048,
+  requestIdMaxLength: 64,
+  lockDelayMaxMs: 60_000,
+  listDefaultLimit: 100,
+  listMaxLimit: 1_000,
+  bodyMaxBytes: 8_192,
+} as const;
+
+export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
+/** Printable ASCII without space (0x21–0x7E). */
+export const HOLDER_PATTERN = /^[\x21-\x7e]{1,128}$/;
+export const REQUEST_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+/** leaseId is 128 random bits, hex encoded by the server. */
+export const LEASE_ID_PATTERN = /^[0-9a-f]{32}$/;
+export const PREFIX_PATTERN = /^[A-Za-z0-9._:-]{0,200}$/;
+export const CURSOR_PATTERN = /^[A-Za-z0-9_-]{1,1024}$/;
+
+export function validateName(name: unknown, field = 'name'): string {
+  if (typeof name !== 'string') throw new ValidationError(field, 'must be a string');
+  if (!NAME_PATTERN.test(name)) {
+    throw new ValidationError(
+      field,
+      'must be 1-200 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit',
+    );
+  }
+  return name;
+}
+
+function requireString(value: unknown, field: string, pattern: RegExp, rule: string): string {
+  if (typeof value !== 'string') throw new ValidationError(field, 'must be a string');
+  if (!pattern.test(value)) throw new ValidationError(field, rule);
+  return value;
+}
+
+function requireInteger(value: unknown, field: string, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new ValidationError(field, `must be an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
+export function validateHolder(value: unknown, field = 'holder'): string {
+  return requireString(value, field, HOLDER_PATTERN, 'must be 1-128 printable ASCII characters without spaces');
+}
+
+export function validateTtlMs(value: unknown, field = 'ttlMs'): number {
+  return requireInteger(value, field, LIMITS.ttlMinMs, LIMITS.ttlMaxMs);
+}
+
+export function validateLockDelayMs(value: unknown, field = 'lockDelayMs'): number {
+  return requireInteger(value, field, 0, LIMITS.lockDelayMaxMs);
+}
+
+export function validateRequestId(value: unknown, field = 'requestId'): string {
+  return requireString(value, field, REQUEST_ID_PATTERN, 'must be 1-64 characters of A-Z a-z 0-9 _ -');
+}
+
+export function validateLeaseId(value: unknown, field = 'leaseId'): string {
+  return requireString(value, field, LEASE_ID_PATTERN, 'must be the 32 hex characters returned by acquire');
+}
+
+export function validateToken(value: unknown, field = 'token'): number {
+  return requireInteger(value, field, 1, Number.MAX_SAFE_INTEGER);
+}
+
+export function validateMetadata(value: unknown, field = 'metadata'): JsonValue {
+  let serialized: string | undefined;
+  try {
+    serialized = JSON.stringify(value);
+  } catch {
+    throw new ValidationError(field, 'must be a JSON value');
+  }
+  if (serialized === undefined) throw new ValidationError(field, 'must be a JSON value');
+  const bytes = new TextEncoder().encode(serialized).length;
+  if (bytes > LIMITS.metadataMaxBytes) {
+    throw new ValidationError(field, `must serialize to at most ${LIMITS.metadataMaxBytes} bytes of JSON (got ${bytes})`);
+  }
+  return value as JsonValue;
+}
+
+function requireObject(body: unknown, allowed: readonly string[]): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ValidationError('body', 'must be a JSON object');
+  }
+  for (const key of Object.keys(body)) {
+    if (!allowed.includes(key)) {
+      throw new ValidationError(key, `is not a known field (expected ${allowed.join(', ')})`);
+    }
+  }
+  return body as Record<string, unknown>;
+}
+
+function requireField(body: Record<string, unknown>, field: string): unknown {
+  if (body[field] === undefined) throw new ValidationError(field, 'is required');
+  return body[field];
+}
+
+export function validateAcquireRequest(body: unknown): AcquireRequest {
+  const input = requireObject(body, ['holder', 'ttlMs', 'metadata', 'requestId', 'lockDelayMs']);
+  const request: AcquireRequest = {
+    holder: validateHolder(requireField(input, 'holder')),
+    ttlMs: validateTtlMs(requireField(input, 'ttlMs')),
+  };
+  if (input.metadata !== undefined) request.metadata = validateMetadata(input.metadata);
+  if (input.requestId !== undefined) request.requestId = validateRequestId(input.requestId);
+  if (input.lockDelayMs !== undefined) request.lockDelayMs = validateLockDelayMs(input.lockDelayMs);
+  return request;
+}
+
+export function validateRenewRequest(body: unknown): RenewRequest {
+  const input = requireObject(body, ['leaseId', 'token', 'ttlMs']);
+  const request: RenewRequest = {
+    leaseId: validateLeaseId(requireField(input, 'leaseId')),
+    token: validateToken(requireField(input, 'token')),
+  };
+  if (input.ttlMs !== undefined) request.ttlMs = validateTtlMs(input.ttlMs);
+  return request;
+}
+
+export function validateReleaseRequest(body: unknown): ReleaseRequest {
+  const input = requireObject(body, ['leaseId', 'token']);
+  return {
+    leaseId: validateLeaseId(requireField(input, 'leaseId')),
+    token: validateToken(requireField(input, 'token')),
+  };
+}
+
+/** Query parameters arrive as strings; `limit` is parsed strictly (digits only). */
+export function validateListRequest(query: Record<string, string | undefined>): Required<Pick<ListRequest, 'limit'>> & ListRequest {
+  for (const key of Object.keys(query)) {
+    if (!['prefix', 'limit', 'cursor'].includes(key)) {
+      throw new ValidationError(key, 'is not a known query parameter (expected prefix, limit, cursor)');
+    }
+  }
+  const request: Required<Pick<ListRequest, 'limit'>> & ListRequest = { limit: LIMITS.listDefaultLimit };
+  if (query.prefix !== undefined && query.prefix !== '') {
+    request.prefix = requireString(query.prefix, 'prefix', PREFIX_PATTERN, 'must be up to 200 characters of A-Z a-z 0-9 . _ : -');
+  }
+  if (query.limit !== undefined) {
+    if (!/^[0-9]{1,5}$/.test(query.limit)) {
+      throw new ValidationError('limit', `must be an integer from 1 to ${LIMITS.listMaxLimit}`);
+    }
+    request.limit = requireInteger(Number(query.limit), 'limit', 1, LIMITS.listMaxLimit);
+  }
+  if (query.cursor !== undefined && query.cursor !== '') {
+    request.cursor = requireString(query.cursor, 'cursor', CURSOR_PATTERN, 'must be a cursor returned by a previous list call');
+  }
+  return request;
+}

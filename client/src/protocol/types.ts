@@ -1,0 +1,85 @@
+/**
+ * Wire types of the v1 contract. All times are epoch milliseconds of the *server's* clock;
+ * `remainingMs` is computed by the server when it answers, so clients never compare clocks.
+ */
+
+/** What anybody may see about a lease. `holder` is null when nobody holds it right now. */
+export interface PublicLease {
+  name: string;
+  holder: string | null;
+  /** Fencing token of the latest grant: strictly increasing per name, never reused. */
+  token: number;
+  ttlMs: number;
+  expiresAt: number;
+  remainingMs: number;
+  acquiredAt: number;
+  renewedAt: number;
+  /** How many times the lease has been granted (each acquire adds one). */
+  transitions: number;
+  metadata: JsonValue | null;
+}
+
+/** What the holder receives: the public state plus `leaseId`, the secret that authorizes renew and release. */
+export interface Grant extends PublicLease {
+  holder: string;
+  leaseId: string;
+}
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+export interface AcquireRequest {
+  holder: string;
+  ttlMs: number;
+  metadata?: JsonValue;
+  requestId?: string;
+  lockDelayMs?: number;
+}
+
+export interface RenewRequest {
+  leaseId: string;
+  token: number;
+  ttlMs?: number;
+}
+
+export interface ReleaseRequest {
+  leaseId: string;
+  token: number;
+}
+
+export interface ListRequest {
+  prefix?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+export interface GrantResponse {
+  lease: Grant;
+}
+
+export interface ReleaseResponse {
+  released: true;
+  lease: PublicLease;
+}
+
+export interface DescribeResponse {
+  lease: PublicLease;
+}
+
+export interface ListResponse {
+  leases: PublicLease[];
+  nextCursor?: string;
+}
+
+export interface ErrorBody {
+  error: {
+    code: string;
+    message: string;
+    /** Present with VALIDATION_ERROR: the offending field and the rule it broke. */
+    field?: string;
+    rule?: string;
+    /** Present with LEASE_HELD and LEASE_LOST: the current public state (null if the lease does not exist). */
+    lease?: PublicLease | null;
+    /** Present with LEASE_HELD: when the lease may next be acquired. */
+    retryAfterMs?: number;
+  };
+}

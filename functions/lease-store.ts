@@ -1,0 +1,409 @@
+import { randomBytes } from 'node:crypto';
+import {
+  ConditionalCheckFailedException,
+  type AttributeValue,
+} from '@aws-sdk/client-dynamodb';
+import {
+  GetCommand,
+  ScanCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import {
+  LeaseLostError,
+  LeaseNotFoundError,
+  UnavailableError,
+  ValidationError,
+  validateAcquireRequest,
+  validateListRequest,
+  validateName,
+  validateReleaseRequest,
+  validateRenewRequest,
+  type AcquireRequest,
+  type Grant,
+  type ListRequest,
+  type ListResponse,
+  type PublicLease,
+  type ReleaseRequest,
+  type RenewRequest,
+} from '../client/src/protocol/index.js';
+import type { Clock } from './clock.js';
+import {
+  isSameGrantRetry,
+  retryAfterMs,
+  toGrant,
+  toPublicLease,
+  type LeaseRecord,
+} from './lease-record.js';
+
+/**
+ * The only module that speaks DynamoDB. Every operation is exactly one request: acquire, renew
+ * and release are each a single conditional UpdateItem, and on conflict the current item comes
+ * back through `ReturnValuesOnConditionCheckFailure: ALL_OLD`, so nothing is read before a write.
+ *
+ * ## Fencing tokens never go backwards
+ * The token is updated as `if_not_exists(token, :tokenBase) + 1` inside the acquire write, where
+ * `:tokenBase` is the writer's clock in *microseconds* (`nowMs * 1000`). So:
+ * - while the item exists, every grant is exactly the previous token + 1 (atomic, same write);
+ * - when the item is first created, or created again after a deletion (TTL cleanup or by hand),
+ *   the token restarts from the current time in µs.
+ * A grant needs a write to one item, and DynamoDB sustains at most ~1,000 writes/s per item, so the
+ * counter advances at most 1 per ms while the µs base advances 1,000 per ms: an item recreated after
+ * it existed for longer than ~2× the servers' clock skew always starts above every earlier token.
+ * The TTL cleanup deletes an item only `cleanupAfterMs` (default 7 days) after its last write.
+ * Tokens stay below 2^53 until the year 2255.
+ */
+
+/** Default time after an item's last write before DynamoDB TTL may delete it. */
+export const DEFAULT_CLEANUP_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
+
+// acquire: succeeds when nobody ever held the name, or the last holder's expiry plus lock-delay
+// (or the release time) is strictly before now.
+//   ──held──▶ expiresAt ──lock-delay──▶ availableAt ── acquire ok from here ──▶
+const leaseIsAvailable = 'attribute_not_exists(pk) OR availableAt < :now';
+
+// renew: only the current grant (same leaseId and token), not released, not yet expired.
+//   acquire ── renew ok ──▶ expiresAt ✗
+const grantIsCurrentAndLive =
+  'leaseId = :leaseId AND #token = :token AND attribute_exists(holder) AND expiresAt >= :now';
+
+// release: only the current grant (same leaseId and token), not yet released. A release after
+// expiry but before any successor is allowed: it only ends the lock-delay early, and the
+// holder is the one that knows its work has stopped.
+const grantIsCurrent = 'leaseId = :leaseId AND #token = :token AND attribute_exists(holder)';
+
+export interface LeaseStoreOptions {
+  client: DynamoDBDocumentClient;
+  tableName: string;
+  clock: Clock;
+  /** How long after an item's last write DynamoDB TTL may delete it. Default 7 days. */
+  cleanupAfterMs?: number;
+  /** Source of 128-bit lease ids; injectable for tests. Default: crypto random, hex. */
+  newLeaseId?: () => string;
+}
+
+export type AcquireResult =
+  | { acquired: true; lease: Grant }
+  | { acquired: false; lease: PublicLease; retryAfterMs: number };
+
+export class LeaseStore {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly tableName: string;
+  private readonly clock: Clock;
+  private readonly cleanupAfterMs: number;
+  private readonly newLeaseId: () => string;
+
+  constructor(options: LeaseStoreOptions) {
+    this.client = options.client;
+    this.tableName = options.tableName;
+    this.clock = options.clock;
+    this.cleanupAfterMs = options.cleanupAfterMs ?? DEFAULT_CLEANUP_AFTER_MS;
+    this.newLeaseId = options.newLeaseId ?? (() => randomBytes(16).toString('hex'));
+  }
+
+  async acquire(name: string, input: AcquireRequest): Promise<AcquireResult> {
+    validateName(name);
+    const request = validateAcquireRequest(pick(input, ['holder', 'ttlMs', 'metadata', 'requestId', 'lockDelayMs']));
+    const lockDelayMs = request.lockDelayMs ?? 0;
+    const now = this.clock.nowMs();
+    const expiresAt = now + request.ttlMs;
+
+    const set = [
+      'holder = :holder',
+      'leaseId = :leaseId',
+      '#token = if_not_exists(#token, :tokenBase) + :one',
+      'transitions = if_not_exists(transitions, :zero) + :one',
+      'ttlMs = :ttlMs',
+      'lockDelayMs = :lockDelayMs',
+      'holdMs = :holdMs',
+      'expiresAt = :expiresAt',
+      'availableAt = :availableAt',
+      'acquiredAt = :now',
+      'renewedAt = :now',
+      'expireItemAt = :expireItemAt',
+    ];
+    const remove = ['releasedAt'];
+    const values: Record<string, unknown> = {
+      ':now': now,
+      ':holder': request.holder,
+      ':leaseId': this.newLeaseId(),
+      ':tokenBase': now * 1000,
+      ':one': 1,
+      ':zero': 0,
+      ':ttlMs': request.ttlMs,
+      ':lockDelayMs': lockDelayMs,
+      ':holdMs': request.ttlMs + lockDelayMs,
+      ':expiresAt': expiresAt,
+      ':availableAt': expiresAt + lockDelayMs,
+      ':expireItemAt': this.expireItemAt(expiresAt + lockDelayMs),
+    };
+    if (request.metadata !== undefined && request.metadata !== null) {
+      set.push('metadataJson = :metadataJson');
+      values[':metadataJson'] = JSON.stringify(request.metadata);
+    } else {
+      remove.push('metadataJson');
+    }
+    if (request.requestId !== undefined) {
+      set.push('requestId = :requestId');
+      values[':requestId'] = request.requestId;
+    } else {
+      remove.push('requestId');
+    }
+
+    try {
+      const out = await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: name },
+          UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
+          ConditionExpression: leaseIsAvailable,
+          ExpressionAttributeNames: { '#token': 'token' },
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { acquired: true, lease: toGrant(out.Attributes as LeaseRecord, this.clock.nowMs()) };
+    } catch (error) {
+      const current = isConditionFailure(error) ? conflictItem(error) : undefined;
+      if (current === undefined) throw translate(error, name);
+      const at = this.clock.nowMs();
+      if (isSameGrantRetry(current, request.holder, request.requestId, at)) {
+        return { acquired: true, lease: toGrant(current, at) };
+      }
+      return { acquired: false, lease: toPublicLease(current, at), retryAfterMs: retryAfterMs(current, at) };
+    }
+  }
+
+  async renew(name: string, input: RenewRequest): Promise<Grant> {
+    validateName(name);
+    const request = validateRenewRequest(pick(input, ['leaseId', 'token', 'ttlMs']));
+    const now = this.clock.nowMs();
+    const values: Record<string, unknown> = {
+      ':now': now,
+      ':leaseId': request.leaseId,
+      ':token': request.token,
+      ':expireItemAt': this.expireItemAt(now + MAX_HOLD_MS),
+    };
+    let set: string[];
+    if (request.ttlMs === undefined) {
+      // Keep the stored ttl: one operator per operand is all DynamoDB allows, hence holdMs.
+      set = ['expiresAt = ttlMs + :now', 'availableAt = holdMs + :now'];
+    } else {
+      set = [
+        'ttlMs = :ttlMs',
+        'holdMs = lockDelayMs + :ttlMs',
+        'expiresAt = :expiresAt',
+        'availableAt = lockDelayMs + :expiresAt',
+      ];
+      values[':ttlMs'] = request.ttlMs;
+      values[':expiresAt'] = now + request.ttlMs;
+    }
+    set.push('renewedAt = :now', 'expireItemAt = :expireItemAt');
+
+    try {
+      const out = await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: name },
+          UpdateExpression: `SET ${set.join(', ')}`,
+          ConditionExpression: grantIsCurrentAndLive,
+          ExpressionAttributeNames: { '#token': 'token' },
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return toGrant(out.Attributes as LeaseRecord, this.clock.nowMs());
+    } catch (error) {
+      if (!isConditionFailure(error)) throw translate(error, name);
+      const current = conflictItem(error);
+      const at = this.clock.nowMs();
+      throw new LeaseLostError(name, current ? toPublicLease(current, at) : null, lostReason(current, request, now));
+    }
+  }
+
+  /** Returns the lease's public state after the release. Releasing the same grant twice is harmless. */
+  async release(name: string, input: ReleaseRequest): Promise<PublicLease> {
+    validateName(name);
+    const request = validateReleaseRequest(pick(input, ['leaseId', 'token']));
+    const now = this.clock.nowMs();
+    try {
+      const out = await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: name },
+          UpdateExpression: 'SET availableAt = :now, releasedAt = :now, expireItemAt = :expireItemAt REMOVE holder, requestId',
+          ConditionExpression: grantIsCurrent,
+          ExpressionAttributeNames: { '#token': 'token' },
+          ExpressionAttributeValues: {
+            ':now': now,
+            ':leaseId': request.leaseId,
+            ':token': request.token,
+            ':expireItemAt': this.expireItemAt(now),
+          },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return toPublicLease(out.Attributes as LeaseRecord, this.clock.nowMs());
+    } catch (error) {
+      if (!isConditionFailure(error)) throw translate(error, name);
+      const current = conflictItem(error);
+      const at = this.clock.nowMs();
+      const alreadyReleased =
+        current !== undefined &&
+        current.holder === undefined &&
+        current.leaseId === request.leaseId &&
+        current.token === request.token;
+      if (alreadyReleased) return toPublicLease(current, at);
+      throw new LeaseLostError(name, current ? toPublicLease(current, at) : null, lostReason(current, request, now));
+    }
+  }
+
+  /** Strongly consistent read of the public state (never the leaseId). */
+  async describe(name: string): Promise<PublicLease> {
+    validateName(name);
+    try {
+      const out = await this.client.send(
+        new GetCommand({ TableName: this.tableName, Key: { pk: name }, ConsistentRead: true }),
+      );
+      if (out.Item === undefined) throw new LeaseNotFoundError(name);
+      return toPublicLease(out.Item as LeaseRecord, this.clock.nowMs());
+    } catch (error) {
+      throw translate(error, name);
+    }
+  }
+
+  /**
+   * One page of leases whose name starts with `prefix`.
+   *
+   * Cost: this is a DynamoDB Scan of up to `limit` items (1 read unit per 4 KB scanned, strongly
+   * consistent), filtered by prefix *after* reading, so a page can hold fewer than `limit` leases
+   * and still have a `nextCursor`. Meant for operators and dashboards, not for hot paths.
+   */
+  async list(input: Record<string, string | undefined> | ListRequest = {}): Promise<ListResponse> {
+    const request = validateListRequest(stringifyQuery(input));
+    const startKey = request.cursor === undefined ? undefined : decodeCursor(request.cursor);
+    try {
+      const out = await this.client.send(
+        new ScanCommand({
+          TableName: this.tableName,
+          Limit: request.limit,
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+          ...(request.prefix
+            ? { FilterExpression: 'begins_with(pk, :prefix)', ExpressionAttributeValues: { ':prefix': request.prefix } }
+            : {}),
+        }),
+      );
+      const now = this.clock.nowMs();
+      const leases = (out.Items ?? []).map((item) => toPublicLease(item as LeaseRecord, now));
+      leases.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      const response: ListResponse = { leases };
+      if (out.LastEvaluatedKey) response.nextCursor = encodeCursor(out.LastEvaluatedKey as { pk: string });
+      return response;
+    } catch (error) {
+      throw translate(error);
+    }
+  }
+
+  private expireItemAt(lastUseMs: number): number {
+    return Math.ceil((lastUseMs + this.cleanupAfterMs) / 1000);
+  }
+}
+
+/** Upper bound of ttl + lock-delay, used for the cleanup time when a renew keeps the stored ttl. */
+const MAX_HOLD_MS = 3_600_000 + 60_000;
+
+function lostReason(current: LeaseRecord | undefined, request: { leaseId: string; token: number }, now: number): string {
+  if (current === undefined) return 'it does not exist';
+  if (current.token !== request.token || current.leaseId !== request.leaseId) {
+    return current.token > request.token
+      ? `it was granted again (token ${current.token} > ${request.token})`
+      : 'the leaseId or token does not match the current grant';
+  }
+  if (current.holder === undefined) return 'it was released';
+  if (current.expiresAt < now) return `it expired ${now - current.expiresAt} ms ago`;
+  return 'the grant is no longer current';
+}
+
+function isConditionFailure(error: unknown): error is ConditionalCheckFailedException {
+  return error instanceof ConditionalCheckFailedException || (error as { name?: string })?.name === 'ConditionalCheckFailedException';
+}
+
+/** The item as it was when the condition failed (undefined if there was none). */
+function conflictItem(error: ConditionalCheckFailedException): LeaseRecord | undefined {
+  // lib-dynamodb does not unmarshall the item attached to the exception.
+  const item = error.Item as Record<string, AttributeValue> | undefined;
+  return item ? (unmarshall(item) as LeaseRecord) : undefined;
+}
+
+const UNAVAILABLE_ERRORS = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+  'InternalServerError',
+  'ServiceUnavailable',
+  'TransactionConflictException',
+  'TimeoutError',
+  'AbortError',
+]);
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
+
+/** The one place where a DynamoDB SDK error becomes a domain error. */
+function translate(error: unknown, leaseName?: string): unknown {
+  if (error instanceof LeaseNotFoundError || error instanceof ValidationError) return error;
+  const e = error as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } };
+  const status = e.$metadata?.httpStatusCode;
+  if (
+    UNAVAILABLE_ERRORS.has(e.name ?? '') ||
+    NETWORK_CODES.has(e.code ?? '') ||
+    (status !== undefined && status >= 500)
+  ) {
+    return new UnavailableError(
+      `The lease table is unavailable (${e.name ?? e.code ?? 'error'})${leaseName ? ` while serving "${leaseName}"` : ''}; safe to retry.`,
+      { leaseName, cause: error },
+    );
+  }
+  return error;
+}
+
+/**
+ * The store takes the fields it knows and ignores the rest, so a caller can pass a whole Grant to
+ * renew or release. Unknown fields in a *request body* are rejected earlier, by the HTTP layer.
+ */
+function pick<T extends object>(input: T, keys: readonly string[]): T {
+  const out: Record<string, unknown> = {};
+  for (const key of keys) {
+    const value = (input as Record<string, unknown>)[key];
+    if (value !== undefined) out[key] = value;
+  }
+  return out as T;
+}
+
+function encodeCursor(key: { pk: string }): string {
+  return Buffer.from(JSON.stringify({ pk: key.pk }), 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): { pk: string } {
+  try {
+    const key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (typeof key === 'object' && key !== null && typeof (key as { pk?: unknown }).pk === 'string') {
+      validateName((key as { pk: string }).pk);
+      return { pk: (key as { pk: string }).pk };
+    }
+  } catch {
+    // fall through to the validation error below
+  }
+  throw new ValidationError('cursor', 'must be a cursor returned by a previous list call');
+}
+
+function stringifyQuery(input: object): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [key, value] of Object.entries(input)) {
+    if (value !== undefined) out[key] = String(value);
+  }
+  return out;
+}

@@ -1,0 +1,27 @@
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { inject } from 'vitest';
+import { createDocumentClient } from '../../functions/dynamodb-client.js';
+import { ensureLeaseTable } from '../../functions/lease-table.js';
+import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
+
+/** Connection settings for the DynamoDB Local that the global setup started. */
+export function localDynamoConfig() {
+  return { endpoint: inject('dynamodbEndpoint'), region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS };
+}
+
+export interface TestTable {
+  tableName: string;
+  raw: DynamoDBClient;
+  doc: DynamoDBDocumentClient;
+}
+
+/** A fresh lease table in DynamoDB Local, unique to the caller. */
+export async function createTestLeaseTable(prefix = 'leases'): Promise<TestTable> {
+  const config = localDynamoConfig();
+  const raw = new DynamoDBClient(config);
+  const tableName = `${prefix}-${randomUUID()}`;
+  await ensureLeaseTable(raw, tableName);
+  return { tableName, raw, doc: createDocumentClient(config) };
+}
