@@ -1,0 +1,23 @@
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { isLeaseholdError, InternalError } from '../../client/src/protocol/index.js';
+import { errorResponse } from '../http/responses.js';
+import { matchRoute } from '../http/routes.js';
+
+/**
+ * API Gateway's `$default` route: answers unknown paths (404 ROUTE_NOT_FOUND) and wrong methods
+ * (405 METHOD_NOT_ALLOWED) with the v1 error body instead of API Gateway's own `{"message"}`.
+ * It touches no table, so it needs no DynamoDB permission.
+ */
+export async function handler(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> {
+  try {
+    matchRoute(event.requestContext.http.method, event.rawPath);
+    // A real route reaching $default means the API and this table disagree: never expose why.
+    return errorResponse(new InternalError());
+  } catch (error) {
+    if (!isLeaseholdError(error)) return errorResponse(new InternalError());
+    const response = errorResponse(error);
+    const allow = (error as { allow?: string }).allow;
+    if (allow) response.headers = { ...response.headers, allow };
+    return response;
+  }
+}

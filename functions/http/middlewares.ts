@@ -1,0 +1,64 @@
+import type middy from '@middy/core';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import {
+  InternalError,
+  LIMITS,
+  PayloadTooLargeError,
+  UnsupportedMediaTypeError,
+  ValidationError,
+  isLeaseholdError,
+  type LeaseholdError,
+} from '../../client/src/protocol/index.js';
+import { errorResponse } from './responses.js';
+
+type Request = middy.Request<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context>;
+
+/**
+ * Rejects bodies over 8 KiB before anything parses them. API Gateway would accept 10 MB; a lease
+ * request is a few hundred bytes, so anything larger is a mistake or an attack.
+ */
+export function bodySizeLimit(maxBytes: number = LIMITS.bodyMaxBytes): middy.MiddlewareObj<APIGatewayProxyEventV2> {
+  return {
+    before: function bodySizeLimitBefore(request) {
+      const { body, isBase64Encoded } = request.event;
+      if (body === undefined) return;
+      const bytes = isBase64Encoded ? Math.floor((body.length * 3) / 4) : Buffer.byteLength(body, 'utf8');
+      if (bytes > maxBytes) {
+        throw new PayloadTooLargeError(`Request body is ${bytes} bytes; the limit is ${maxBytes} bytes.`);
+      }
+    },
+  };
+}
+
+/**
+ * Maps every failure to the v1 error body. Only LeaseholdErrors are exposed as they are; middy's
+ * own HTTP errors are translated to our codes; anything else becomes a generic INTERNAL (500) whose
+ * details go to the log, never to the caller.
+ */
+export function leaseholdErrors(logger: Logger): middy.MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2> {
+  return {
+    onError: function leaseholdErrorsOnError(request: Request) {
+      if (request.response !== undefined && request.response !== null && !request.error) return;
+      const error = toLeaseholdError(request.error);
+      if (error.status >= 500) {
+        logger.error('request failed', { code: error.code, error: request.error as Error });
+      }
+      request.response = errorResponse(error);
+    },
+  };
+}
+
+function toLeaseholdError(error: unknown): LeaseholdError {
+  if (isLeaseholdError(error)) return error;
+  const e = error as { statusCode?: number; message?: string; expose?: boolean };
+  // @middy/http-json-body-parser answers 415 both for a wrong content type and for bad JSON.
+  if (e?.statusCode === 415) {
+    if (e.message?.startsWith('Invalid or malformed JSON')) {
+      return new ValidationError('body', 'must be valid JSON');
+    }
+    return new UnsupportedMediaTypeError('Request body must be sent with content-type application/json.');
+  }
+  if (e?.statusCode === 413) return new PayloadTooLargeError(e.message ?? 'Request body is too large.');
+  return new InternalError('Internal error.', { cause: error });
+}

@@ -1,0 +1,16 @@
+import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { LeaseHeldError, type LeaseholdError } from '../../client/src/protocol/index.js';
+
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' } as const;
+
+export function jsonResponse(statusCode: number, body: unknown, headers: Record<string, string> = {}): APIGatewayProxyStructuredResultV2 {
+  return { statusCode, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) };
+}
+
+/** The error body every route uses: `{ error: { code, message, ... } }`, with Retry-After when useful. */
+export function errorResponse(error: LeaseholdError): APIGatewayProxyStructuredResultV2 {
+  const headers: Record<string, string> = {};
+  if (error instanceof LeaseHeldError) headers['retry-after'] = String(Math.ceil(error.retryAfterMs / 1000));
+  if (error.code === 'UNAVAILABLE' || error.code === 'THROTTLED') headers['retry-after'] = '1';
+  return jsonResponse(error.status, { error: error.toBody() }, headers);
+}

@@ -1,0 +1,55 @@
+import middy from '@middy/core';
+import httpHeaderNormalizer from '@middy/http-header-normalizer';
+import httpJsonBodyParser from '@middy/http-json-body-parser';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import type { Metrics } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { validateName } from '../../client/src/protocol/index.js';
+import type { LeaseStore } from '../lease-store.js';
+import { bodySizeLimit, leaseholdErrors } from './middlewares.js';
+
+/** What a route needs. Built once per cold start (see runtime.ts) or by the local server. */
+export interface HandlerDeps {
+  store: LeaseStore;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+/** Outcomes counted as CloudWatch metrics (one metric each, unit Count). */
+export const OUTCOME = {
+  acquired: 'acquired',
+  held: 'held',
+  renewed: 'renewed',
+  lost: 'lost',
+  released: 'released',
+  described: 'described',
+  listed: 'listed',
+} as const;
+
+export type RouteHandler = middy.MiddyfiedHandler<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context>;
+
+type RouteFn = (event: APIGatewayProxyEventV2, deps: HandlerDeps) => Promise<APIGatewayProxyStructuredResultV2>;
+
+/**
+ * Wraps a route's few lines of logic in the shared middleware chain: context-aware logs, metrics
+ * flushed per invocation, normalized headers, an 8 KiB body limit, JSON parsing for POST routes,
+ * and the one error middleware that maps failures to v1 error bodies.
+ */
+export function leaseRoute(deps: HandlerDeps, options: { jsonBody: boolean }, fn: RouteFn): RouteHandler {
+  const handler = middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context>()
+    .use(injectLambdaContext(deps.logger, { resetKeys: true }))
+    .use(logMetrics(deps.metrics))
+    .use(httpHeaderNormalizer())
+    .use(bodySizeLimit());
+  if (options.jsonBody) handler.use(httpJsonBodyParser({ disableContentTypeError: false }));
+  // Used last so that its onError runs first (middy runs onError in reverse order).
+  handler.use(leaseholdErrors(deps.logger));
+  return handler.handler((event) => fn(event, deps));
+}
+
+/** The `{name}` path parameter, validated by the protocol's rules. */
+export function leaseName(event: APIGatewayProxyEventV2): string {
+  return validateName(event.pathParameters?.name);
+}

@@ -1,0 +1,61 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { systemClock, type Clock } from './clock.js';
+import { readConfig } from './config.js';
+import { createDocumentClient } from './dynamodb-client.js';
+import { LeaseStore } from './lease-store.js';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { HandlerDeps, RouteHandler } from './http/route.js';
+
+export const SERVICE_NAME = 'leasehold';
+export const METRICS_NAMESPACE = 'Leasehold';
+
+export interface DepsOptions {
+  tableName: string;
+  region: string;
+  dynamodbEndpoint?: string | undefined;
+  credentials?: { accessKeyId: string; secretAccessKey: string };
+  clock?: Clock;
+}
+
+/** Builds handler dependencies for one table. The local server calls this with its own clock. */
+export function createDeps(options: DepsOptions): HandlerDeps {
+  const client = createDocumentClient({
+    region: options.region,
+    ...(options.dynamodbEndpoint ? { endpoint: options.dynamodbEndpoint } : {}),
+    ...(options.credentials ? { credentials: options.credentials } : {}),
+  });
+  return {
+    store: new LeaseStore({ client, tableName: options.tableName, clock: options.clock ?? systemClock }),
+    logger: new Logger({ serviceName: SERVICE_NAME }),
+    metrics: new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE_NAME }),
+  };
+}
+
+let lambdaDeps: HandlerDeps | undefined;
+
+/**
+ * Dependencies for the deployed Lambda, from its environment, built once per execution environment.
+ * Handler modules call this at import time when running in Lambda, so a misconfigured function
+ * fails its cold start with one message listing everything that is missing.
+ */
+export function depsFromEnvironment(env: Record<string, string | undefined> = process.env): HandlerDeps {
+  if (lambdaDeps === undefined) {
+    const config = readConfig(env);
+    lambdaDeps = createDeps(config);
+  }
+  return lambdaDeps;
+}
+
+/**
+ * The exported `handler` of each route module: built from the environment on first use (eagerly at
+ * import time inside Lambda), so importing the module elsewhere never requires Lambda's environment.
+ */
+export function lambdaEntry(factory: (deps: HandlerDeps) => RouteHandler): LambdaHandler {
+  let built: RouteHandler | undefined;
+  const build = () => (built ??= factory(depsFromEnvironment()));
+  if (process.env.AWS_LAMBDA_FUNCTION_NAME) build();
+  return (event, context) => build()(event, context);
+}
+
+export type LambdaHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;

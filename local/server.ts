@@ -1,0 +1,273 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { InternalError, LIMITS, PayloadTooLargeError, ThrottledError, isLeaseholdError, type LeaseholdError } from '../client/src/protocol/index.js';
+import { offsetClock, systemClock, type Clock } from '../functions/clock.js';
+import { createAcquireHandler } from '../functions/handlers/acquire.js';
+import { createDescribeHandler } from '../functions/handlers/describe.js';
+import { createListHandler } from '../functions/handlers/list.js';
+import { createReleaseHandler } from '../functions/handlers/release.js';
+import { createRenewHandler } from '../functions/handlers/renew.js';
+import { errorResponse, jsonResponse } from '../functions/http/responses.js';
+import type { HandlerDeps, RouteHandler } from '../functions/http/route.js';
+import { matchRoute, type RouteId } from '../functions/http/routes.js';
+import { createDeps } from '../functions/runtime.js';
+import { createSigV4Verifier, type SigV4VerifierOptions } from './sigv4-verifier.js';
+import { TokenBucket, type ThrottleOptions } from './throttle.js';
+
+/**
+ * Serves the Lambda handler modules over plain HTTP, the way API Gateway (HTTP API, payload 2.0)
+ * would: each request becomes an APIGatewayProxyEventV2, the route's middy handler runs exactly as
+ * in Lambda, and its structured result becomes the response.
+ */
+export interface LocalServerOptions {
+  /** TCP port; default 8787, 0 picks a free one. */
+  port?: number;
+  /** Listen address; default 127.0.0.1 (never expose an unauthenticated lease API by accident). */
+  host?: string;
+  tableName: string;
+  region?: string;
+  /** DynamoDB endpoint (DynamoDB Local); unset to use real DynamoDB in `region`. */
+  dynamodbEndpoint?: string;
+  credentials?: { accessKeyId: string; secretAccessKey: string };
+  /** Shift this server's clock, as a Lambda host's clock may differ (chaos testing). Default 0. */
+  clockOffsetMs?: number;
+  /** When set, every request must carry a valid AWS SigV4 signature for these credentials. */
+  sigv4?: SigV4VerifierOptions;
+  /** Answer 429 THROTTLED past this rate, like API Gateway's stage throttling. Default: no limit. */
+  throttle?: ThrottleOptions;
+  /** Print one line per request to stderr. Default false. */
+  logRequests?: boolean;
+}
+
+export interface LocalServer {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+const OPENAPI_PATH = new URL('../docs/openapi.json', import.meta.url);
+
+export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {
+  const clock: Clock = options.clockOffsetMs ? offsetClock(systemClock, options.clockOffsetMs) : systemClock;
+  const deps: HandlerDeps = createDeps({
+    tableName: options.tableName,
+    region: options.region ?? 'us-east-1',
+    dynamodbEndpoint: options.dynamodbEndpoint,
+    ...(options.credentials ? { credentials: options.credentials } : {}),
+    clock,
+  });
+  const handlers: Record<RouteId, RouteHandler> = {
+    acquire: createAcquireHandler(deps),
+    renew: createRenewHandler(deps),
+    release: createReleaseHandler(deps),
+    describe: createDescribeHandler(deps),
+    list: createListHandler(deps),
+  };
+  const verify = options.sigv4 ? createSigV4Verifier({ nowMs: () => clock.nowMs(), ...options.sigv4 }) : undefined;
+  const openapi = readFileSync(OPENAPI_PATH, 'utf8');
+  const bucket = options.throttle ? new TokenBucket(options.throttle, clock) : undefined;
+
+  const server = createServer((req, res) => {
+    const started = clock.nowMs();
+    serve(req, res, { handlers, verify, openapi, clock, bucket })
+      .catch((error: unknown) => send(res, errorResponse(isLeaseholdError(error) ? error : new InternalError())))
+      .finally(() => {
+        if (options.logRequests) {
+          process.stderr.write(`${req.method} ${req.url} ${res.statusCode} ${clock.nowMs() - started}ms\n`);
+        }
+      });
+  });
+  // Keep-alive connections must not hold a shutdown open for long.
+  server.keepAliveTimeout = 5_000;
+  const host = options.host ?? '127.0.0.1';
+  await listen(server, options.port ?? 8787, host);
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+interface ServeContext {
+  handlers: Record<RouteId, RouteHandler>;
+  verify: ReturnType<typeof createSigV4Verifier> | undefined;
+  openapi: string;
+  clock: Clock;
+  bucket: TokenBucket | undefined;
+}
+
+async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContext): Promise<void> {
+  const method = req.method ?? 'GET';
+  const rawUrl = req.url ?? '/';
+  const queryAt = rawUrl.indexOf('?');
+  const rawPath = queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
+  const rawQueryString = queryAt === -1 ? '' : rawUrl.slice(queryAt + 1);
+
+  if (method === 'GET' && rawPath === '/openapi.json') {
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(ctx.openapi);
+    return;
+  }
+
+  if (ctx.bucket && !ctx.bucket.tryTake()) {
+    send(res, errorResponse(new ThrottledError('Too many requests: the API stage rate limit was exceeded; retry with backoff.')));
+    req.resume();
+    return;
+  }
+
+  let body: string;
+  try {
+    body = await readBody(req, LIMITS.bodyMaxBytes);
+  } catch (error) {
+    res.setHeader('connection', 'close');
+    send(res, errorResponse(error as LeaseholdError));
+    return;
+  }
+
+  let match;
+  try {
+    match = matchRoute(method, rawPath);
+  } catch (error) {
+    if (!isLeaseholdError(error)) throw error;
+    const response = errorResponse(error);
+    const allow = (error as { allow?: string }).allow;
+    if (allow) response.headers = { ...response.headers, allow };
+    send(res, response);
+    return;
+  }
+
+  const headers = flattenHeaders(req);
+  if (ctx.verify) {
+    try {
+      await ctx.verify({ method, path: rawUrl, headers, host: headers.host ?? '', body });
+    } catch (error) {
+      send(res, errorResponse(isLeaseholdError(error) ? error : new InternalError()));
+      return;
+    }
+  }
+
+  const routeKey = `${match.route.method} ${match.route.path}`;
+  const now = ctx.clock.nowMs();
+  const requestId = randomUUID();
+  const event: APIGatewayProxyEventV2 = {
+    version: '2.0',
+    routeKey,
+    rawPath,
+    rawQueryString,
+    headers,
+    ...(rawQueryString ? { queryStringParameters: parseQuery(rawQueryString) } : {}),
+    ...(Object.keys(match.pathParameters).length ? { pathParameters: match.pathParameters } : {}),
+    requestContext: {
+      accountId: 'local',
+      apiId: 'local',
+      domainName: headers.host ?? 'localhost',
+      domainPrefix: 'localhost',
+      http: {
+        method,
+        path: rawPath,
+        protocol: `HTTP/${req.httpVersion}`,
+        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: headers['user-agent'] ?? '',
+      },
+      requestId,
+      routeKey,
+      stage: '$default',
+      time: new Date(now).toISOString(),
+      timeEpoch: now,
+    },
+    ...(body.length > 0 ? { body } : {}),
+    isBase64Encoded: false,
+  };
+  const result = await ctx.handlers[match.route.id](event, lambdaContext(match.route.id, requestId));
+  send(res, result ?? jsonResponse(500, { error: new InternalError().toBody() }));
+}
+
+/** Reads the body, refusing (413) as soon as it grows past the limit rather than buffering it all. */
+function readBody(req: IncomingMessage, maxBytes: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length'] ?? '0');
+    if (declared > maxBytes) {
+      req.resume();
+      reject(new PayloadTooLargeError(`Request body is ${declared} bytes; the limit is ${maxBytes} bytes.`));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        req.removeAllListeners('data');
+        req.resume();
+        reject(new PayloadTooLargeError(`Request body is over the limit of ${maxBytes} bytes.`));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function flattenHeaders(req: IncomingMessage): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [key, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    headers[key.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
+  }
+  return headers;
+}
+
+/** API Gateway joins repeated query parameters with commas; so do we. */
+function parseQuery(raw: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of new URLSearchParams(raw)) {
+    out[key] = key in out ? `${out[key]},${value}` : value;
+  }
+  return out;
+}
+
+function lambdaContext(route: RouteId, requestId: string): Context {
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName: `leasehold-local-${route}`,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:leasehold-local-${route}`,
+    memoryLimitInMB: '256',
+    awsRequestId: requestId,
+    logGroupName: `/aws/lambda/leasehold-local-${route}`,
+    logStreamName: 'local',
+    getRemainingTimeInMillis: () => 10_000,
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
+
+function send(res: ServerResponse, result: APIGatewayProxyStructuredResultV2): void {
+  if (res.headersSent) return;
+  res.writeHead(result.statusCode ?? 200, normalizeHeaders(result.headers));
+  res.end(result.body ?? '');
+}
+
+function normalizeHeaders(headers: APIGatewayProxyStructuredResultV2['headers']): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(headers ?? {})) out[key] = String(value);
+  return out;
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}

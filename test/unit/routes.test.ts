@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { matchRoute } from '../../functions/http/routes.js';
+import { handler as fallback } from '../../functions/handlers/fallback.js';
+
+describe('route matching', () => {
+  it('finds each v1 route and decodes the name', () => {
+    expect(matchRoute('POST', '/v1/leases/a:b/acquire')).toMatchObject({ route: { id: 'acquire' }, pathParameters: { name: 'a:b' } });
+    expect(matchRoute('GET', '/v1/leases/a%3Ab')).toMatchObject({ route: { id: 'describe' }, pathParameters: { name: 'a:b' } });
+    expect(matchRoute('GET', '/v1/leases')).toMatchObject({ route: { id: 'list' } });
+  });
+
+  it('answers a known path with the wrong method as 405 with the allowed methods', () => {
+    expect(() => matchRoute('PUT', '/v1/leases/x/renew')).toThrow(expect.objectContaining({ code: 'METHOD_NOT_ALLOWED', allow: 'POST' }));
+  });
+
+  it('answers an unknown path or an empty name as 404', () => {
+    expect(() => matchRoute('GET', '/v1/leases/')).toThrow(expect.objectContaining({ code: 'ROUTE_NOT_FOUND' }));
+    expect(() => matchRoute('GET', '/v1/locks/x')).toThrow(expect.objectContaining({ code: 'ROUTE_NOT_FOUND' }));
+  });
+
+  it("gives API Gateway's $default route the same 404 and 405 bodies as the local server", async () => {
+    const event = (method: string, rawPath: string) => ({ rawPath, requestContext: { http: { method } } }) as never;
+    const notFound = await fallback(event('GET', '/nope'));
+    expect(notFound.statusCode).toBe(404);
+    expect(JSON.parse(notFound.body as string).error.code).toBe('ROUTE_NOT_FOUND');
+    const wrongMethod = await fallback(event('DELETE', '/v1/leases/x'));
+    expect(wrongMethod).toMatchObject({ statusCode: 405, headers: { allow: 'GET' } });
+  });
+});
