@@ -10,7 +10,8 @@ import type { Grant, JsonValue, PublicLease } from '../client/src/protocol/index
  *   │ held by `holder` (renew/release allowed) │ lock-delay │ anyone may acquire
  *
  * A release removes `holder` and sets `availableAt` to the release time, so the next acquire
- * may happen at once. `leaseId` stays on the item after a release so that a second release of
+ * may happen at once. A handoff is a release that also reserves the lease for one holder
+ * (`reservedFor`) until `reservedUntil`: only that holder may acquire before then. `leaseId` stays on the item after a release so that a second release of
  * the same grant is recognised as harmless.
  */
 export interface LeaseRecord {
@@ -35,6 +36,9 @@ export interface LeaseRecord {
   releasedAt?: number;
   /** Metadata as JSON text: DynamoDB maps do not round-trip every JSON value exactly. */
   metadataJson?: string;
+  /** Set by a handoff: only this holder may acquire until `reservedUntil`. */
+  reservedFor?: string;
+  reservedUntil?: number;
   /** Epoch seconds at which DynamoDB TTL may delete the idle item. */
   expireItemAt: number;
 }
@@ -44,14 +48,22 @@ export function isHeld(record: LeaseRecord, nowMs: number): boolean {
   return record.holder !== undefined && nowMs <= record.expiresAt;
 }
 
-/** The acquire condition, evaluated locally: `availableAt < now` (the store asks DynamoDB the same). */
-export function isAvailable(record: LeaseRecord, nowMs: number): boolean {
-  return record.availableAt < nowMs;
+/** The lease is reserved for someone other than `holder` by a handoff still in its window. */
+export function isReservedForAnother(record: LeaseRecord, holder: string, nowMs: number): boolean {
+  return record.reservedFor !== undefined && record.reservedFor !== holder && (record.reservedUntil ?? 0) >= nowMs;
 }
 
-/** Milliseconds until an acquire can succeed (0 if it can now). */
-export function retryAfterMs(record: LeaseRecord, nowMs: number): number {
-  return Math.max(0, record.availableAt + 1 - nowMs);
+/** The acquire condition, evaluated locally (the store asks DynamoDB the same in its write). */
+export function isAvailableTo(record: LeaseRecord, holder: string, nowMs: number): boolean {
+  return record.availableAt < nowMs && !isReservedForAnother(record, holder, nowMs);
+}
+
+/** Milliseconds until `holder` may acquire (0 if it can now). */
+export function retryAfterMs(record: LeaseRecord, holder: string, nowMs: number): number {
+  const until = isReservedForAnother(record, holder, nowMs)
+    ? Math.max(record.availableAt, record.reservedUntil ?? 0)
+    : record.availableAt;
+  return Math.max(0, until + 1 - nowMs);
 }
 
 /** A retried acquire whose first attempt won: same holder, same requestId, grant still live. */

@@ -11,17 +11,20 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import {
+  LIMITS,
   LeaseLostError,
   LeaseNotFoundError,
   UnavailableError,
   ValidationError,
   validateAcquireRequest,
+  validateHandoffRequest,
   validateListRequest,
   validateName,
   validateReleaseRequest,
   validateRenewRequest,
   type AcquireRequest,
   type Grant,
+  type HandoffRequest,
   type ListRequest,
   type ListResponse,
   type PublicLease,
@@ -59,9 +62,12 @@ import {
 export const DEFAULT_CLEANUP_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
 
 // acquire: succeeds when nobody ever held the name, or the last holder's expiry plus lock-delay
-// (or the release time) is strictly before now.
+// (or the release time) is strictly before now — and no handoff reserved it for someone else.
 //   ──held──▶ expiresAt ──lock-delay──▶ availableAt ── acquire ok from here ──▶
-const leaseIsAvailable = 'attribute_not_exists(pk) OR availableAt < :now';
+//   ──held──▶ handoff ── only `reservedFor` ──▶ reservedUntil ── anyone ──▶
+const leaseIsAvailable =
+  'attribute_not_exists(pk) OR (availableAt < :now AND ' +
+  '(attribute_not_exists(reservedFor) OR reservedFor = :holder OR reservedUntil < :now))';
 
 // renew: only the current grant (same leaseId and token), not released, not yet expired.
 //   acquire ── renew ok ──▶ expiresAt ✗
@@ -123,7 +129,7 @@ export class LeaseStore {
       'renewedAt = :now',
       'expireItemAt = :expireItemAt',
     ];
-    const remove = ['releasedAt'];
+    const remove = ['releasedAt', 'reservedFor', 'reservedUntil'];
     const values: Record<string, unknown> = {
       ':now': now,
       ':holder': request.holder,
@@ -172,7 +178,7 @@ export class LeaseStore {
       if (isSameGrantRetry(current, request.holder, request.requestId, at)) {
         return { acquired: true, lease: toGrant(current, at) };
       }
-      return { acquired: false, lease: toPublicLease(current, at), retryAfterMs: retryAfterMs(current, at) };
+      return { acquired: false, lease: toPublicLease(current, at), retryAfterMs: retryAfterMs(current, request.holder, at) };
     }
   }
 
@@ -259,6 +265,45 @@ export class LeaseStore {
         current.token === request.token;
       if (alreadyReleased) return toPublicLease(current, at);
       throw new LeaseLostError(name, current ? toPublicLease(current, at) : null, lostReason(current, request, now));
+    }
+  }
+
+  /**
+   * Graceful transfer (as Raft's TimeoutNow): releases the current grant and, in the same write,
+   * reserves the lease for holder `to` for `windowMs` (default 5 s). Only `to` may acquire it
+   * during the window; anyone may after. The next grant gets a new token as always.
+   */
+  async handoff(name: string, input: HandoffRequest): Promise<{ lease: PublicLease; to: string; reservedUntil: number }> {
+    validateName(name);
+    const request = validateHandoffRequest(pick(input, ['leaseId', 'token', 'to', 'windowMs']));
+    const now = this.clock.nowMs();
+    const reservedUntil = now + (request.windowMs ?? LIMITS.handoffWindowDefaultMs);
+    try {
+      const out = await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: name },
+          UpdateExpression:
+            'SET availableAt = :now, releasedAt = :now, reservedFor = :to, reservedUntil = :reservedUntil, expireItemAt = :expireItemAt REMOVE holder, requestId',
+          ConditionExpression: grantIsCurrent,
+          ExpressionAttributeNames: { '#token': 'token' },
+          ExpressionAttributeValues: {
+            ':now': now,
+            ':leaseId': request.leaseId,
+            ':token': request.token,
+            ':to': request.to,
+            ':reservedUntil': reservedUntil,
+            ':expireItemAt': this.expireItemAt(reservedUntil),
+          },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { lease: toPublicLease(out.Attributes as LeaseRecord, this.clock.nowMs()), to: request.to, reservedUntil };
+    } catch (error) {
+      if (!isConditionFailure(error)) throw translate(error, name);
+      const current = conflictItem(error);
+      throw new LeaseLostError(name, current ? toPublicLease(current, this.clock.nowMs()) : null, lostReason(current, request, now));
     }
   }
 

@@ -7,6 +7,7 @@ import { InternalError, LIMITS, PayloadTooLargeError, ThrottledError, isLeasehol
 import { offsetClock, systemClock, type Clock } from '../functions/clock.js';
 import { createAcquireHandler } from '../functions/handlers/acquire.js';
 import { createDescribeHandler } from '../functions/handlers/describe.js';
+import { createHandoffHandler } from '../functions/handlers/handoff.js';
 import { createListHandler } from '../functions/handlers/list.js';
 import { createReleaseHandler } from '../functions/handlers/release.js';
 import { createRenewHandler } from '../functions/handlers/renew.js';
@@ -63,6 +64,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     acquire: createAcquireHandler(deps),
     renew: createRenewHandler(deps),
     release: createReleaseHandler(deps),
+    handoff: createHandoffHandler(deps),
     describe: createDescribeHandler(deps),
     list: createListHandler(deps),
   };

@@ -24,6 +24,7 @@ export const OUTCOME = {
   renewed: 'renewed',
   lost: 'lost',
   released: 'released',
+  handedOff: 'handedOff',
   described: 'described',
   listed: 'listed',
 } as const;

@@ -5,6 +5,7 @@ export const ROUTES = [
   { id: 'acquire', method: 'POST', path: '/v1/leases/{name}/acquire' },
   { id: 'renew', method: 'POST', path: '/v1/leases/{name}/renew' },
   { id: 'release', method: 'POST', path: '/v1/leases/{name}/release' },
+  { id: 'handoff', method: 'POST', path: '/v1/leases/{name}/handoff' },
   { id: 'describe', method: 'GET', path: '/v1/leases/{name}' },
   { id: 'list', method: 'GET', path: '/v1/leases' },
 ] as const;

@@ -98,6 +98,21 @@ describe('the v1 routes', () => {
     expectContract('POST', '/v1/leases/{name}/release', 409, stale.body);
   });
 
+  it('handoff answers 200 and reserves the lease for `to`', async () => {
+    const name = uniqueName('handoff');
+    const grant = await held(name);
+    const answer = await postJson(`/v1/leases/${name}/handoff`, { leaseId: grant.leaseId, token: grant.token, to: 'worker-b' });
+    expect(answer.status).toBe(200);
+    expectContract('POST', '/v1/leases/{name}/handoff', 200, answer.body);
+    expect(answer.body).toMatchObject({ handedOff: true, to: 'worker-b', lease: { holder: null } });
+    const other = await acquire(name, { holder: 'worker-c', ttlMs: 5_000 });
+    expect(other.status).toBe(409);
+    expect((await acquire(name, { holder: 'worker-b', ttlMs: 5_000 })).status).toBe(200);
+    const stale = await postJson(`/v1/leases/${name}/handoff`, { leaseId: grant.leaseId, token: grant.token, to: 'worker-b' });
+    expect(stale.status).toBe(409);
+    expectContract('POST', '/v1/leases/{name}/handoff', 409, stale.body);
+  });
+
   it('describe answers 200 with the public lease, never the leaseId', async () => {
     const name = uniqueName('describe');
     const grant = await held(name);

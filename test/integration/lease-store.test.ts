@@ -252,6 +252,56 @@ describe('release', () => {
   });
 });
 
+describe('handoff', () => {
+  it('releases the lease and reserves it for `to`: others are held off, `to` acquires with token+1', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('handoff');
+    const held = await grant(store, name, 'worker-a', 60_000);
+    const out = await store.handoff(name, { leaseId: held.leaseId, token: held.token, to: 'worker-b', windowMs: 2_000 });
+    expect(out).toMatchObject({ to: 'worker-b', reservedUntil: clock.nowMs() + 2_000, lease: { holder: null, token: held.token } });
+    clock.advance(1);
+    expect(await store.acquire(name, { holder: 'worker-c', ttlMs: 1_000 })).toMatchObject({ acquired: false, retryAfterMs: 2_000 });
+    const next = await grant(store, name, 'worker-b');
+    expect(next.token).toBe(held.token + 1);
+  });
+
+  it('lets anyone acquire once the reservation window has passed', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('handoff-window');
+    const held = await grant(store, name, 'worker-a');
+    await store.handoff(name, { leaseId: held.leaseId, token: held.token, to: 'worker-b', windowMs: 1_000 });
+    clock.advance(1_001);
+    const other = await grant(store, name, 'worker-c');
+    expect(other.token).toBe(held.token + 1);
+  });
+
+  it('the reservation ends with the next grant: later releases are not reserved', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('handoff-clears');
+    const held = await grant(store, name, 'worker-a');
+    await store.handoff(name, { leaseId: held.leaseId, token: held.token, to: 'worker-b', windowMs: 60_000 });
+    clock.advance(1);
+    const b = await grant(store, name, 'worker-b');
+    await store.release(name, b);
+    clock.advance(1);
+    expect((await store.acquire(name, { holder: 'worker-c', ttlMs: 1_000 })).acquired).toBe(true);
+  });
+
+  it('needs the current grant: a stale holder cannot hand off a successor\'s lease', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('handoff-stale');
+    const old = await grant(store, name, 'worker-a', 1_000);
+    clock.advance(1_001);
+    const successor = await grant(store, name, 'worker-b');
+    const before = await rawItem(name);
+    await expect(store.handoff(name, { leaseId: old.leaseId, token: old.token, to: 'worker-a' })).rejects.toMatchObject({
+      code: ErrorCode.LEASE_LOST,
+      lease: expect.objectContaining({ holder: 'worker-b', token: successor.token }),
+    });
+    expect(await rawItem(name)).toEqual(before);
+  });
+});
+
 describe('describe', () => {
   it('reports public state only, and holder null once the lease expired', async () => {
     const { clock, store } = storeAt();

@@ -69,7 +69,7 @@ export class LeaseHeldError extends LeaseholdError {
   ) {
     super(
       ErrorCode.LEASE_HELD,
-      `Lease "${lease.name}" is held by "${lease.holder ?? '(expired, in lock-delay)'}" (token ${lease.token}); it may be acquired in ${retryAfterMs} ms.`,
+      `Lease "${lease.name}" ${lease.holder === null ? 'is not available yet (lock-delay after an expiry, or reserved by a handoff)' : `is held by "${lease.holder}"`} (token ${lease.token}); it may be acquired in ${retryAfterMs} ms.`,
       { ...options, leaseName: lease.name },
     );
   }

@@ -1,5 +1,5 @@
 import { ValidationError } from './errors.js';
-import type { AcquireRequest, JsonValue, ListRequest, ReleaseRequest, RenewRequest } from './types.js';
+import type { AcquireRequest, HandoffRequest, JsonValue, ListRequest, ReleaseRequest, RenewRequest } from './types.js';
 
 /**
  * Input rules of the v1 contract. The server enforces them before any write; the SDK checks the
@@ -16,6 +16,9 @@ export const LIMITS = {
   listDefaultLimit: 100,
   listMaxLimit: 1_000,
   bodyMaxBytes: 8_192,
+  handoffWindowMinMs: 100,
+  handoffWindowDefaultMs: 5_000,
+  handoffWindowMaxMs: 60_000,
 } as const;
 
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
@@ -135,6 +138,19 @@ export function validateReleaseRequest(body: unknown): ReleaseRequest {
     leaseId: validateLeaseId(requireField(input, 'leaseId')),
     token: validateToken(requireField(input, 'token')),
   };
+}
+
+export function validateHandoffRequest(body: unknown): HandoffRequest {
+  const input = requireObject(body, ['leaseId', 'token', 'to', 'windowMs']);
+  const request: HandoffRequest = {
+    leaseId: validateLeaseId(requireField(input, 'leaseId')),
+    token: validateToken(requireField(input, 'token')),
+    to: validateHolder(requireField(input, 'to'), 'to'),
+  };
+  if (input.windowMs !== undefined) {
+    request.windowMs = requireInteger(input.windowMs, 'windowMs', LIMITS.handoffWindowMinMs, LIMITS.handoffWindowMaxMs);
+  }
+  return request;
 }
 
 /** Query parameters arrive as strings; `limit` is parsed strictly (digits only). */

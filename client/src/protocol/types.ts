@@ -46,6 +46,21 @@ export interface ReleaseRequest {
   token: number;
 }
 
+/** Release the lease and reserve it for holder `to` for `windowMs` (only `to` may acquire it then). */
+export interface HandoffRequest {
+  leaseId: string;
+  token: number;
+  to: string;
+  windowMs?: number;
+}
+
+export interface HandoffResponse {
+  handedOff: true;
+  to: string;
+  reservedUntil: number;
+  lease: PublicLease;
+}
+
 export interface ListRequest {
   prefix?: string;
   limit?: number;
