@@ -3,8 +3,10 @@ import {
   DescribeTableCommand,
   ResourceInUseException,
   UpdateTimeToLiveCommand,
+  type CreateTableCommandInput,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
+import { SUBSCRIPTION_TABLE_SCHEMA } from './watch/subscriptions.js';
 
 /**
  * The lease table's schema, shared by the CDK construct, the local server and the tests so the
@@ -16,30 +18,57 @@ export const LEASE_TABLE_SCHEMA = {
   ttlAttribute: 'expireItemAt',
 } as const;
 
-/** Creates the lease table (on-demand, TTL on) if it does not exist. For DynamoDB Local and tests. */
+/**
+ * Creates the lease table (on-demand, TTL on, stream of new and old images for the watch) if it
+ * does not exist. For DynamoDB Local and tests; in AWS the CDK construct creates it.
+ */
 export async function ensureLeaseTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  await ensureTable(client, {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [{ AttributeName: LEASE_TABLE_SCHEMA.partitionKey, AttributeType: 'S' }],
+    KeySchema: [{ AttributeName: LEASE_TABLE_SCHEMA.partitionKey, KeyType: 'HASH' }],
+    StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' },
+  }, LEASE_TABLE_SCHEMA.ttlAttribute);
+}
+
+/** Creates the watch subscriptions table (see functions/watch/subscriptions.ts) if it does not exist. */
+export async function ensureSubscriptionTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  const s = SUBSCRIPTION_TABLE_SCHEMA;
+  await ensureTable(client, {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [
+      { AttributeName: s.partitionKey, AttributeType: 'S' },
+      { AttributeName: s.sortKey, AttributeType: 'S' },
+      { AttributeName: 'connectionId', AttributeType: 'S' },
+    ],
+    KeySchema: [
+      { AttributeName: s.partitionKey, KeyType: 'HASH' },
+      { AttributeName: s.sortKey, KeyType: 'RANGE' },
+    ],
+    GlobalSecondaryIndexes: [
+      { IndexName: s.connectionIndex, KeySchema: [{ AttributeName: 'connectionId', KeyType: 'HASH' }], Projection: { ProjectionType: 'KEYS_ONLY' } },
+    ],
+  }, s.ttlAttribute);
+}
+
+async function ensureTable(client: DynamoDBClient, input: CreateTableCommandInput, ttlAttribute: string): Promise<void> {
   try {
-    await client.send(
-      new CreateTableCommand({
-        TableName: tableName,
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [{ AttributeName: LEASE_TABLE_SCHEMA.partitionKey, AttributeType: 'S' }],
-        KeySchema: [{ AttributeName: LEASE_TABLE_SCHEMA.partitionKey, KeyType: 'HASH' }],
-      }),
-    );
+    await client.send(new CreateTableCommand(input));
   } catch (error) {
     if (!(error instanceof ResourceInUseException)) throw error;
     return;
   }
   for (;;) {
-    const out = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    const out = await client.send(new DescribeTableCommand({ TableName: input.TableName }));
     if (out.Table?.TableStatus === 'ACTIVE') break;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   await client.send(
     new UpdateTimeToLiveCommand({
-      TableName: tableName,
-      TimeToLiveSpecification: { AttributeName: LEASE_TABLE_SCHEMA.ttlAttribute, Enabled: true },
+      TableName: input.TableName,
+      TimeToLiveSpecification: { AttributeName: ttlAttribute, Enabled: true },
     }),
   );
 }

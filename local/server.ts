@@ -17,6 +17,11 @@ import { matchRoute, type RouteId } from '../functions/http/routes.js';
 import { createDeps } from '../functions/runtime.js';
 import { createSigV4Verifier, type SigV4VerifierOptions } from './sigv4-verifier.js';
 import { TokenBucket, type ThrottleOptions } from './throttle.js';
+import { startStreamPoller, type StreamPoller } from './stream-poller.js';
+import { createWebSocketGateway, type WebSocketGateway } from './websocket-gateway.js';
+import { createStreamHandler } from '../functions/watch/stream-handler.js';
+import { createConnectHandler, createDisconnectHandler, createSubscribeHandler } from '../functions/watch/socket-handlers.js';
+import { createWatchDeps } from '../functions/watch/watch-deps.js';
 
 /**
  * Serves the Lambda handler modules over plain HTTP, the way API Gateway (HTTP API, payload 2.0)
@@ -41,6 +46,12 @@ export interface LocalServerOptions {
   throttle?: ThrottleOptions;
   /** Print one line per request to stderr. Default false. */
   logRequests?: boolean;
+  /**
+   * Serve the watch: a WebSocket at /v1/watch fed by the lease table's stream through the same
+   * stream handler module as in AWS. Needs DynamoDB Local (or a table with a stream) and a
+   * subscriptions table. Default: off.
+   */
+  watch?: { subscriptionTableName: string; pollIntervalMs?: number };
 }
 
 export interface LocalServer {
@@ -71,9 +82,12 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   const verify = options.sigv4 ? createSigV4Verifier({ nowMs: () => clock.nowMs(), ...options.sigv4 }) : undefined;
   const openapi = readFileSync(OPENAPI_PATH, 'utf8');
   const bucket = options.throttle ? new TokenBucket(options.throttle, clock) : undefined;
+  let gateway: WebSocketGateway | undefined;
+  let poller: StreamPoller | undefined;
 
   const server = createServer((req, res) => {
     const started = clock.nowMs();
+    if (gateway?.handleManagement(req, res)) return;
     serve(req, res, { handlers, verify, openapi, clock, bucket })
       .catch((error: unknown) => send(res, errorResponse(isLeaseholdError(error) ? error : new InternalError())))
       .finally(() => {
@@ -87,14 +101,58 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   const host = options.host ?? '127.0.0.1';
   await listen(server, options.port ?? 8787, host);
   const port = (server.address() as AddressInfo).port;
+  const url = `http://${host}:${port}`;
+
+  if (options.watch) {
+    const credentials = options.credentials ?? { accessKeyId: 'local', secretAccessKey: 'local' };
+    const watchDeps = createWatchDeps({
+      subscriptionTableName: options.watch.subscriptionTableName,
+      managementEndpoint: url,
+      region: options.region ?? 'us-east-1',
+      dynamodbEndpoint: options.dynamodbEndpoint,
+      credentials,
+      clock,
+    });
+    gateway = createWebSocketGateway({
+      clock,
+      routes: {
+        $connect: createConnectHandler(watchDeps),
+        $disconnect: createDisconnectHandler(watchDeps),
+        subscribe: createSubscribeHandler(watchDeps),
+      },
+      ...(verify
+        ? {
+            authorize: (req: IncomingMessage) =>
+              verify({ method: 'GET', path: req.url ?? '/', headers: flattenHeaders(req), host: req.headers.host ?? '', body: '' }),
+          }
+        : {}),
+    });
+    server.on('upgrade', (req, socket, head) => {
+      if (!gateway?.handleUpgrade(req, socket, head)) socket.destroy();
+    });
+    if (!options.dynamodbEndpoint) throw new Error('the local watch reads the stream of DynamoDB Local: set dynamodbEndpoint');
+    poller = await startStreamPoller({
+      endpoint: options.dynamodbEndpoint,
+      region: options.region ?? 'us-east-1',
+      credentials,
+      tableName: options.tableName,
+      handler: createStreamHandler(watchDeps),
+      ...(options.watch.pollIntervalMs ? { pollIntervalMs: options.watch.pollIntervalMs } : {}),
+      onError: (error) => process.stderr.write(`leasehold watch: stream poll failed: ${(error as Error).message}\n`),
+    });
+  }
+
   return {
-    url: `http://${host}:${port}`,
+    url,
     port,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await poller?.stop();
+      gateway?.close();
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
-      }),
+      });
+    },
   };
 }
 

@@ -1,3 +1,6 @@
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ensureSubscriptionTable } from '../../functions/lease-table.js';
 import { startLocalServer, type LocalServerOptions } from '../../local/server.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
 import { createTestLeaseTable, localDynamoConfig } from './dynamodb.js';
@@ -13,16 +16,26 @@ export interface TestServer {
  * table in the shared DynamoDB Local.
  */
 export async function startTestServer(
-  options: Partial<Omit<LocalServerOptions, 'tableName' | 'port'>> & { tableName?: string } = {},
+  options: Partial<Omit<LocalServerOptions, 'tableName' | 'port' | 'watch'>> & { tableName?: string; watch?: boolean } = {},
 ): Promise<TestServer> {
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
   const tableName = options.tableName ?? (await createTestLeaseTable('http')).tableName;
+  const { watch, ...rest } = options;
+  let watchOption: LocalServerOptions['watch'];
+  if (watch) {
+    const subscriptionTableName = `subs-${randomUUID()}`;
+    const raw = new DynamoDBClient(localDynamoConfig());
+    await ensureSubscriptionTable(raw, subscriptionTableName);
+    raw.destroy();
+    watchOption = { subscriptionTableName };
+  }
   const server = await startLocalServer({
     dynamodbEndpoint: localDynamoConfig().endpoint,
     region: LOCAL_REGION,
     credentials: LOCAL_CREDENTIALS,
-    ...options,
+    ...rest,
+    ...(watchOption ? { watch: watchOption } : {}),
     tableName,
     port: 0,
   });

@@ -6,3 +6,4 @@ export * from './codes.js';
 export * from './types.js';
 export * from './errors.js';
 export * from './rules.js';
+export * from './watch.js';

@@ -1,0 +1,71 @@
+import { ValidationError } from './errors.js';
+import { validateName, PREFIX_PATTERN } from './rules.js';
+
+/**
+ * The watch protocol: leader changes pushed over a WebSocket, from the lease table's stream.
+ *
+ * What is pushed: a grant (`acquired`), a `released`, a `handoff` (and, on request, `renewed`).
+ * What is NOT pushed: an expiry. Expiry writes nothing to the table, so no stream record and no
+ * event exist for it; followers keep their scheduled retry at `retryAfterMs` for crash failover.
+ */
+export type LeaseEventType = 'acquired' | 'released' | 'handoff' | 'renewed';
+
+export interface LeaseEvent {
+  type: LeaseEventType;
+  name: string;
+  /** The new holder for `acquired`/`renewed`; the previous holder for `released`/`handoff`. */
+  holder: string | null;
+  token: number;
+  /** `handoff` only: the holder the lease is reserved for, and until when (server epoch ms). */
+  to?: string;
+  reservedUntil?: number;
+  /** `acquired`/`renewed` only: server epoch ms. */
+  expiresAt?: number;
+  /** Server epoch ms of the change. */
+  atMs: number;
+}
+
+/** Client → server. `names` and `prefixes` add to the connection's subscriptions. */
+export interface SubscribeMessage {
+  action: 'subscribe';
+  names?: string[];
+  prefixes?: string[];
+  /** Also push `renewed` events (noisy: one per renewal). Default false. */
+  renewed?: boolean;
+}
+
+/** Server → client. */
+export type WatchMessage =
+  | { type: 'subscribed'; names: string[]; prefixes: string[] }
+  | { type: 'event'; event: LeaseEvent }
+  | { type: 'error'; error: { code: string; message: string; field?: string } };
+
+export const WATCH_LIMITS = { namesPerMessage: 100, prefixesPerMessage: 10 } as const;
+
+export function validateSubscribeMessage(body: unknown): SubscribeMessage {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ValidationError('body', 'must be a JSON object');
+  const input = body as Record<string, unknown>;
+  for (const key of Object.keys(input)) {
+    if (!['action', 'names', 'prefixes', 'renewed'].includes(key)) {
+      throw new ValidationError(key, 'is not a known field (expected action, names, prefixes, renewed)');
+    }
+  }
+  if (input.action !== 'subscribe') throw new ValidationError('action', 'must be "subscribe"');
+  const names = optionalList(input.names, 'names', WATCH_LIMITS.namesPerMessage).map((n, i) => validateName(n, `names[${i}]`));
+  const prefixes = optionalList(input.prefixes, 'prefixes', WATCH_LIMITS.prefixesPerMessage).map((p, i) => {
+    if (typeof p !== 'string' || p === '' || !PREFIX_PATTERN.test(p)) {
+      throw new ValidationError(`prefixes[${i}]`, 'must be 1-200 characters of A-Z a-z 0-9 . _ : -');
+    }
+    return p;
+  });
+  if (names.length === 0 && prefixes.length === 0) throw new ValidationError('names', 'at least one name or prefix is required');
+  if (input.renewed !== undefined && typeof input.renewed !== 'boolean') throw new ValidationError('renewed', 'must be a boolean');
+  return { action: 'subscribe', names, prefixes, ...(input.renewed ? { renewed: true } : {}) };
+}
+
+function optionalList(value: unknown, field: string, max: number): unknown[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new ValidationError(field, 'must be an array');
+  if (value.length > max) throw new ValidationError(field, `must have at most ${max} entries`);
+  return value;
+}

@@ -1,0 +1,96 @@
+import { BatchWriteCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Clock } from '../clock.js';
+
+/**
+ * Who listens to which lease, in a small DynamoDB table with a TTL.
+ *
+ * Items: `pk` = `name#<lease>` (a connection watching one lease) or `prefixes` (all prefix
+ * watches, matched in memory: a lease name has up to 200 prefixes, too many to query one by one),
+ * `sk` = `<connectionId>` or `<prefix>#<connectionId>`. A GSI on `connectionId` finds a closing
+ * connection's items. Items expire after `ttlMs` (default 3 h: API Gateway closes a WebSocket after
+ * 2 h anyway), so a connection that vanished without `$disconnect` costs nothing for long.
+ */
+export const SUBSCRIPTION_TABLE_SCHEMA = {
+  partitionKey: 'pk',
+  sortKey: 'sk',
+  connectionIndex: 'byConnection',
+  ttlAttribute: 'expireAt',
+} as const;
+
+const PREFIXES_PARTITION = 'prefixes';
+const DEFAULT_TTL_MS = 3 * 60 * 60 * 1000;
+
+export interface Subscriber {
+  connectionId: string;
+  renewed: boolean;
+}
+
+export interface SubscriptionStoreOptions {
+  client: DynamoDBDocumentClient;
+  tableName: string;
+  clock: Clock;
+  ttlMs?: number;
+}
+
+interface SubscriptionItem {
+  pk: string;
+  sk: string;
+  connectionId: string;
+  prefix?: string;
+  renewed: boolean;
+  expireAt: number;
+}
+
+export class SubscriptionStore {
+  constructor(private readonly options: SubscriptionStoreOptions) {}
+
+  async subscribe(connectionId: string, names: string[], prefixes: string[], renewed: boolean): Promise<void> {
+    const expireAt = Math.ceil((this.options.clock.nowMs() + (this.options.ttlMs ?? DEFAULT_TTL_MS)) / 1000);
+    const items: SubscriptionItem[] = [
+      ...names.map((name) => ({ pk: `name#${name}`, sk: connectionId, connectionId, renewed, expireAt })),
+      ...prefixes.map((prefix) => ({ pk: PREFIXES_PARTITION, sk: `${prefix}#${connectionId}`, connectionId, prefix, renewed, expireAt })),
+    ];
+    await Promise.all(items.map((Item) => this.options.client.send(new PutCommand({ TableName: this.options.tableName, Item }))));
+  }
+
+  /** Connections that watch `name` directly or through a prefix (each connection once). */
+  async subscribersOf(name: string): Promise<Subscriber[]> {
+    const nowSec = this.options.clock.nowMs() / 1000;
+    const [direct, prefixed] = await Promise.all([this.query(`name#${name}`), this.query(PREFIXES_PARTITION)]);
+    const byConnection = new Map<string, Subscriber>();
+    for (const item of [...direct, ...prefixed.filter((p) => p.prefix !== undefined && name.startsWith(p.prefix))]) {
+      if (item.expireAt < nowSec) continue;
+      const seen = byConnection.get(item.connectionId);
+      byConnection.set(item.connectionId, { connectionId: item.connectionId, renewed: (seen?.renewed ?? false) || item.renewed });
+    }
+    return [...byConnection.values()];
+  }
+
+  /** Drops every subscription of a connection (on $disconnect, or when posting says it is gone). */
+  async removeConnection(connectionId: string): Promise<void> {
+    const items = await this.query(connectionId, SUBSCRIPTION_TABLE_SCHEMA.connectionIndex);
+    for (let i = 0; i < items.length; i += 25) {
+      const batch = items.slice(i, i + 25).map((item) => ({ DeleteRequest: { Key: { pk: item.pk, sk: item.sk } } }));
+      await this.options.client.send(new BatchWriteCommand({ RequestItems: { [this.options.tableName]: batch } }));
+    }
+  }
+
+  private async query(key: string, indexName?: string): Promise<SubscriptionItem[]> {
+    const items: SubscriptionItem[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.options.client.send(
+        new QueryCommand({
+          TableName: this.options.tableName,
+          ...(indexName ? { IndexName: indexName } : {}),
+          KeyConditionExpression: indexName ? 'connectionId = :key' : 'pk = :key',
+          ExpressionAttributeValues: { ':key': key },
+          ExclusiveStartKey: start,
+        }),
+      );
+      items.push(...((out.Items ?? []) as SubscriptionItem[]));
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return items;
+  }
+}

@@ -1,0 +1,58 @@
+import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { systemClock, type Clock } from '../clock.js';
+import { ConfigError } from '../config.js';
+import { createDocumentClient } from '../dynamodb-client.js';
+import { SERVICE_NAME } from '../runtime.js';
+import { SubscriptionStore } from './subscriptions.js';
+
+/** What the watch handlers need: subscriptions, a way to post to connections, a logger. */
+export interface WatchDeps {
+  subscriptions: SubscriptionStore;
+  management: ApiGatewayManagementApiClient;
+  logger: Logger;
+}
+
+export interface WatchDepsOptions {
+  subscriptionTableName: string;
+  /** The WebSocket API's management endpoint: https://{apiId}.execute-api.{region}.amazonaws.com/{stage}. */
+  managementEndpoint: string;
+  region: string;
+  dynamodbEndpoint?: string | undefined;
+  credentials?: { accessKeyId: string; secretAccessKey: string };
+  clock?: Clock;
+}
+
+export function createWatchDeps(options: WatchDepsOptions): WatchDeps {
+  const credentials = options.credentials ? { credentials: options.credentials } : {};
+  const client = createDocumentClient({
+    region: options.region,
+    ...(options.dynamodbEndpoint ? { endpoint: options.dynamodbEndpoint } : {}),
+    ...credentials,
+  });
+  return {
+    subscriptions: new SubscriptionStore({ client, tableName: options.subscriptionTableName, clock: options.clock ?? systemClock }),
+    management: new ApiGatewayManagementApiClient({ region: options.region, endpoint: options.managementEndpoint, ...credentials }),
+    logger: new Logger({ serviceName: `${SERVICE_NAME}-watch` }),
+  };
+}
+
+let lambdaDeps: WatchDeps | undefined;
+
+/** Watch dependencies from a Lambda's environment, once per execution environment. */
+export function watchDepsFromEnvironment(env: Record<string, string | undefined> = process.env): WatchDeps {
+  if (lambdaDeps) return lambdaDeps;
+  const problems: string[] = [];
+  if (!env.SUBSCRIPTION_TABLE_NAME) problems.push('SUBSCRIPTION_TABLE_NAME is not set');
+  if (!env.WEBSOCKET_MANAGEMENT_ENDPOINT) problems.push('WEBSOCKET_MANAGEMENT_ENDPOINT is not set');
+  const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
+  if (!region) problems.push('AWS_REGION is not set');
+  if (problems.length) throw new ConfigError(`leasehold watch configuration is incomplete: ${problems.join('; ')}.`);
+  lambdaDeps = createWatchDeps({
+    subscriptionTableName: env.SUBSCRIPTION_TABLE_NAME as string,
+    managementEndpoint: env.WEBSOCKET_MANAGEMENT_ENDPOINT as string,
+    region: region as string,
+    dynamodbEndpoint: env.DYNAMODB_ENDPOINT,
+  });
+  return lambdaDeps;
+}

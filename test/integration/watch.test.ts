@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import type { LeaseEvent, WatchMessage } from '../../client/src/protocol/index.js';
+import { startTestServer, type TestServer } from '../support/local-server.js';
+
+let server: TestServer;
+let seq = 0;
+
+beforeAll(async () => {
+  server = await startTestServer({ watch: true });
+});
+afterAll(async () => {
+  await server.close();
+});
+
+function uniqueName(label: string): string {
+  seq += 1;
+  return `watch:${label}-${seq}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** A watch connection that queues what the server pushes, so tests await messages, not time. */
+async function connect() {
+  const ws = new WebSocket(`${server.url.replace('http', 'ws')}/v1/watch`);
+  const queue: WatchMessage[] = [];
+  const waiters: Array<(m: WatchMessage) => void> = [];
+  ws.on('message', (data) => {
+    const message = JSON.parse(data.toString()) as WatchMessage;
+    const waiter = waiters.shift();
+    if (waiter) waiter(message);
+    else queue.push(message);
+  });
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  const next = (): Promise<WatchMessage> => {
+    const queued = queue.shift();
+    return queued ? Promise.resolve(queued) : new Promise((resolve) => waiters.push(resolve));
+  };
+  const nextEvent = async (): Promise<LeaseEvent> => {
+    const message = await next();
+    if (message.type !== 'event') throw new Error(`expected an event, got ${JSON.stringify(message)}`);
+    return message.event;
+  };
+  return { ws, next, nextEvent, send: (body: unknown) => ws.send(JSON.stringify(body)) };
+}
+
+async function post(path: string, body: unknown) {
+  const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+describe('the watch (WebSocket, fed by the lease table stream through the stream handler)', () => {
+  it('pushes acquired and released events for a subscribed name', async () => {
+    const name = uniqueName('basic');
+    const watcher = await connect();
+    watcher.send({ action: 'subscribe', names: [name] });
+    expect(await watcher.next()).toEqual({ type: 'subscribed', names: [name], prefixes: [] });
+
+    const grant = (await post(`/v1/leases/${name}/acquire`, { holder: 'worker-a', ttlMs: 10_000 })).body.lease;
+    expect(await watcher.nextEvent()).toMatchObject({ type: 'acquired', name, holder: 'worker-a', token: grant.token });
+    await post(`/v1/leases/${name}/release`, { leaseId: grant.leaseId, token: grant.token });
+    expect(await watcher.nextEvent()).toMatchObject({ type: 'released', name, holder: 'worker-a', token: grant.token });
+    watcher.ws.close();
+  });
+
+  it('pushes a handoff naming the holder it is reserved for', async () => {
+    const name = uniqueName('handoff');
+    const watcher = await connect();
+    watcher.send({ action: 'subscribe', names: [name] });
+    await watcher.next();
+    const grant = (await post(`/v1/leases/${name}/acquire`, { holder: 'worker-a', ttlMs: 10_000 })).body.lease;
+    await watcher.nextEvent();
+    await post(`/v1/leases/${name}/handoff`, { leaseId: grant.leaseId, token: grant.token, to: 'worker-b' });
+    expect(await watcher.nextEvent()).toMatchObject({ type: 'handoff', name, holder: 'worker-a', to: 'worker-b', token: grant.token });
+    watcher.ws.close();
+  });
+
+  it('pushes renewals only to connections that asked for them, and matches prefixes', async () => {
+    const prefix = `${uniqueName('prefix')}:`;
+    const name = `${prefix}job`;
+    const quiet = await connect();
+    const chatty = await connect();
+    quiet.send({ action: 'subscribe', prefixes: [prefix] });
+    chatty.send({ action: 'subscribe', names: [name], renewed: true });
+    await quiet.next();
+    await chatty.next();
+
+    const grant = (await post(`/v1/leases/${name}/acquire`, { holder: 'worker-a', ttlMs: 10_000 })).body.lease;
+    await post(`/v1/leases/${name}/renew`, { leaseId: grant.leaseId, token: grant.token });
+    await post(`/v1/leases/${name}/release`, { leaseId: grant.leaseId, token: grant.token });
+
+    expect((await chatty.nextEvent()).type).toBe('acquired');
+    expect((await chatty.nextEvent()).type).toBe('renewed');
+    expect((await chatty.nextEvent()).type).toBe('released');
+    expect((await quiet.nextEvent()).type).toBe('acquired');
+    expect((await quiet.nextEvent()).type).toBe('released');
+    quiet.ws.close();
+    chatty.ws.close();
+  });
+
+  it('answers an invalid subscription with a VALIDATION_ERROR message on the socket', async () => {
+    const watcher = await connect();
+    watcher.send({ action: 'subscribe', names: ['bad/name'] });
+    expect(await watcher.next()).toMatchObject({ type: 'error', error: { code: 'VALIDATION_ERROR', field: 'names[0]' } });
+    watcher.ws.close();
+  });
+
+  it('stops pushing to a connection once it closed', async () => {
+    const name = uniqueName('closed');
+    const gone = await connect();
+    gone.send({ action: 'subscribe', names: [name] });
+    await gone.next();
+    const closed = new Promise((resolve) => gone.ws.once('close', resolve));
+    gone.ws.close();
+    await closed;
+    const live = await connect();
+    live.send({ action: 'subscribe', names: [name] });
+    await live.next();
+    await post(`/v1/leases/${name}/acquire`, { holder: 'worker-a', ttlMs: 10_000 });
+    expect(await live.nextEvent()).toMatchObject({ type: 'acquired', name });
+    live.ws.close();
+  });
+});
