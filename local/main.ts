@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { ensureLeaseTable } from '../functions/lease-table.js';
+import { ensureLeaseTable, ensureSubscriptionTable } from '../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal } from './dynamodb/dynamodb-local.js';
 import { startLocalServer } from './server.js';
 
@@ -43,6 +43,7 @@ async function main(): Promise<void> {
   const port = Number(values.port ?? process.env.PORT ?? 8787);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid port "${values.port ?? process.env.PORT}"`);
   const tableName = process.env.LEASE_TABLE_NAME ?? 'leasehold-leases';
+  const subscriptionTableName = process.env.SUBSCRIPTION_TABLE_NAME ?? 'leasehold-subscriptions';
   const useAws = process.env.LEASEHOLD_BACKEND === 'aws';
 
   let db: DynamoDBLocal | undefined;
@@ -64,6 +65,7 @@ async function main(): Promise<void> {
     }
     const raw = new DynamoDBClient({ endpoint, region, credentials });
     await ensureLeaseTable(raw, tableName);
+    await ensureSubscriptionTable(raw, subscriptionTableName);
     raw.destroy();
     backend = `DynamoDB Local at ${endpoint} (${values.data ? `data in ${values.data}` : 'in memory'}), table ${tableName}`;
   }
@@ -75,6 +77,8 @@ async function main(): Promise<void> {
     ...(endpoint ? { dynamodbEndpoint: endpoint } : {}),
     ...(credentials ? { credentials } : {}),
     logRequests: !values.quiet,
+    // The watch reads the table's stream; against real DynamoDB that is the cloud's job (Lambda).
+    ...(useAws ? {} : { watch: { subscriptionTableName } }),
   });
 
   let stopping = false;
@@ -96,6 +100,7 @@ Try it:
        -H 'content-type: application/json' -d '{"holder":"worker-1","ttlMs":15000}'
   curl -s ${server.url}/v1/leases/my-app:cron-leader
   curl -s ${server.url}/openapi.json
+  watch leader changes: WebSocket ${server.url.replace('http', 'ws')}/v1/watch, send {"action":"subscribe","names":["my-app:cron-leader"]}
 
 Ctrl-C stops the server and DynamoDB Local.`);
 }
