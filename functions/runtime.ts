@@ -27,8 +27,12 @@ export function createDeps(options: DepsOptions): HandlerDeps {
   });
   return {
     store: new LeaseStore({ client, tableName: options.tableName, clock: options.clock ?? systemClock }),
-    logger: new Logger({ serviceName: SERVICE_NAME }),
-    metrics: new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE_NAME }),
+    // The construct may set POWERTOOLS_* variables; they win over our defaults.
+    logger: new Logger({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? SERVICE_NAME }),
+    metrics: new Metrics({
+      namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? METRICS_NAMESPACE,
+      serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? SERVICE_NAME,
+    }),
   };
 }
 

@@ -1,0 +1,36 @@
+import { App } from 'aws-cdk-lib';
+import { LeaseholdStack, parseGrants } from './leasehold-stack.js';
+
+/**
+ * `npx cdk deploy` entry: one standalone leasehold stack. Settings come from CDK context
+ * (`-c key=value` or cdk.json), all optional:
+ *   leasehold:stackName      stack name (default "Leasehold")
+ *   leasehold:alarmTopicArn  SNS topic for the alarms
+ *   leasehold:rateLimit      API stage rate limit, requests/s (default 200)
+ *   leasehold:burstLimit     API stage burst limit, requests (default 400)
+ *   leasehold:grants         JSON array of {roleArn, namePrefix?, access?} (see leasehold-stack.ts)
+ */
+const app = new App();
+const context = (key: string): unknown => app.node.tryGetContext(`leasehold:${key}`);
+
+new LeaseholdStack(app, String(context('stackName') ?? 'Leasehold'), {
+  env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
+  description: 'leasehold: serverless leases and leader election with fencing tokens',
+  alarmTopicArn: optionalString(context('alarmTopicArn')),
+  grants: parseGrants(context('grants')),
+  service: {
+    rateLimit: optionalNumber(context('rateLimit'), 'rateLimit'),
+    burstLimit: optionalNumber(context('burstLimit'), 'burstLimit'),
+  },
+});
+
+function optionalString(value: unknown): string | undefined {
+  return value === undefined || value === null || value === '' ? undefined : String(value);
+}
+
+function optionalNumber(value: unknown, key: string): number | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n)) throw new Error(`Expected context \`leasehold:${key}\` to be a number, got "${String(value)}".`);
+  return n;
+}
