@@ -1,4 +1,16 @@
 /**
- * leasehold — the client SDK. (LeaseClient and Leader arrive with the SDK issue.)
+ * leasehold — the client SDK: a typed client for the v1 lease API, leader election with fail-closed
+ * local deadlines, `withLease` for one-off jobs, leader observation, and leader metrics.
+ * Fencing helpers for DynamoDB live in the optional subpath `leasehold/dynamodb`.
  */
 export * from './protocol/index.js';
+export { LeaseClient, newRequestId, type AcquireResult, type GrantRef, type LeaseApi, type LeaseClientOptions } from './lease-client.js';
+export type { CallOptions, HeadersHook, RetryOptions } from './transport.js';
+export { sigv4Signer, type AwsCredentials, type AwsCredentialsProvider, type RequestSigner, type SignableRequest, type SigV4SignerOptions } from './signing.js';
+export { createLeader, type Leader, type LeaderOptions } from './leader.js';
+export { LeadershipLostError, type LeaderEvent, type LossReason, type TermInfo, type TermOptions } from './term.js';
+export { withLease, type WithLeaseOptions, type WithLeaseResult } from './with-lease.js';
+export { observe, type LeaderChange, type ObserveOptions } from './observe.js';
+export { LeaderMetrics, PROMETHEUS_CONTENT_TYPE, type MetricName, type MetricSample } from './metrics.js';
+export { ManualClock, systemClock, type CancelTimer, type MonotonicClock } from './clock.js';
+export { DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_TTL_MS, defaultDriftMarginMs, defaultPauseThresholdMs, type TimingOptions } from './timing.js';

@@ -1,0 +1,190 @@
+import type { MonotonicClock } from './clock.js';
+import { observe, type LeaderChange, type ObserveOptions } from './observe.js';
+import {
+  LeaseHeldError,
+  validateAcquireRequest,
+  validateHandoffRequest,
+  validateListRequest,
+  validateName,
+  validateReleaseRequest,
+  validateRenewRequest,
+  type AcquireRequest,
+  type DescribeResponse,
+  type Grant,
+  type GrantResponse,
+  type HandoffRequest,
+  type HandoffResponse,
+  type ListRequest,
+  type ListResponse,
+  type PublicLease,
+  type ReleaseRequest,
+  type ReleaseResponse,
+  type RenewRequest,
+} from './protocol/index.js';
+import type { RequestSigner } from './signing.js';
+import { HttpTransport, type CallOptions, type HeadersHook, type RetryOptions } from './transport.js';
+
+export interface LeaseClientOptions {
+  /**
+   * Base URL of the leasehold API, stage path included: `https://{api}.execute-api.{region}.amazonaws.com`
+   * (or `…/prod`), or `http://127.0.0.1:8787` for the local server. Required.
+   */
+  endpoint: string | URL;
+  /** Signs each attempt, e.g. `sigv4Signer()` for API Gateway IAM auth. Default: unsigned. */
+  signer?: RequestSigner;
+  /** Extra headers, or a function returning them per request (an API key, a bearer token). Default: none. */
+  headers?: HeadersHook;
+  /** Time limit of each attempt. Default 5000. */
+  timeoutMs?: number;
+  /** Retries of network errors, 429 and 503 (renew, release, describe, list, and acquire with its requestId). Default `{ retries: 3, baseDelayMs: 100, maxDelayMs: 2000 }`. */
+  retry?: RetryOptions;
+  /** Default: the platform's global `fetch`. */
+  fetch?: typeof fetch;
+  /** Clock for timeouts and backoff. Default: `performance.now()` and platform timers. */
+  clock?: MonotonicClock;
+  /** Source of jitter, in [0, 1). Default `Math.random`. */
+  random?: () => number;
+}
+
+/** Losing the race is a result, not an error: it says who holds the lease and when to try again. */
+export type AcquireResult =
+  | { acquired: true; lease: Grant }
+  | { acquired: false; lease: PublicLease; retryAfterMs: number };
+
+/** What renew and release need from a grant; a whole Grant may be passed. */
+export type GrantRef = Pick<Grant, 'leaseId' | 'token'>;
+
+/**
+ * The narrow view of the API that `createLeader` and `withLease` need: three verbs. LeaseClient
+ * implements it; tests implement it with a fake.
+ */
+export interface LeaseApi {
+  acquire(name: string, request: AcquireRequest, call?: CallOptions): Promise<AcquireResult>;
+  renew(name: string, request: RenewRequest, call?: CallOptions): Promise<Grant>;
+  release(name: string, grant: GrantRef, call?: CallOptions): Promise<PublicLease>;
+}
+
+/**
+ * A small typed client for the v1 contract. Inputs are checked with the same rules the server
+ * applies, so a bad call fails before it is sent. Errors are typed LeaseholdErrors that carry the
+ * code and the lease name; `LeaseLostError` means a lease you held is gone and its work must stop.
+ */
+export class LeaseClient implements LeaseApi {
+  private readonly transport: HttpTransport;
+
+  constructor(options: LeaseClientOptions) {
+    if (typeof options !== 'object' || options === null) {
+      throw new TypeError('Expected LeaseClient options with an `endpoint`.');
+    }
+    this.transport = new HttpTransport(options);
+  }
+
+  /**
+   * Asks for the lease. Resolves `{ acquired: true, lease }` with the grant (keep its `leaseId`
+   * secret) or `{ acquired: false, lease, retryAfterMs }` when someone else holds it.
+   *
+   * Every call carries a `requestId` (generated if you pass none), and its retries reuse it: if an
+   * attempt's answer is lost, the retry gets the same grant back instead of fighting itself.
+   */
+  async acquire(name: string, request: AcquireRequest, call?: CallOptions): Promise<AcquireResult> {
+    validateName(name);
+    const body = validateAcquireRequest({ ...pick(request, ACQUIRE_FIELDS), requestId: request.requestId ?? newRequestId() });
+    try {
+      const out = (await this.transport.send(
+        { operation: 'acquire', method: 'POST', path: `/v1/leases/${name}/acquire`, body, leaseName: name, idempotent: body.requestId !== undefined },
+        call,
+      )) as GrantResponse;
+      return { acquired: true, lease: out.lease };
+    } catch (error) {
+      if (error instanceof LeaseHeldError) return { acquired: false, lease: error.lease, retryAfterMs: error.retryAfterMs };
+      throw error;
+    }
+  }
+
+  /** Extends the grant by its ttl (or `request.ttlMs`). Rejects with LeaseLostError if it is no longer yours. */
+  async renew(name: string, request: RenewRequest, call?: CallOptions): Promise<Grant> {
+    validateName(name);
+    const body = validateRenewRequest(pick(request, ['leaseId', 'token', 'ttlMs']));
+    const out = (await this.transport.send(
+      { operation: 'renew', method: 'POST', path: `/v1/leases/${name}/renew`, body, leaseName: name, idempotent: true },
+      call,
+    )) as GrantResponse;
+    return out.lease;
+  }
+
+  /**
+   * Gives the lease up so the next holder need not wait for it to expire. Releasing the same grant
+   * twice is harmless. Rejects with LeaseLostError if someone else holds it by now.
+   */
+  async release(name: string, grant: GrantRef, call?: CallOptions): Promise<PublicLease> {
+    validateName(name);
+    const body = validateReleaseRequest(pick(grant as ReleaseRequest, ['leaseId', 'token']));
+    const out = (await this.transport.send(
+      { operation: 'release', method: 'POST', path: `/v1/leases/${name}/release`, body, leaseName: name, idempotent: true },
+      call,
+    )) as ReleaseResponse;
+    return out.lease;
+  }
+
+  /**
+   * Releases the lease and reserves it for holder `to` for `windowMs` (default 5000): only `to`
+   * may acquire it in that window. Not retried (a repeat would find the grant gone); rejects with
+   * LeaseLostError if the grant is no longer current.
+   */
+  async handoff(name: string, request: HandoffRequest, call?: CallOptions): Promise<HandoffResponse> {
+    validateName(name);
+    const body = validateHandoffRequest(pick(request, ['leaseId', 'token', 'to', 'windowMs']));
+    return (await this.transport.send(
+      { operation: 'handoff', method: 'POST', path: `/v1/leases/${name}/handoff`, body, leaseName: name, idempotent: false },
+      call,
+    )) as HandoffResponse;
+  }
+
+  /** The lease's public state. Rejects with LeaseNotFoundError if it was never acquired. */
+  async describe(name: string, call?: CallOptions): Promise<PublicLease> {
+    validateName(name);
+    const out = (await this.transport.send(
+      { operation: 'describe', method: 'GET', path: `/v1/leases/${name}`, leaseName: name, idempotent: true },
+      call,
+    )) as DescribeResponse;
+    return out.lease;
+  }
+
+  /** One page of leases whose name starts with `prefix`; pass `nextCursor` back for the next page. */
+  async list(request: ListRequest = {}, call?: CallOptions): Promise<ListResponse> {
+    const query = {
+      prefix: request.prefix,
+      limit: request.limit === undefined ? undefined : String(request.limit),
+      cursor: request.cursor,
+    };
+    validateListRequest(query);
+    return (await this.transport.send({ operation: 'list', method: 'GET', path: '/v1/leases', query, idempotent: true }, call)) as ListResponse;
+  }
+
+  /**
+   * Leader changes of `name` (holder and token), starting with the current state. Polls are
+   * scheduled from the lease's `remainingMs`, not on a fixed period. Ends when `signal` aborts.
+   */
+  observe(name: string, options: ObserveOptions = {}): AsyncGenerator<LeaderChange, void, undefined> {
+    return observe(this, name, { clock: this.transport.clock, random: this.transport.random, ...options });
+  }
+}
+
+const ACQUIRE_FIELDS = ['holder', 'ttlMs', 'metadata', 'requestId', 'lockDelayMs'] as const;
+
+/** Copies the known, defined fields: a whole Grant can be passed where a GrantRef is expected. */
+function pick<T extends object>(input: T, keys: readonly string[]): T {
+  const out: Record<string, unknown> = {};
+  for (const key of keys) {
+    const value = (input as Record<string, unknown>)[key];
+    if (value !== undefined) out[key] = value;
+  }
+  return out as T;
+}
+
+/** 128 random bits, hex: one per acquire call, shared by its retries. */
+export function newRequestId(): string {
+  const bytes = new Uint8Array(16);
+  globalThis.crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}

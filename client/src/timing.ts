@@ -1,0 +1,94 @@
+import { LIMITS } from './protocol/index.js';
+
+/**
+ * Timing settings of a term (shared by `createLeader` and `withLease`), their defaults, and the
+ * relations between them, checked once at construction with messages that name the settings.
+ */
+export interface TimingOptions {
+  /** Lease time to live requested from the server. Default 15000; 1000 to 3600000. */
+  ttlMs?: number;
+  /** Interval between renewals, measured from the send time of the last successful one. Default `ttlMs / 3`; at most `ttlMs / 3`. */
+  renewEveryMs?: number;
+  /**
+   * Safety margin subtracted from every local deadline: covers clock skew between server hosts and
+   * timer jitter. Default `max(100, round(ttlMs × 0.05))`.
+   */
+  driftMarginMs?: number;
+  /** A timer that fires this much later than scheduled means the process was frozen: step down. Default `max(1000, renewEveryMs / 2)`. */
+  pauseThresholdMs?: number;
+  /** Time limit of each acquire and renew request; a renewal's limit never reaches past the deadline. Default 5000. */
+  requestTimeoutMs?: number;
+}
+
+export type Timing = Required<TimingOptions>;
+
+export const DEFAULT_TTL_MS = 15_000;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
+
+export function defaultDriftMarginMs(ttlMs: number): number {
+  return Math.max(100, Math.round(ttlMs * 0.05));
+}
+
+export function defaultPauseThresholdMs(renewEveryMs: number): number {
+  return Math.max(1_000, renewEveryMs / 2);
+}
+
+/** Applies defaults and validates each setting and the relations between them. Throws RangeError or TypeError. */
+export function resolveTiming(options: TimingOptions): Timing {
+  const ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
+  if (!Number.isInteger(ttlMs) || ttlMs < LIMITS.ttlMinMs || ttlMs > LIMITS.ttlMaxMs) {
+    throw new RangeError(`Expected \`ttlMs\` to be an integer from ${LIMITS.ttlMinMs} to ${LIMITS.ttlMaxMs}, got ${String(ttlMs)}.`);
+  }
+  const renewEveryMs = options.renewEveryMs ?? ttlMs / 3;
+  expectPositive('renewEveryMs', renewEveryMs);
+  if (renewEveryMs > ttlMs / 3) {
+    throw new RangeError(`Expected \`renewEveryMs\` (${renewEveryMs}) to be at most a third of \`ttlMs\` (${ttlMs}).`);
+  }
+  const driftMarginMs = options.driftMarginMs ?? defaultDriftMarginMs(ttlMs);
+  expectNonNegative('driftMarginMs', driftMarginMs);
+  if (renewEveryMs + driftMarginMs >= ttlMs) {
+    throw new RangeError(
+      `Expected \`renewEveryMs\` + \`driftMarginMs\` (${renewEveryMs} + ${driftMarginMs}) to be less than \`ttlMs\` (${ttlMs}), ` +
+        'so that a renewal is sent before the lease is believed lost.',
+    );
+  }
+  const pauseThresholdMs = options.pauseThresholdMs ?? defaultPauseThresholdMs(renewEveryMs);
+  expectPositive('pauseThresholdMs', pauseThresholdMs);
+  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  expectPositive('requestTimeoutMs', requestTimeoutMs);
+  return { ttlMs, renewEveryMs, driftMarginMs, pauseThresholdMs, requestTimeoutMs };
+}
+
+export function expectPositive(field: string, value: unknown): asserts value is number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new TypeError(`Expected \`${field}\` to be a positive number, got ${String(value)}.`);
+  }
+}
+
+export function expectNonNegative(field: string, value: unknown): asserts value is number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new TypeError(`Expected \`${field}\` to be a non-negative number, got ${String(value)}.`);
+  }
+}
+
+export function expectNonNegativeInteger(field: string, value: unknown): asserts value is number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    throw new TypeError(`Expected \`${field}\` to be a non-negative integer, got ${String(value)}.`);
+  }
+}
+
+/** A random delay in [0, windowMs): spreads out clients that would otherwise act in lockstep. */
+export function jitter(random: () => number, windowMs: number): number {
+  return Math.floor(random() * Math.max(0, windowMs));
+}
+
+/** Exponential backoff with "equal jitter": half fixed, half random, so the delay never collapses to 0. */
+export function backoffMs(attempt: number, baseMs: number, maxMs: number, random: () => number): number {
+  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(attempt, 30));
+  return ceiling / 2 + jitter(random, ceiling / 2);
+}
+
+/** Jitter added to a server's retryAfterMs: up to 10% of it, at least 25 ms and at most 1 s. */
+export function heldJitterWindowMs(retryAfterMs: number): number {
+  return Math.min(1_000, Math.max(25, retryAfterMs / 10));
+}

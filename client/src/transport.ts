@@ -1,0 +1,278 @@
+import { sleep, systemClock, type MonotonicClock } from './clock.js';
+import {
+  ForbiddenError,
+  InternalError,
+  LeaseholdError,
+  RETRYABLE_CODES,
+  RouteNotFoundError,
+  ThrottledError,
+  UnauthorizedError,
+  UnavailableError,
+  errorFromBody,
+  isErrorCode,
+  isLeaseholdError,
+  type ErrorBody,
+} from './protocol/index.js';
+import type { RequestSigner } from './signing.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, backoffMs, expectNonNegativeInteger, expectPositive } from './timing.js';
+
+/**
+ * HTTP for the SDK: the platform `fetch`, a time limit per attempt, and retries with exponential
+ * backoff and jitter for requests that are safe to repeat. Every failure leaves here as a typed
+ * LeaseholdError (or the caller's own abort reason), never as a raw fetch error.
+ */
+
+export interface RetryOptions {
+  /** Attempts after the first. Default 3. */
+  retries?: number;
+  /** Backoff before the first retry; doubles each time. Default 100. */
+  baseDelayMs?: number;
+  /** Largest backoff, also the cap on a server's `Retry-After`. Default 2000. */
+  maxDelayMs?: number;
+}
+
+/** Per-call settings, accepted by every LeaseClient method. */
+export interface CallOptions {
+  /** Cancels the call, including a retry wait; the call then rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Time limit of each attempt. Default: the client's `timeoutMs`. */
+  timeoutMs?: number;
+  /** Time limit of the whole call, retries and waits included. Default: none (the retry count bounds it). */
+  totalTimeoutMs?: number;
+  /** Attempts after the first. Default: the client's `retry.retries`. */
+  retries?: number;
+}
+
+export type HeadersHook =
+  | Record<string, string>
+  | ((request: { method: string; url: URL; operation: string }) => Record<string, string> | Promise<Record<string, string>>);
+
+export interface TransportOptions {
+  endpoint: string | URL;
+  fetch?: typeof fetch;
+  signer?: RequestSigner;
+  headers?: HeadersHook;
+  timeoutMs?: number;
+  retry?: RetryOptions;
+  clock?: MonotonicClock;
+  random?: () => number;
+}
+
+export interface RequestSpec {
+  /** The client method, for messages: acquire, renew, release, describe, list. */
+  operation: string;
+  method: 'GET' | 'POST';
+  /** Path below the endpoint, e.g. `/v1/leases/jobs/acquire`. */
+  path: string;
+  query?: Record<string, string | undefined>;
+  body?: unknown;
+  leaseName?: string;
+  /** Repeating the request cannot do harm: idempotent, or an acquire that carries a requestId. */
+  idempotent: boolean;
+}
+
+type Outcome = { ok: true; body: unknown } | { ok: false; error: LeaseholdError; retryAfterMs?: number };
+
+const DEFAULT_RETRY: Required<RetryOptions> = { retries: 3, baseDelayMs: 100, maxDelayMs: 2_000 };
+
+export class HttpTransport {
+  readonly endpoint: URL;
+  readonly clock: MonotonicClock;
+  readonly random: () => number;
+  private readonly fetch: typeof fetch;
+  private readonly signer: RequestSigner | undefined;
+  private readonly headers: HeadersHook | undefined;
+  private readonly timeoutMs: number;
+  private readonly retry: Required<RetryOptions>;
+
+  constructor(options: TransportOptions) {
+    this.endpoint = parseEndpoint(options.endpoint);
+    const fetchFn = options.fetch ?? (globalThis.fetch as typeof fetch | undefined);
+    if (typeof fetchFn !== 'function') {
+      throw new TypeError('Expected `fetch` to be a function: this platform has no global fetch, so pass one.');
+    }
+    this.fetch = fetchFn;
+    this.signer = options.signer;
+    this.headers = options.headers;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    expectPositive('timeoutMs', this.timeoutMs);
+    this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    expectNonNegativeInteger('retry.retries', this.retry.retries);
+    expectPositive('retry.baseDelayMs', this.retry.baseDelayMs);
+    expectPositive('retry.maxDelayMs', this.retry.maxDelayMs);
+    this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? Math.random;
+  }
+
+  /** Sends the request, retrying what is safe to retry; resolves with the parsed 2xx body. */
+  async send(spec: RequestSpec, call: CallOptions = {}): Promise<unknown> {
+    const retries = call.retries ?? this.retry.retries;
+    const timeoutMs = call.timeoutMs ?? this.timeoutMs;
+    const startedAt = this.clock.nowMs();
+    const budgetLeft = () => (call.totalTimeoutMs === undefined ? Infinity : startedAt + call.totalTimeoutMs - this.clock.nowMs());
+    const url = this.urlFor(spec);
+    const body = spec.body === undefined ? undefined : JSON.stringify(spec.body);
+
+    for (let attempt = 0; ; attempt++) {
+      const outcome = await this.attempt(spec, url, body, Math.max(1, Math.min(timeoutMs, budgetLeft())), call.signal);
+      if (outcome.ok) return outcome.body;
+      const { error } = outcome;
+      if (!spec.idempotent || !RETRYABLE_CODES.has(error.code) || attempt >= retries) throw error;
+      const delayMs = Math.min(
+        this.retry.maxDelayMs,
+        Math.max(backoffMs(attempt, this.retry.baseDelayMs, this.retry.maxDelayMs, this.random), outcome.retryAfterMs ?? 0),
+      );
+      if (delayMs >= budgetLeft()) throw error;
+      await sleep(this.clock, delayMs, call.signal);
+    }
+  }
+
+  private urlFor(spec: RequestSpec): URL {
+    const url = new URL(this.endpoint);
+    url.pathname = `${this.endpoint.pathname.replace(/\/+$/, '')}${spec.path}`;
+    for (const [key, value] of Object.entries(spec.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(key, value);
+    }
+    return url;
+  }
+
+  /** One attempt. Rejects with the caller's abort reason or a signing failure; every other failure is an Outcome. */
+  private async attempt(
+    spec: RequestSpec,
+    url: URL,
+    body: string | undefined,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Outcome> {
+    signal?.throwIfAborted();
+    // A failing headers hook or signer (no region, no credentials) is not a network error: it
+    // surfaces as is and is not retried.
+    const headers = await this.headersFor(spec, url, body);
+    // One controller per attempt, aborted by the timer or by the caller's signal. (AbortSignal.any
+    // would tie every attempt's signal to a long-lived caller signal until that one is collected.)
+    const attempt = new AbortController();
+    let timedOut = false;
+    const cancelTimer = this.clock.setTimer(timeoutMs, () => {
+      timedOut = true;
+      attempt.abort();
+    });
+    const onAbort = () => attempt.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const response = await this.fetch(url, { method: spec.method, headers, body, signal: attempt.signal });
+      const text = await response.text();
+      return interpret(spec, response, text);
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      if (timedOut) {
+        return {
+          ok: false,
+          error: new UnavailableError(`${describe(spec)} timed out after ${Math.round(timeoutMs)} ms waiting for ${url.origin}.`, {
+            leaseName: spec.leaseName,
+          }),
+        };
+      }
+      if (isLeaseholdError(error)) return { ok: false, error };
+      return {
+        ok: false,
+        error: new UnavailableError(`${describe(spec)} could not reach ${url.origin}: ${networkReason(error)}.`, {
+          leaseName: spec.leaseName,
+          cause: error,
+        }),
+      };
+    } finally {
+      cancelTimer();
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private async headersFor(spec: RequestSpec, url: URL, body: string | undefined): Promise<Record<string, string>> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const extra = typeof this.headers === 'function' ? await this.headers({ method: spec.method, url, operation: spec.operation }) : this.headers;
+    for (const [name, value] of Object.entries(extra ?? {})) headers[name.toLowerCase()] = value;
+    if (this.signer) {
+      const signed = await this.signer({ method: spec.method, url, headers: { ...headers }, body });
+      for (const [name, value] of Object.entries(signed)) headers[name.toLowerCase()] = value;
+    }
+    return headers;
+  }
+}
+
+function parseEndpoint(endpoint: string | URL): URL {
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    throw new TypeError(`Expected \`endpoint\` to be an absolute http(s) URL, got "${String(endpoint)}".`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new TypeError(`Expected \`endpoint\` to be an absolute http(s) URL, got "${String(endpoint)}".`);
+  }
+  if (url.search || url.hash) {
+    throw new TypeError(`Expected \`endpoint\` without query or fragment, got "${String(endpoint)}".`);
+  }
+  return url;
+}
+
+function describe(spec: RequestSpec): string {
+  return spec.leaseName === undefined ? spec.operation : `${spec.operation} of lease "${spec.leaseName}"`;
+}
+
+/** Maps an HTTP response to the parsed body or a typed error. */
+function interpret(spec: RequestSpec, response: Response, text: string): Outcome {
+  const parsed = parseJson(text);
+  if (response.ok) {
+    if (parsed === undefined) {
+      return { ok: false, error: new InternalError(`${describe(spec)} got a ${response.status} answer that is not JSON.`, { leaseName: spec.leaseName }) };
+    }
+    return { ok: true, body: parsed };
+  }
+  const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
+  const wire = (parsed as Partial<ErrorBody> | undefined)?.error;
+  if (wire && typeof wire.code === 'string' && typeof wire.message === 'string' && isErrorCode(wire.code)) {
+    return { ok: false, error: errorFromBody(wire, spec.leaseName), ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+  }
+  return { ok: false, error: errorForStatus(spec, response.status, text, parsed), ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+}
+
+/**
+ * A response without a leasehold error body came from something in front of the service
+ * (API Gateway's IAM authorizer, a load balancer, a proxy): map it by status.
+ */
+function errorForStatus(spec: RequestSpec, status: number, text: string, parsed: unknown): LeaseholdError {
+  const said = (parsed as { message?: unknown } | undefined)?.message;
+  const detail = typeof said === 'string' ? said : text.slice(0, 200).trim() || '(empty body)';
+  const message = `${describe(spec)} was answered ${status} by something other than leasehold: ${detail}`;
+  const options = { leaseName: spec.leaseName };
+  if (status === 401) return new UnauthorizedError(message, options);
+  if (status === 403) return new ForbiddenError(message, options);
+  if (status === 404) return new RouteNotFoundError(`${message} (is \`endpoint\` the API's base URL, stage included?)`, options);
+  if (status === 429) return new ThrottledError(message, options);
+  // Gateways answer 502/503/504 when the backend did not; the request is safe to repeat.
+  if (status === 502 || status === 503 || status === 504) return new UnavailableError(message, options);
+  return new InternalError(message, options);
+}
+
+function parseJson(text: string): unknown {
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `Retry-After` in seconds (the date form is ignored: it would need the server's wall clock). */
+function parseRetryAfter(value: string | null): number | undefined {
+  if (value === null || !/^\d+$/.test(value.trim())) return undefined;
+  return Number(value.trim()) * 1000;
+}
+
+/** The most specific reason a fetch failed: undici hides the socket error in `cause`. */
+function networkReason(error: unknown): string {
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } } | undefined)?.cause;
+  if (cause && typeof cause.code === 'string') return cause.code;
+  if (cause && typeof cause.message === 'string') return cause.message;
+  return error instanceof Error ? error.message : String(error);
+}

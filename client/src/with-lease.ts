@@ -1,0 +1,90 @@
+import { delay } from './clock.js';
+import type { AcquireResult, LeaseApi } from './lease-client.js';
+import type { PublicLease } from './protocol/index.js';
+import { LeadershipLostError, Term, createTermContext, releaseQuietly, type TermInfo, type TermOptions } from './term.js';
+import { expectNonNegative, heldJitterWindowMs, jitter } from './timing.js';
+
+export interface WithLeaseOptions extends TermOptions {
+  /**
+   * How long to keep trying while someone else holds the lease, waiting the server's retryAfterMs
+   * each time. Default 0: one attempt, and a held lease is reported as `{ acquired: false }`.
+   */
+  waitMs?: number;
+  /** Cancels the wait, or ends the term (the job's signal aborts) and releases. Default: none. */
+  signal?: AbortSignal;
+}
+
+export type WithLeaseResult<T> =
+  | { acquired: true; value: T; token: number }
+  | { acquired: false; lease: PublicLease; retryAfterMs: number };
+
+/**
+ * Runs `fn` while holding the lease `name`: acquires it, renews it in the background while `fn`
+ * runs, and releases it afterwards (also when `fn` throws). For one-off jobs and Lambdas.
+ *
+ * - If someone else holds the lease (after `waitMs`), `fn` does not run and the result is
+ *   `{ acquired: false, lease, retryAfterMs }`.
+ * - `fn` gets the fencing `token` and a `signal` that aborts the moment the lease can no longer be
+ *   trusted (same model as `createLeader`). Pass both to the work.
+ * - If the lease was lost before `fn` settled, `withLease` rejects with a LeadershipLostError (a
+ *   LeaseLostError with the `reason`; `fn`'s own error, if any, is its `cause`), even if `fn` resolved:
+ *   work done after the loss must be treated as not done.
+ */
+export async function withLease<T>(
+  client: LeaseApi,
+  name: string,
+  options: WithLeaseOptions,
+  fn: (term: TermInfo) => Promise<T> | T,
+): Promise<WithLeaseResult<T>> {
+  if (typeof options !== 'object' || options === null) throw new TypeError('Expected withLease options with a `holder`.');
+  const ctx = createTermContext(client, name, options);
+  const waitMs = options.waitMs ?? 0;
+  expectNonNegative('waitMs', waitMs);
+  const signal = options.signal;
+  signal?.throwIfAborted();
+
+  // 1. Acquire, waiting for the holder's retryAfterMs while within waitMs.
+  const startedMs = ctx.clock.nowMs();
+  let sendTimeMs: number;
+  let result: AcquireResult;
+  for (;;) {
+    sendTimeMs = ctx.clock.nowMs();
+    result = await client.acquire(name, ctx.request, { timeoutMs: ctx.timing.requestTimeoutMs, ...(signal ? { signal } : {}) });
+    if (result.acquired) break;
+    const pauseMs = result.retryAfterMs + jitter(ctx.random, heldJitterWindowMs(result.retryAfterMs));
+    if (ctx.clock.nowMs() + pauseMs - startedMs > waitMs) return result;
+    if (!(await delay(ctx.clock, pauseMs, signal))) throw signal?.reason;
+  }
+
+  // 2. Hold it while fn runs.
+  const grant = result.lease;
+  const term = Term.begin(ctx, grant, sendTimeMs, () => undefined);
+  if (term === undefined) {
+    await releaseQuietly(ctx, grant);
+    throw new LeadershipLostError(name, 'expired', grant.token);
+  }
+  ctx.emit({ type: 'elected', name, holder: ctx.holder, token: term.token });
+  const onAbort = () => term.end('stopped');
+  signal?.addEventListener('abort', onAbort, { once: true });
+
+  let value: T | undefined;
+  let failure: { error: unknown } | undefined;
+  try {
+    value = await fn(term.info());
+  } catch (error) {
+    failure = { error };
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+  }
+
+  // 3. Was the lease still ours when fn settled? The deadline is checked even if its timer is late.
+  if (term.ended === undefined && !term.isValid()) term.end('expired');
+  const lost = term.ended;
+  if (lost === undefined) term.end('released');
+  // Release also after an expiry or a pause: it may still be ours, and the next job need not wait.
+  if (lost !== 'superseded') await releaseQuietly(ctx, term.lease);
+  if (lost === 'stopped') throw signal?.reason;
+  if (lost !== undefined) throw new LeadershipLostError(name, lost, term.token, failure ? { cause: failure.error } : {});
+  if (failure) throw failure.error;
+  return { acquired: true, value: value as T, token: term.token };
+}
