@@ -69,10 +69,12 @@ const leaseIsAvailable =
   'attribute_not_exists(pk) OR (availableAt < :now AND ' +
   '(attribute_not_exists(reservedFor) OR reservedFor = :holder OR reservedUntil < :now))';
 
-// renew: only the current grant (same leaseId and token), not released, not yet expired.
-//   acquire ── renew ok ──▶ expiresAt ✗
+// renew: only the current grant (same leaseId and token), not released, not yet expired — and
+// never older than the last write: a renew that read its clock before a later renew landed (an
+// SDK retry, a slow Lambda) must not move `expiresAt` back under the holder's newer deadline.
+//   acquire ── renew(t1) ── renew(t2) ──▶ expiresAt ✗      renew(t1) landing after t2: no write
 const grantIsCurrentAndLive =
-  'leaseId = :leaseId AND #token = :token AND attribute_exists(holder) AND expiresAt >= :now';
+  'leaseId = :leaseId AND #token = :token AND attribute_exists(holder) AND expiresAt >= :now AND renewedAt <= :now';
 
 // release: only the current grant (same leaseId and token), not yet released. A release after
 // expiry but before any successor is allowed: it only ends the lock-delay early, and the
@@ -226,6 +228,11 @@ export class LeaseStore {
       if (!isConditionFailure(error)) throw translate(error, name);
       const current = conflictItem(error);
       const at = this.clock.nowMs();
+      if (current !== undefined && isCurrentGrant(current, request) && current.expiresAt >= now && current.renewedAt > now) {
+        // A later renew already landed: the grant is live with a later expiry. Answer with it; the
+        // SDK bounds its deadline by the `remainingMs` it reports.
+        return toGrant(current, at);
+      }
       throw new LeaseLostError(name, current ? toPublicLease(current, at) : null, lostReason(current, request, now));
     }
   }
@@ -361,6 +368,10 @@ export class LeaseStore {
 
 /** Upper bound of ttl + lock-delay, used for the cleanup time when a renew keeps the stored ttl. */
 const MAX_HOLD_MS = 3_600_000 + 60_000;
+
+function isCurrentGrant(record: LeaseRecord, request: { leaseId: string; token: number }): boolean {
+  return record.holder !== undefined && record.leaseId === request.leaseId && record.token === request.token;
+}
 
 function lostReason(current: LeaseRecord | undefined, request: { leaseId: string; token: number }, now: number): string {
   if (current === undefined) return 'it does not exist';

@@ -184,6 +184,20 @@ describe('renew', () => {
     expect(blocked).toMatchObject({ acquired: false, retryAfterMs: 1_000 });
   });
 
+  it('that read its clock before a later renew landed never moves the expiry back', async () => {
+    const { clock: late, store: lateStore } = storeAt();
+    const name = uniqueName('renew-reordered');
+    const held = await grant(lateStore, name, 'worker-a', 10_000);
+    // The same grant renewed through a server 2 s ahead, then a renew stamped earlier lands.
+    const ahead = new ManualClock(late.nowMs() + 2_000);
+    const aheadStore = new LeaseStore({ client: table.doc, tableName: table.tableName, clock: ahead });
+    const newer = await aheadStore.renew(name, held);
+    late.advance(500);
+    const stale = await lateStore.renew(name, held);
+    expect(stale.expiresAt).toBe(newer.expiresAt);
+    expect((await rawItem(name))?.expiresAt).toBe(newer.expiresAt);
+  });
+
   it('with a wrong leaseId or an old token fails with LEASE_LOST and leaves the item unchanged', async () => {
     const { store } = storeAt();
     const name = uniqueName('renew-wrong');

@@ -1,0 +1,39 @@
+import { ErrorCode } from '../../client/src/protocol/index.js';
+import type { OpRecord } from '../history.js';
+
+/**
+ * What an answer proves about whether a lease operation took effect. The harness records what it
+ * saw; only some failures are definite.
+ */
+export type Effect = 'ok' | 'rejected' | 'none' | 'maybe';
+
+/** Answers that prove the lease rules refused the operation (the lease state must explain them). */
+const DEFINITE_REJECTIONS = new Set<string>([ErrorCode.LEASE_HELD, ErrorCode.LEASE_LOST, ErrorCode.LEASE_NOT_FOUND]);
+
+/** Answers given before the lease item was touched: no effect, and nothing learned about the lease. */
+const REFUSED_BEFORE_TOUCHING = new Set<string>([
+  ErrorCode.VALIDATION_ERROR,
+  ErrorCode.UNAUTHORIZED,
+  ErrorCode.FORBIDDEN,
+  ErrorCode.ROUTE_NOT_FOUND,
+  ErrorCode.METHOD_NOT_ALLOWED,
+  ErrorCode.PAYLOAD_TOO_LARGE,
+  ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+  ErrorCode.THROTTLED,
+]);
+
+/**
+ * - ok: took effect as answered;
+ * - rejected: LEASE_HELD / LEASE_LOST / LEASE_NOT_FOUND, refused by the lease rules;
+ * - none: refused before the lease was touched (validation, auth, throttling);
+ * - maybe: no answer, or a failure after which the write may still have happened (UNAVAILABLE,
+ *   INTERNAL, a network error, or a `fail` without a code): treated like `unknown`.
+ */
+export function effectOf(record: OpRecord): Effect {
+  if (record.outcome === 'ok') return 'ok';
+  if (record.outcome === 'fail' && record.error !== undefined) {
+    if (DEFINITE_REJECTIONS.has(record.error)) return 'rejected';
+    if (REFUSED_BEFORE_TOUCHING.has(record.error)) return 'none';
+  }
+  return 'maybe';
+}

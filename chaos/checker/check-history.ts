@@ -1,0 +1,87 @@
+import {
+  FAULT_KINDS,
+  OP_KINDS,
+  isEvent,
+  isOp,
+  locate,
+  type FaultKind,
+  type HistoryRecord,
+  type LocatedRecord,
+  type MetaRecord,
+  type OpKind,
+} from '../history.js';
+import { checkClockBound } from './clock-bound.js';
+import { checkCurrentGrant } from './current-grant.js';
+import { failoverStats } from './failover.js';
+import { checkFailClosed, checkResource } from './fenced-writes.js';
+import type { FinalJobRow } from './final-jobs.js';
+import { checkGrantOverlap } from './grant-overlap.js';
+import { checkLinearizableLeases } from './linearizable-leases.js';
+import { DEFAULT_MAX_STATES } from './linearizability.js';
+import type { CheckSummary, InvariantId, InvariantReport, OutcomeCounts } from './report.js';
+import { checkTokenOrder } from './token-order.js';
+
+export interface CheckOptions {
+  /** Bound on |server clock − harness clock| in ms. Default: the history's meta record, else 0. */
+  clockSkewMs?: number;
+  /** ttl of acquires that record none. Default: the history's meta record. */
+  ttlMs?: number;
+  /** Per lease, give up the linearizability search after this many states. Default 1,000,000. */
+  maxStates?: number;
+  /** The resource's final job table, for I5. */
+  finalJobs?: readonly FinalJobRow[];
+  /** Name of the history in the summary (a file path). */
+  source?: string;
+  /** Keep at most this many violations per invariant in the summary (the count is noted). Default 50. */
+  maxViolationsPerInvariant?: number;
+}
+
+/** Runs every check on a history (records in file order, or as read by `readHistory`). */
+export function checkHistory(history: readonly (HistoryRecord | LocatedRecord)[], options: CheckOptions = {}): CheckSummary {
+  const entries = locate(history);
+  const meta = entries.map((e) => e.record).filter((r): r is MetaRecord => r.type === 'meta');
+  const clockSkewMs = options.clockSkewMs ?? meta.find((m) => m.clockSkewMs !== undefined)?.clockSkewMs ?? 0;
+  const ttlMs = options.ttlMs ?? meta.find((m) => m.ttlMs !== undefined)?.ttlMs ?? null;
+  const maxStates = options.maxStates ?? DEFAULT_MAX_STATES;
+  const ops = entries.filter(isOp);
+  const events = entries.filter(isEvent);
+
+  const reports: InvariantReport[] = [
+    checkLinearizableLeases(ops, { clockSkewMs, defaultTtlMs: ttlMs, maxStates }),
+    checkTokenOrder(ops),
+    checkGrantOverlap(ops, { clockSkewMs, defaultTtlMs: ttlMs }),
+    checkFailClosed(ops, { clockSkewMs }),
+    checkResource(ops, options.finalJobs),
+    checkCurrentGrant(ops),
+    checkClockBound(ops, clockSkewMs),
+  ];
+  const limit = options.maxViolationsPerInvariant ?? 50;
+  for (const report of reports) {
+    if (report.violations.length > limit) {
+      report.notes.push(`${report.violations.length} violations; the first ${limit} are listed`);
+      report.violations = report.violations.slice(0, limit);
+    }
+  }
+  const invariants = Object.fromEntries(reports.map((r) => [r.id, r])) as Record<InvariantId, InvariantReport>;
+
+  const operations = Object.fromEntries(OP_KINDS.map((k) => [k, { ok: 0, fail: 0, unknown: 0 }])) as Record<OpKind, OutcomeCounts>;
+  for (const { record } of ops) operations[record.op][record.outcome] += 1;
+  const faults: Partial<Record<FaultKind, number>> = {};
+  for (const kind of FAULT_KINDS) {
+    const n = events.filter((e) => e.record.kind === kind).length;
+    if (n > 0) faults[kind] = n;
+  }
+
+  return {
+    ok: reports.every((r) => r.status === 'pass' || r.status === 'skipped'),
+    source: options.source ?? 'history',
+    options: { clockSkewMs, ttlMs, maxStates },
+    records: entries.length,
+    leases: [...new Set(ops.map((e) => e.record.lease))].sort(),
+    processes: [...new Set(ops.map((e) => e.record.process))].sort(),
+    operations,
+    faults,
+    invariants,
+    failover: failoverStats(ops, events, ttlMs),
+  };
+}

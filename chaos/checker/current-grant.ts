@@ -1,0 +1,54 @@
+import { byLease, grantsOf, highestCompletedBefore, type OpEntry } from './grants.js';
+import { reportOf, type InvariantReport, type Violation } from './report.js';
+
+/**
+ * I6: renew and release succeed only for the current grant. Definite evidence of the opposite:
+ * - a renew or release with token T succeeded although a grant with a higher token had completed
+ *   before it was invoked (it renewed a dead grant, or released — removed — its successor);
+ * - a renew with token T succeeded although a release of T had completed before it was invoked.
+ * Operations that overlap in time are left to I1, which knows every possible order.
+ */
+export function checkCurrentGrant(ops: readonly OpEntry[]): InvariantReport {
+  const violations: Violation[] = [];
+  let checked = 0;
+  for (const [lease, leaseOps] of byLease(ops)) {
+    const highestBefore = highestCompletedBefore(grantsOf(leaseOps));
+    const succeeded = leaseOps
+      .filter((e) => (e.record.op === 'renew' || e.record.op === 'release') && e.record.outcome === 'ok')
+      .sort((a, b) => a.record.invokeMs - b.record.invokeMs);
+    checked += succeeded.length;
+
+    for (const entry of succeeded) {
+      const r = entry.record;
+      const successor = highestBefore(r.invokeMs);
+      if (successor && successor.token > (r.token as number)) {
+        violations.push({
+          invariant: 'I6',
+          lease,
+          message:
+            r.op === 'release'
+              ? `a release with token ${r.token} succeeded after ${successor.holder}'s grant ${successor.token}: it may have removed the successor`
+              : `a renew with token ${r.token} succeeded after ${successor.holder}'s grant ${successor.token}`,
+          records: [successor.acquires[0]!, entry],
+        });
+      }
+    }
+
+    const releases = leaseOps.filter((e) => e.record.op === 'release' && e.record.outcome === 'ok');
+    for (const entry of succeeded) {
+      if (entry.record.op !== 'renew') continue;
+      const released = releases.find(
+        (rel) => rel.record.token === entry.record.token && (rel.record.completeMs as number) < entry.record.invokeMs,
+      );
+      if (released) {
+        violations.push({
+          invariant: 'I6',
+          lease,
+          message: `a renew with token ${entry.record.token} succeeded after that grant was released`,
+          records: [released, entry],
+        });
+      }
+    }
+  }
+  return reportOf('I6', checked, violations, ['checked: successful renews and releases']);
+}

@@ -1,0 +1,349 @@
+import type { OpRecord } from '../history.js';
+import { effectOf } from './answers.js';
+import type { HistoryOp, Model, StepContext } from './linearizability.js';
+
+/**
+ * The sequential specification of ONE lease name, for the linearizability search (invariant I1).
+ *
+ * ## What the server does (functions/lease-store.ts), in server time s
+ * - acquire succeeds iff the item does not exist or `availableAt < s`; it sets token = previous + 1
+ *   (any value for a brand-new item), expiresAt = s + ttl, availableAt = expiresAt + lockDelay.
+ *   A retry with the same holder and requestId while that grant is live returns the same grant.
+ * - renew succeeds iff the token (and leaseId) is the current grant's, it is not released, and
+ *   `expiresAt >= s`; it sets expiresAt = s + ttl. The token is unchanged.
+ * - release succeeds iff the token is the current grant's (released or not: a second release is a
+ *   success); it sets availableAt = s. It needs no time condition.
+ * - describe shows the current token, and the holder iff not released and `s <= expiresAt`.
+ *
+ * ## Clocks
+ * The checker sees harness times (invoke, complete) and, sometimes, the server's own time. Each
+ * server decision uses its host's clock, which may differ from the harness clock by up to ε (the
+ * configured skew bound), and hosts may disagree with each other, so server times are NOT monotonic
+ * in linearization order. What is sound: an operation that decided at harness instant h (between its
+ * invoke and its linearization point) used a server time s with
+ *
+ *     invoke − ε  ≤  s  ≤  latest + ε
+ *
+ * where `latest` is the latest instant its linearization point may have in this position of the
+ * order (the search gives it: its own completion, or earlier, the completion of an operation
+ * linearized after it). Where the server reported its time (serverNowMs), s is exact. Describe
+ * reads its clock *after* the read, so its window is [invoke − ε, complete + ε], without tightening.
+ *
+ * ## The model state
+ * (exists, token, holder or null when released, requestId of the grant, ttl, lockDelay) plus
+ * INTERVALS of server time for expiresAt and availableAt: the hull of every value they may have.
+ * Every condition is checked existentially ("is there an s in the window and an expiresAt in its
+ * interval that make the server's condition true?"), and every update widens to the hull of the
+ * possible results. Forgetting the correlation between the intervals only adds behaviours, so the
+ * model accepts every history a correct server can produce with clocks inside the bound (sound:
+ * no false alarms), while still rejecting:
+ * - a grant while the previous one is surely still held (its expiry lower bound is after the
+ *   latest possible decision time of the new acquire);
+ * - a token that is not previous + 1 (reuse, going backwards, skipping);
+ * - renew or release with a token that is not the current one (after a successor), renew after
+ *   release or after sure expiry, a release failing with the current token;
+ * - describe showing a holder or token no grant produced, or a holder after sure expiry.
+ *
+ * ## Outcomes
+ * - `ok`: took effect as answered. `fail` with LEASE_HELD / LEASE_LOST / LEASE_NOT_FOUND: a
+ *   definite rejection, which the state must explain. `fail` rejected before the lease was touched
+ *   (validation, auth, throttling): no effect, left out. Any other failure (UNAVAILABLE, INTERNAL,
+ *   network errors, no code): treated as `unknown`, because the write may have happened.
+ * - `unknown`: may take effect at any moment after invoke, or never: the step offers only the
+ *   states where it took effect. An unknown describe has no effect and is left out.
+ *
+ * A history must start with the lease name unused (the harness uses fresh names per run), and the
+ * lease table must keep its items for the whole run (restart-db with a persistent table).
+ */
+
+export interface LeaseModelOptions {
+  /** Bound on |server clock − harness clock|, ms. */
+  clockSkewMs: number;
+  /** ttl of acquires that do not record their own. */
+  defaultTtlMs?: number;
+}
+
+export interface LeaseOp {
+  /** Position of the record in the list given to `toLeaseHistory`. */
+  index: number;
+  kind: 'acquire' | 'renew' | 'release' | 'describe';
+  /** ok: took effect as answered; rejected: definitely refused by the lease rules; maybe: no answer. */
+  effect: 'ok' | 'rejected' | 'maybe';
+  holder: string | null;
+  token: number | null;
+  requestId: string | null;
+  ttlMs: number | null;
+  lockDelayMs: number;
+  serverNowMs: number | null;
+  serverExpiresAtMs: number | null;
+  invokeMs: number;
+  /** null for `maybe`: whatever the client saw, the server may act later. */
+  completeMs: number | null;
+}
+
+export interface LeaseState {
+  exists: boolean;
+  /** null while the item exists but its token is unknown (the first grant's answer was lost). */
+  token: number | null;
+  /** null: released (or never granted). */
+  holder: string | null;
+  requestId: string | null;
+  ttlMs: number;
+  lockDelayMs: number;
+  expLo: number;
+  expHi: number;
+  availLo: number;
+  availHi: number;
+}
+
+export const INITIAL_LEASE_STATE: LeaseState = {
+  exists: false,
+  token: null,
+  holder: null,
+  requestId: null,
+  ttlMs: 0,
+  lockDelayMs: 0,
+  expLo: -Infinity,
+  expHi: -Infinity,
+  availLo: -Infinity,
+  availHi: -Infinity,
+};
+
+/**
+ * The operations of one lease that the model constrains, in the search's input form. Records
+ * that say nothing about the lease (writes, unknown describes, refusals before touching it) are
+ * left out. Throws if an acquire has no ttl and there is no default.
+ */
+export function toLeaseHistory(records: readonly OpRecord[], options: LeaseModelOptions): HistoryOp<LeaseOp>[] {
+  const out: HistoryOp<LeaseOp>[] = [];
+  records.forEach((r, index) => {
+    if (r.op === 'write') return;
+    const effect = effectOf(r);
+    if (effect === 'none' || (effect === 'maybe' && r.op === 'describe')) return;
+
+    const ttlMs = r.ttlMs ?? (r.op === 'acquire' ? options.defaultTtlMs : undefined) ?? null;
+    if (r.op === 'acquire' && ttlMs === null) {
+      throw new Error(`an acquire of "${r.lease}" by ${r.process} records no ttlMs and no default ttl was given`);
+    }
+    const completeMs = effect === 'maybe' ? null : r.completeMs;
+    out.push({
+      invokeMs: r.invokeMs,
+      completeMs,
+      input: {
+        index,
+        kind: r.op,
+        effect,
+        holder: r.holder ?? null,
+        token: r.token ?? null,
+        requestId: r.requestId ?? null,
+        ttlMs,
+        lockDelayMs: r.lockDelayMs ?? 0,
+        // An answer that did not arrive reported nothing.
+        serverNowMs: effect === 'maybe' ? null : (r.serverNowMs ?? null),
+        serverExpiresAtMs: effect === 'maybe' ? null : (r.serverExpiresAtMs ?? null),
+        invokeMs: r.invokeMs,
+        completeMs,
+      },
+    });
+  });
+  return out;
+}
+
+/** A closed interval of server time. */
+interface Window {
+  lo: number;
+  hi: number;
+}
+
+export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, LeaseOp> {
+  const eps = options.clockSkewMs;
+
+  /** When the server read its clock to decide (acquire / renew / release). */
+  const decisionWindow = (op: LeaseOp, ctx: StepContext): Window =>
+    op.serverNowMs !== null
+      ? { lo: op.serverNowMs, hi: op.serverNowMs }
+      : { lo: op.invokeMs - eps, hi: Math.min(ctx.latestMs, op.completeMs ?? Infinity) + eps };
+
+  /** When the server read its clock to describe what it had read (describe, the holder in answers). */
+  const observationWindow = (op: LeaseOp): Window =>
+    op.serverNowMs !== null && op.kind === 'describe'
+      ? { lo: op.serverNowMs, hi: op.serverNowMs }
+      : { lo: op.invokeMs - eps, hi: (op.completeMs ?? Infinity) + eps };
+
+  return {
+    init: INITIAL_LEASE_STATE,
+    key: stateKey,
+    step(state, op, ctx) {
+      switch (op.kind) {
+        case 'acquire':
+          return acquire(state, op, ctx);
+        case 'renew':
+          return renew(state, op, ctx);
+        case 'release':
+          return release(state, op, ctx);
+        case 'describe':
+          return describe(state, op);
+      }
+    },
+    isDead(state, op) {
+      // Tokens only grow, so a renew or release of an older grant, or of a released one, can never
+      // take effect again. An acquire can always take effect later.
+      if (op.kind !== 'renew' && op.kind !== 'release') return false;
+      if (!state.exists || state.token === null || op.token === null) return false;
+      return state.token > op.token || (state.token === op.token && state.holder === null);
+    },
+  };
+
+  function acquire(s: LeaseState, op: LeaseOp, ctx: StepContext): LeaseState[] {
+    const ttl = op.ttlMs as number;
+    if (op.effect === 'rejected') {
+      // LEASE_HELD: availableAt >= s for some decision time s; the answer names the current token.
+      const w = decisionWindow({ ...op, serverNowMs: null }, ctx);
+      if (!s.exists || s.availHi < w.lo) return [];
+      return keep(bindToken(s, op.token));
+    }
+    const out: LeaseState[] = [];
+    // The same grant again: a retry with the same holder and requestId while that grant is live.
+    // Its answer carries the original acquiredAt, so serverNowMs is not this decision's time.
+    if (op.effect === 'ok' && op.requestId !== null && s.exists && s.holder === op.holder && s.requestId === op.requestId) {
+      const same = bindToken(s, op.token);
+      if (same && s.expHi >= observationWindow(op).lo) {
+        const pinned = op.serverExpiresAtMs === null ? same : pinExpiry(same, op.serverExpiresAtMs);
+        if (pinned) out.push(pinned);
+      }
+    }
+    // A new grant.
+    const w = decisionWindow(op, ctx);
+    if (!s.exists || s.availLo < w.hi) {
+      const expected = s.exists && s.token !== null ? s.token + 1 : null;
+      const token = op.effect === 'maybe' ? expected : op.token;
+      if (op.effect === 'maybe' || expected === null || op.token === expected) {
+        const earliest = s.exists ? Math.max(w.lo, s.availLo) : w.lo;
+        let exp: Window | null = { lo: earliest + ttl, hi: w.hi + ttl };
+        if (op.serverExpiresAtMs !== null) exp = intersect(exp, op.serverExpiresAtMs);
+        if (exp) {
+          out.push({
+            exists: true,
+            token,
+            holder: op.holder,
+            requestId: op.requestId,
+            ttlMs: ttl,
+            lockDelayMs: op.lockDelayMs,
+            expLo: exp.lo,
+            expHi: exp.hi,
+            availLo: exp.lo + op.lockDelayMs,
+            availHi: exp.hi + op.lockDelayMs,
+          });
+        }
+      }
+    }
+    return out;
+  }
+
+  function renew(s: LeaseState, op: LeaseOp, ctx: StepContext): LeaseState[] {
+    const w = decisionWindow(op, ctx);
+    if (op.effect === 'rejected') {
+      // LEASE_LOST: not the current grant, released, or expired at the decision time.
+      const couldFail =
+        !s.exists || s.token === null || s.token !== op.token || s.holder === null || s.holder !== (op.holder ?? s.holder) || s.expLo < w.hi;
+      return couldFail ? [s] : [];
+    }
+    if (!s.exists || s.holder === null || (op.holder !== null && s.holder !== op.holder)) return [];
+    const current = bindToken(s, op.token);
+    if (!current || s.expHi < w.lo) return [];
+    const ttl = op.ttlMs ?? s.ttlMs;
+    let exp: Window | null = { lo: w.lo + ttl, hi: Math.min(w.hi, s.expHi) + ttl };
+    if (op.serverExpiresAtMs !== null) exp = intersect(exp, op.serverExpiresAtMs);
+    if (!exp) return [];
+    return [
+      {
+        ...current,
+        ttlMs: ttl,
+        expLo: exp.lo,
+        expHi: exp.hi,
+        availLo: exp.lo + s.lockDelayMs,
+        availHi: exp.hi + s.lockDelayMs,
+      },
+    ];
+  }
+
+  function release(s: LeaseState, op: LeaseOp, ctx: StepContext): LeaseState[] {
+    if (op.effect === 'rejected') {
+      // Release has no time condition: it fails only if the token is not the current grant's.
+      return !s.exists || s.token === null || s.token !== op.token ? [s] : [];
+    }
+    if (!s.exists) return [];
+    const current = bindToken(s, op.token);
+    if (!current) return [];
+    if (s.holder === null) return op.effect === 'ok' ? [current] : []; // a second release: success, no change
+    if (op.holder !== null && s.holder !== op.holder) return [];
+    const w = decisionWindow(op, ctx);
+    return [{ ...current, holder: null, requestId: null, availLo: w.lo, availHi: w.hi }];
+  }
+
+  function describe(s: LeaseState, op: LeaseOp): LeaseState[] {
+    if (op.effect === 'rejected') return s.exists ? [] : [s]; // LEASE_NOT_FOUND
+    if (!s.exists) return [];
+    const current = bindToken(s, op.token);
+    if (!current) return [];
+    const w = observationWindow(op);
+    if (op.holder === null) {
+      // Nobody holds it: released, or expired at the observation time.
+      return s.holder === null || s.expLo < w.hi ? [current] : [];
+    }
+    if (s.holder !== op.holder || s.expHi < w.lo) return [];
+    const pinned = op.serverExpiresAtMs === null ? current : pinExpiry(current, op.serverExpiresAtMs);
+    return pinned ? [pinned] : [];
+  }
+}
+
+function keep(s: LeaseState | null): LeaseState[] {
+  return s ? [s] : [];
+}
+
+/** The state if `token` can be its current token (binding an unknown one), else null. */
+function bindToken(s: LeaseState, token: number | null): LeaseState | null {
+  if (token === null) return s;
+  if (s.token === null) return { ...s, token };
+  return s.token === token ? s : null;
+}
+
+function intersect(w: Window, value: number): Window | null {
+  return value >= w.lo && value <= w.hi ? { lo: value, hi: value } : null;
+}
+
+/** A held lease whose expiresAt a server answer stated exactly. */
+function pinExpiry(s: LeaseState, expiresAt: number): LeaseState | null {
+  if (expiresAt < s.expLo || expiresAt > s.expHi) return null;
+  if (s.holder === null) return s;
+  return { ...s, expLo: expiresAt, expHi: expiresAt, availLo: expiresAt + s.lockDelayMs, availHi: expiresAt + s.lockDelayMs };
+}
+
+function stateKey(s: LeaseState): string {
+  // String(), not JSON: JSON writes both infinities as null.
+  return [
+    s.exists ? 1 : 0,
+    s.token,
+    JSON.stringify(s.holder),
+    JSON.stringify(s.requestId),
+    s.ttlMs,
+    s.lockDelayMs,
+    s.expLo,
+    s.expHi,
+    s.availLo,
+    s.availHi,
+  ].join('|');
+}
+
+/** A readable one-line rendering of a state, for violation reports. */
+export function describeLeaseState(s: LeaseState): string {
+  if (!s.exists) return 'never granted';
+  const token = s.token === null ? 'unknown token' : `token ${s.token}`;
+  const range = (lo: number, hi: number) => (lo === hi ? `${fmt(lo)}` : `[${fmt(lo)}, ${fmt(hi)}]`);
+  if (s.holder === null) return `released, ${token}, available from ${range(s.availLo, s.availHi)} (server ms)`;
+  return `held by ${s.holder}, ${token}, expires at ${range(s.expLo, s.expHi)} (server ms)`;
+}
+
+function fmt(n: number): string {
+  return Number.isFinite(n) ? String(Math.round(n * 1000) / 1000) : String(n);
+}

@@ -1,0 +1,302 @@
+import { createReadStream, closeSync, openSync, writeSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+
+/**
+ * The chaos history: one JSON object per line (JSONL), appended by the harness as things happen
+ * and read back by the checker. Every time is epoch milliseconds on ONE clock, the harness clock
+ * (see `harness-clock.ts`), except the `server*` fields, which are the server's own clock as the
+ * server reported it.
+ *
+ * Three record types:
+ * - `op`: one operation by one process, from invoke to completion (or not);
+ * - `event`: a fault the nemesis injected (or healed);
+ * - `meta`: run-wide facts (ttl, skew bound) the checker uses as defaults.
+ *
+ * Records may carry extra fields (the harness may add its own notes); the fields below are validated.
+ */
+
+export const OP_KINDS = ['acquire', 'renew', 'release', 'describe', 'write'] as const;
+export type OpKind = (typeof OP_KINDS)[number];
+
+/**
+ * - `ok`: the server (or resource) answered and the operation took effect as answered.
+ * - `fail`: the server answered with a rejection, so the operation definitely did not take effect.
+ * - `unknown`: no answer (timeout, lost answer, connection reset, 5xx): it may have taken effect,
+ *   at any moment after `invokeMs`, or never.
+ */
+export const OUTCOMES = ['ok', 'fail', 'unknown'] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+export const FAULT_KINDS = [
+  'kill',
+  'stop',
+  'cont',
+  'partition',
+  'heal',
+  'drop-answers',
+  'delay',
+  'restart-api',
+  'restart-db',
+  'clock-offset',
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export interface OpRecord {
+  type: 'op';
+  /** Who: the worker process (stable name for the run, e.g. "w3"). */
+  process: string;
+  /** The lease name (for `write`: the lease whose token fences the write). */
+  lease: string;
+  op: OpKind;
+  invokeMs: number;
+  /** When the answer arrived (or the caller gave up, for `unknown`); null if it never completed. */
+  completeMs: number | null;
+  outcome: Outcome;
+  /**
+   * acquire ok: the granted token. acquire fail: the current token the LEASE_HELD answer reported
+   * (optional). renew / release: the token presented. describe ok: the token seen. write: the fence
+   * token presented.
+   */
+  token?: number | null;
+  /** acquire / renew / release: the holder id sent. describe ok: the holder seen (null: nobody holds it). */
+  holder?: string | null;
+  /** acquire: the requestId sent, so a retried acquire that returns the same grant is recognised. */
+  requestId?: string;
+  /** acquire / renew: the ttl requested (absent on a renew that keeps the stored ttl). */
+  ttlMs?: number;
+  /** acquire: the lock-delay requested (default 0). */
+  lockDelayMs?: number;
+  /**
+   * The worker's own fail-closed deadline at invoke time, mapped onto the harness clock: for writes
+   * (required) and for operations by a process that believed it led. null: it did not lead.
+   */
+  localDeadlineMs?: number | null;
+  /**
+   * The server's clock when it decided, where it said so: acquire ok `lease.acquiredAt`, renew ok
+   * `lease.renewedAt`, describe of a held lease `expiresAt - remainingMs`.
+   */
+  serverNowMs?: number;
+  /** The `expiresAt` the server reported (server clock). */
+  serverExpiresAtMs?: number;
+  /** write: the job id written. */
+  job?: string;
+  /** write: whether the resource accepted it (true: acknowledged, false: rejected; absent when unknown). */
+  accepted?: boolean;
+  /** write: whether an accepted write charges the job (default true; false for e.g. a claim). */
+  charge?: boolean;
+  /** The error code of a failed or unknown operation (LEASE_HELD, LEASE_LOST, STALE_TOKEN, ETIMEDOUT, …). */
+  error?: string;
+}
+
+export interface EventRecord {
+  type: 'event';
+  kind: FaultKind;
+  /** What the fault hit: a process name, "api", "db", or a proxy port, as the harness names them. */
+  target: string;
+  atMs: number;
+  /** Free-form parameters (offsetMs of a clock-offset, delay ms, …). */
+  detail?: Record<string, unknown>;
+}
+
+export interface MetaRecord {
+  type: 'meta';
+  /** Default ttl of acquires that do not record their own. */
+  ttlMs?: number;
+  /** Bound on |server clock − harness clock|, used when the command line gives none. */
+  clockSkewMs?: number;
+  /** Free-form description of the run (seed, nemesis schedule, …). */
+  run?: string;
+}
+
+export type HistoryRecord = OpRecord | EventRecord | MetaRecord;
+
+/** A record and the 1-based line it was read from (or its 1-based position, for in-memory histories). */
+export interface LocatedRecord {
+  line: number;
+  record: HistoryRecord;
+}
+
+export class HistoryFormatError extends Error {
+  override name = 'HistoryFormatError';
+  constructor(
+    readonly line: number,
+    readonly reason: string,
+    readonly source = 'history',
+  ) {
+    super(`${source}:${line}: ${reason}`);
+  }
+}
+
+/** Checks one parsed record and returns it typed; throws HistoryFormatError naming the line and field. */
+export function validateRecord(value: unknown, line: number, source = 'history'): HistoryRecord {
+  const fail = (reason: string): never => {
+    throw new HistoryFormatError(line, reason, source);
+  };
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) fail('expected a JSON object');
+  const r = value as Record<string, unknown>;
+  const describe = (key: string) => `\`${key}\` (got ${JSON.stringify(r[key]) ?? 'undefined'})`;
+  const string = (key: string) => {
+    if (typeof r[key] !== 'string' || r[key] === '') fail(`${describe(key)} must be a non-empty string`);
+  };
+  const finite = (key: string) => {
+    if (typeof r[key] !== 'number' || !Number.isFinite(r[key])) fail(`${describe(key)} must be a finite number`);
+  };
+  const optional = (key: string, check: (key: string) => void, nullable = false) => {
+    if (r[key] === undefined || (nullable && r[key] === null)) return;
+    check(key);
+  };
+  const integer = (key: string) => {
+    if (!Number.isSafeInteger(r[key])) fail(`${describe(key)} must be an integer`);
+  };
+  const oneOf = (key: string, allowed: readonly string[]) => {
+    if (!allowed.includes(r[key] as string)) fail(`${describe(key)} must be one of ${allowed.join(', ')}`);
+  };
+
+  switch (r.type) {
+    case 'meta':
+      optional('ttlMs', finite);
+      optional('clockSkewMs', finite);
+      optional('run', (k) => typeof r[k] === 'string' || fail(`${describe(k)} must be a string`));
+      return r as unknown as MetaRecord;
+    case 'event':
+      oneOf('kind', FAULT_KINDS);
+      string('target');
+      finite('atMs');
+      optional('detail', (k) => (typeof r[k] === 'object' && r[k] !== null && !Array.isArray(r[k])) || fail(`${describe(k)} must be an object`));
+      return r as unknown as EventRecord;
+    case 'op':
+      break;
+    default:
+      fail(`${describe('type')} must be "op", "event" or "meta"`);
+  }
+
+  string('process');
+  string('lease');
+  oneOf('op', OP_KINDS);
+  oneOf('outcome', OUTCOMES);
+  finite('invokeMs');
+  if (r.completeMs !== null) {
+    finite('completeMs');
+    if ((r.completeMs as number) < (r.invokeMs as number)) fail(`\`completeMs\` ${r.completeMs} is before \`invokeMs\` ${r.invokeMs}`);
+  } else if (r.outcome !== 'unknown') {
+    fail(`\`completeMs\` may be null only when \`outcome\` is "unknown"`);
+  }
+  optional('token', integer, true);
+  optional('holder', string, true);
+  optional('requestId', string);
+  optional('ttlMs', finite);
+  optional('lockDelayMs', finite);
+  optional('localDeadlineMs', finite, true);
+  optional('serverNowMs', finite);
+  optional('serverExpiresAtMs', finite);
+  optional('error', string);
+  optional('charge', (k) => typeof r[k] === 'boolean' || fail(`${describe(k)} must be a boolean`));
+
+  const op = r.op as OpKind;
+  const outcome = r.outcome as Outcome;
+  const needsToken =
+    op === 'renew' || op === 'release' || op === 'write' || (outcome === 'ok' && (op === 'acquire' || op === 'describe'));
+  if (needsToken && typeof r.token !== 'number') fail(`${describe('token')} is required on ${outcome} ${op}`);
+  if (op === 'acquire' && typeof r.holder !== 'string') fail(`${describe('holder')} is required on acquire`);
+  if (op === 'describe' && outcome === 'ok' && r.holder === undefined) {
+    fail(`\`holder\` is required on describe ok (null when nobody holds the lease)`);
+  }
+  if (op === 'write') {
+    string('job');
+    const expected = outcome === 'unknown' ? undefined : outcome === 'ok';
+    if (r.accepted !== expected) {
+      fail(
+        `${describe('accepted')} must be ${expected === undefined ? 'absent' : String(expected)} on a write with outcome "${outcome}"`,
+      );
+    }
+  }
+  return r as unknown as OpRecord;
+}
+
+/** Parses one JSONL line (already known not to be blank). */
+export function parseHistoryLine(text: string, line: number, source = 'history'): HistoryRecord {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new HistoryFormatError(line, `not valid JSON (${(error as Error).message})`, source);
+  }
+  return validateRecord(value, line, source);
+}
+
+/** Parses a whole JSONL text; blank lines are skipped but still counted for line numbers. */
+export function parseHistory(text: string, source = 'history'): LocatedRecord[] {
+  const out: LocatedRecord[] = [];
+  text.split('\n').forEach((raw, index) => {
+    if (raw.trim() === '') return;
+    out.push({ line: index + 1, record: parseHistoryLine(raw, index + 1, source) });
+  });
+  return out;
+}
+
+/** Streams a history file record by record, so a long run need not fit in one string. */
+export async function* streamHistory(path: string): AsyncGenerator<LocatedRecord> {
+  const lines = createInterface({ input: createReadStream(path, 'utf8'), crlfDelay: Infinity });
+  let line = 0;
+  for await (const raw of lines) {
+    line += 1;
+    if (raw.trim() === '') continue;
+    yield { line, record: parseHistoryLine(raw, line, path) };
+  }
+}
+
+export async function readHistory(path: string): Promise<LocatedRecord[]> {
+  const out: LocatedRecord[] = [];
+  for await (const entry of streamHistory(path)) out.push(entry);
+  return out;
+}
+
+/** One record as its JSONL line (with the trailing newline). Validates first, so a bad record never lands. */
+export function formatRecord(record: HistoryRecord): string {
+  const text = JSON.stringify(record);
+  validateRecord(JSON.parse(text), 0, 'record');
+  return `${text}\n`;
+}
+
+export interface HistoryWriter {
+  append(record: HistoryRecord): void;
+  close(): void;
+}
+
+/**
+ * Appends records to a JSONL file, one synchronous write per record: a record is on disk (in the
+ * page cache) before `append` returns, so a harness that is itself killed loses at most the record
+ * it was writing, and lines written by several processes never interleave mid-line.
+ */
+export function openHistoryWriter(path: string): HistoryWriter {
+  const fd = openSync(path, 'a');
+  let open = true;
+  return {
+    append(record) {
+      if (!open) throw new Error(`history writer for ${path} is closed`);
+      writeSync(fd, formatRecord(record));
+    },
+    close() {
+      if (!open) return;
+      open = false;
+      closeSync(fd);
+    },
+  };
+}
+
+/** Adds 1-based positions to an in-memory history, so violations can name records the same way. */
+export function locate(records: readonly (HistoryRecord | LocatedRecord)[]): LocatedRecord[] {
+  return records.map((entry, index) =>
+    'record' in entry && typeof (entry as LocatedRecord).line === 'number'
+      ? (entry as LocatedRecord)
+      : { line: index + 1, record: entry as HistoryRecord },
+  );
+}
+
+export function isOp(entry: LocatedRecord): entry is LocatedRecord & { record: OpRecord } {
+  return entry.record.type === 'op';
+}
+
+export function isEvent(entry: LocatedRecord): entry is LocatedRecord & { record: EventRecord } {
+  return entry.record.type === 'event';
+}

@@ -1,0 +1,220 @@
+import { createConnection, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+
+/**
+ * A TCP proxy that sits between one worker and the lease API and misbehaves on command, so the
+ * chaos harness can cut, slow or half-break a worker's network at run time. It speaks bytes, not
+ * HTTP, so keep-alive connections behave as they would behind a real faulty network.
+ *
+ * Modes (per proxy, i.e. per listening port; switching applies to new AND open connections):
+ * - `pass`: forward both ways.
+ * - `blackhole`: a partition. New connections are accepted but nothing is forwarded (the target
+ *   does not even see a connection); on open connections no byte moves in either direction.
+ *   Bytes (and closes) sent meanwhile are held, like TCP retransmitting into the void: if the mode
+ *   changes back before the sender gives up, they are delivered then, in order. A sender that gave
+ *   up and closed its socket takes its held bytes with it.
+ * - `delay`: every chunk, both ways, is delivered `ms` after it arrived, in order.
+ * - `lose-answers`: requests reach the target, but every byte of its answers is dropped. Then, if
+ *   `closeClientAfterMs` is set, the client's socket is closed that long after the first dropped
+ *   byte (with a TCP reset by default, as a dying middlebox would); otherwise the client hangs
+ *   until it gives up. A lost answer is exactly the case a lease client must treat as "unknown".
+ */
+export type FaultMode =
+  | { kind: 'pass' }
+  | { kind: 'blackhole' }
+  | { kind: 'delay'; ms: number }
+  | { kind: 'lose-answers'; closeClientAfterMs?: number; closeWith?: 'reset' | 'fin' };
+
+export interface FaultProxyOptions {
+  targetHost: string;
+  targetPort: number;
+  /** Port to listen on; default 0 (any free port). */
+  listenPort?: number;
+  /** Address to listen on; default 127.0.0.1. */
+  listenHost?: string;
+}
+
+export interface FaultProxyStats {
+  connectionsAccepted: number;
+  connectionsOpen: number;
+  /** Bytes delivered to the target / to the client. */
+  bytesToTarget: number;
+  bytesToClient: number;
+  /** Answer bytes dropped in `lose-answers` mode. */
+  answerBytesDropped: number;
+}
+
+export interface FaultProxy {
+  readonly port: number;
+  mode(): FaultMode;
+  setMode(mode: FaultMode): void;
+  stats(): FaultProxyStats;
+  /** Stops listening and destroys every open connection. */
+  close(): Promise<void>;
+}
+
+export async function createFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
+  let mode: FaultMode = { kind: 'pass' };
+  const connections = new Set<ProxiedConnection>();
+  const stats: FaultProxyStats = { connectionsAccepted: 0, connectionsOpen: 0, bytesToTarget: 0, bytesToClient: 0, answerBytesDropped: 0 };
+
+  const server: Server = createServer({ allowHalfOpen: true }, (client) => {
+    stats.connectionsAccepted += 1;
+    stats.connectionsOpen += 1;
+    const connection = new ProxiedConnection(client, options, () => mode, stats);
+    connections.add(connection);
+    client.once('close', () => {
+      connections.delete(connection);
+      stats.connectionsOpen -= 1;
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.listenPort ?? 0, options.listenHost ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+
+  return {
+    port: (server.address() as AddressInfo).port,
+    mode: () => mode,
+    setMode(next) {
+      validateMode(next);
+      mode = next;
+      for (const connection of connections) connection.modeChanged();
+    },
+    stats: () => ({ ...stats }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const connection of connections) connection.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function validateMode(mode: FaultMode): void {
+  if (mode.kind === 'delay' && !(Number.isFinite(mode.ms) && mode.ms >= 0)) {
+    throw new TypeError(`Expected \`ms\` of a delay mode to be a non-negative number, got ${mode.ms}.`);
+  }
+  if (mode.kind === 'lose-answers' && mode.closeClientAfterMs !== undefined && !(mode.closeClientAfterMs >= 0)) {
+    throw new TypeError(`Expected \`closeClientAfterMs\` to be a non-negative number, got ${mode.closeClientAfterMs}.`);
+  }
+}
+
+/** A chunk, or the sender's FIN, waiting to be delivered; `dueAt` null while held by a blackhole. */
+type Item = { data: Buffer; dueAt: number | null } | { end: true; dueAt: number | null };
+
+/** One direction of one connection: an ordered queue of what the source sent and the destination has yet to get. */
+class Direction {
+  private readonly queue: Item[] = [];
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly destination: () => Socket | undefined,
+    private readonly currentMode: () => FaultMode,
+    private readonly delivered: (bytes: number) => void,
+  ) {}
+
+  push(item: Item): void {
+    this.queue.push(item);
+    this.pump();
+  }
+
+  /** Delivers everything that is due, and sets a timer for the rest. */
+  pump(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const mode = this.currentMode();
+    if (mode.kind === 'blackhole') return;
+    const now = performance.now();
+    const delayMs = mode.kind === 'delay' ? mode.ms : 0;
+    for (const item of this.queue) item.dueAt ??= now + delayMs;
+    const destination = this.destination();
+    if (destination === undefined) return; // not connected yet: the connect callback pumps again
+    while (this.queue.length > 0 && (this.queue[0]!.dueAt as number) <= now) {
+      const item = this.queue.shift()!;
+      if ('end' in item) destination.end();
+      else if (!destination.destroyed) {
+        destination.write(item.data);
+        this.delivered(item.data.length);
+      }
+    }
+    if (this.queue.length > 0) {
+      this.timer = setTimeout(() => this.pump(), (this.queue[0]!.dueAt as number) - now);
+    }
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.queue.length = 0;
+  }
+}
+
+class ProxiedConnection {
+  private upstream: Socket | undefined;
+  private readonly toTarget: Direction;
+  private readonly toClient: Direction;
+  private closeTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly client: Socket,
+    private readonly target: FaultProxyOptions,
+    private readonly currentMode: () => FaultMode,
+    private readonly stats: FaultProxyStats,
+  ) {
+    this.toTarget = new Direction(() => this.upstream, currentMode, (n) => (stats.bytesToTarget += n));
+    this.toClient = new Direction(() => client, currentMode, (n) => (stats.bytesToClient += n));
+
+    client.on('data', (data: Buffer) => {
+      this.connectUpstream();
+      this.toTarget.push({ data, dueAt: null });
+    });
+    client.on('end', () => this.toTarget.push({ end: true, dueAt: null }));
+    client.on('error', () => this.destroy());
+    client.on('close', () => this.destroy());
+    if (currentMode().kind !== 'blackhole') this.connectUpstream();
+  }
+
+  modeChanged(): void {
+    if (this.currentMode().kind !== 'blackhole' && !this.client.destroyed) this.connectUpstream();
+    this.toTarget.pump();
+    this.toClient.pump();
+  }
+
+  destroy(): void {
+    clearTimeout(this.closeTimer);
+    this.toTarget.stop();
+    this.toClient.stop();
+    this.client.destroy();
+    this.upstream?.destroy();
+  }
+
+  /** Connects to the target on first need: a partitioned connection never reaches it. */
+  private connectUpstream(): void {
+    if (this.upstream !== undefined || this.currentMode().kind === 'blackhole') return;
+    const upstream = createConnection({ host: this.target.targetHost, port: this.target.targetPort, allowHalfOpen: true });
+    this.upstream = upstream;
+    upstream.on('connect', () => this.toTarget.pump());
+    upstream.on('data', (data: Buffer) => this.answer({ data, dueAt: null }));
+    upstream.on('end', () => this.answer({ end: true, dueAt: null }));
+    // The target refused or reset: the client sees its connection close, as it would directly.
+    upstream.on('error', () => this.destroy());
+  }
+
+  private answer(item: Item): void {
+    const mode = this.currentMode();
+    if (mode.kind !== 'lose-answers') {
+      this.toClient.push(item);
+      return;
+    }
+    if ('data' in item) this.stats.answerBytesDropped += item.data.length;
+    if (mode.closeClientAfterMs !== undefined && this.closeTimer === undefined) {
+      const closeWith = mode.closeWith ?? 'reset';
+      this.closeTimer = setTimeout(() => {
+        if (closeWith === 'reset') this.client.resetAndDestroy();
+        else this.client.end();
+        this.upstream?.destroy();
+      }, mode.closeClientAfterMs);
+    }
+  }
+}

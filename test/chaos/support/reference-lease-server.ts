@@ -1,0 +1,122 @@
+/**
+ * An in-memory lease server with exactly the rules of functions/lease-store.ts (one item per
+ * name; conditions on the server time passed in), for generating histories a correct server can
+ * produce. It is a test oracle, not a second implementation to maintain: keep it to the rules.
+ */
+export interface RefItem {
+  token: number;
+  holder: string | undefined;
+  leaseId: string;
+  requestId: string | undefined;
+  ttlMs: number;
+  lockDelayMs: number;
+  expiresAt: number;
+  availableAt: number;
+  acquiredAt: number;
+  renewedAt: number;
+  releasedAt: number | undefined;
+}
+
+export interface RefGrant {
+  token: number;
+  holder: string;
+  leaseId: string;
+  expiresAt: number;
+  acquiredAt: number;
+  renewedAt: number;
+}
+
+export interface RefPublic {
+  token: number;
+  holder: string | null;
+  expiresAt: number;
+  remainingMs: number;
+}
+
+export class ReferenceLeaseServer {
+  protected readonly items = new Map<string, RefItem>();
+  private ids = 0;
+
+  acquire(
+    name: string,
+    req: { holder: string; ttlMs: number; requestId?: string; lockDelayMs?: number },
+    now: number,
+  ): { acquired: true; grant: RefGrant } | { acquired: false; lease: RefPublic } {
+    const item = this.items.get(name);
+    if (item === undefined || item.availableAt < now) {
+      const lockDelayMs = req.lockDelayMs ?? 0;
+      const next: RefItem = {
+        token: item ? item.token + 1 : now * 1000 + 1,
+        holder: req.holder,
+        leaseId: `lease-${++this.ids}`,
+        requestId: req.requestId,
+        ttlMs: req.ttlMs,
+        lockDelayMs,
+        expiresAt: now + req.ttlMs,
+        availableAt: now + req.ttlMs + lockDelayMs,
+        acquiredAt: now,
+        renewedAt: now,
+        releasedAt: undefined,
+      };
+      this.items.set(name, next);
+      return { acquired: true, grant: grantOf(next) };
+    }
+    const sameGrantRetry =
+      req.requestId !== undefined && item.requestId === req.requestId && item.holder === req.holder && isHeld(item, now);
+    if (sameGrantRetry) return { acquired: true, grant: grantOf(item) };
+    return { acquired: false, lease: publicOf(item, now) };
+  }
+
+  renew(name: string, req: { leaseId: string; token: number; ttlMs?: number }, now: number): RefGrant | 'LEASE_LOST' {
+    const item = this.items.get(name);
+    if (!item || item.leaseId !== req.leaseId || item.token !== req.token || item.holder === undefined || item.expiresAt < now) {
+      return 'LEASE_LOST';
+    }
+    if (req.ttlMs !== undefined) item.ttlMs = req.ttlMs;
+    item.expiresAt = now + item.ttlMs;
+    item.availableAt = item.expiresAt + item.lockDelayMs;
+    item.renewedAt = now;
+    return grantOf(item);
+  }
+
+  release(name: string, req: { leaseId: string; token: number }, now: number): RefPublic | 'LEASE_LOST' {
+    const item = this.items.get(name);
+    if (!item || item.leaseId !== req.leaseId || item.token !== req.token) return 'LEASE_LOST';
+    if (item.holder === undefined) return publicOf(item, now); // released before: harmless
+    item.holder = undefined;
+    item.requestId = undefined;
+    item.availableAt = now;
+    item.releasedAt = now;
+    return publicOf(item, now);
+  }
+
+  describe(name: string, now: number): RefPublic | 'LEASE_NOT_FOUND' {
+    const item = this.items.get(name);
+    return item ? publicOf(item, now) : 'LEASE_NOT_FOUND';
+  }
+}
+
+function isHeld(item: RefItem, now: number): boolean {
+  return item.holder !== undefined && now <= item.expiresAt;
+}
+
+function grantOf(item: RefItem): RefGrant {
+  return {
+    token: item.token,
+    holder: item.holder as string,
+    leaseId: item.leaseId,
+    expiresAt: item.expiresAt,
+    acquiredAt: item.acquiredAt,
+    renewedAt: item.renewedAt,
+  };
+}
+
+function publicOf(item: RefItem, now: number): RefPublic {
+  const held = isHeld(item, now);
+  return {
+    token: item.token,
+    holder: held ? (item.holder as string) : null,
+    expiresAt: item.releasedAt !== undefined ? Math.min(item.expiresAt, item.releasedAt) : item.expiresAt,
+    remainingMs: held ? Math.max(0, item.expiresAt - now) : 0,
+  };
+}
