@@ -241,76 +241,71 @@ export class LeaseStore {
   async release(name: string, input: ReleaseRequest): Promise<PublicLease> {
     validateName(name);
     const request = validateReleaseRequest(pick(input, ['leaseId', 'token']));
-    const now = this.clock.nowMs();
-    try {
-      const out = await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { pk: name },
-          UpdateExpression: 'SET availableAt = :now, releasedAt = :now, expireItemAt = :expireItemAt REMOVE holder, requestId',
-          ConditionExpression: grantIsCurrent,
-          ExpressionAttributeNames: { '#token': 'token' },
-          ExpressionAttributeValues: {
-            ':now': now,
-            ':leaseId': request.leaseId,
-            ':token': request.token,
-            ':expireItemAt': this.expireItemAt(now),
-          },
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return toPublicLease(out.Attributes as LeaseRecord, this.clock.nowMs());
-    } catch (error) {
-      if (!isConditionFailure(error)) throw translate(error, name);
-      const current = conflictItem(error);
-      const at = this.clock.nowMs();
-      const alreadyReleased =
-        current !== undefined &&
-        current.holder === undefined &&
-        current.leaseId === request.leaseId &&
-        current.token === request.token;
-      if (alreadyReleased) return toPublicLease(current, at);
-      throw new LeaseLostError(name, current ? toPublicLease(current, at) : null, lostReason(current, request, now));
-    }
+    return (await this.endGrant(name, request, undefined)).lease;
   }
 
   /**
    * Graceful transfer (as Raft's TimeoutNow): releases the current grant and, in the same write,
    * reserves the lease for holder `to` for `windowMs` (default 5 s). Only `to` may acquire it
-   * during the window; anyone may after. The next grant gets a new token as always.
+   * during the window; anyone may after. The next grant gets a new token as always. Repeating a
+   * handoff that already took effect answers the same reservation.
    */
   async handoff(name: string, input: HandoffRequest): Promise<{ lease: PublicLease; to: string; reservedUntil: number }> {
     validateName(name);
     const request = validateHandoffRequest(pick(input, ['leaseId', 'token', 'to', 'windowMs']));
+    const ended = await this.endGrant(name, request, { to: request.to, windowMs: request.windowMs ?? LIMITS.handoffWindowDefaultMs });
+    return { lease: ended.lease, to: request.to, reservedUntil: ended.reservedUntil as number };
+  }
+
+  /**
+   * Release, optionally reserving the lease for one holder: one conditional UpdateItem on the
+   * current grant. If the grant already ended the same way (a retry), answers as if it just did.
+   */
+  private async endGrant(
+    name: string,
+    request: { leaseId: string; token: number },
+    reserve: { to: string; windowMs: number } | undefined,
+  ): Promise<{ lease: PublicLease; reservedUntil: number | undefined }> {
     const now = this.clock.nowMs();
-    const reservedUntil = now + (request.windowMs ?? LIMITS.handoffWindowDefaultMs);
+    const reservedUntil = reserve ? now + reserve.windowMs : undefined;
+    const values: Record<string, unknown> = {
+      ':now': now,
+      ':leaseId': request.leaseId,
+      ':token': request.token,
+      ':expireItemAt': this.expireItemAt(reservedUntil ?? now),
+    };
+    let set = 'SET availableAt = :now, releasedAt = :now, expireItemAt = :expireItemAt';
+    if (reserve) {
+      set += ', reservedFor = :to, reservedUntil = :reservedUntil';
+      values[':to'] = reserve.to;
+      values[':reservedUntil'] = reservedUntil;
+    }
     try {
       const out = await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { pk: name },
-          UpdateExpression:
-            'SET availableAt = :now, releasedAt = :now, reservedFor = :to, reservedUntil = :reservedUntil, expireItemAt = :expireItemAt REMOVE holder, requestId',
+          UpdateExpression: `${set} REMOVE holder, requestId`,
           ConditionExpression: grantIsCurrent,
           ExpressionAttributeNames: { '#token': 'token' },
-          ExpressionAttributeValues: {
-            ':now': now,
-            ':leaseId': request.leaseId,
-            ':token': request.token,
-            ':to': request.to,
-            ':reservedUntil': reservedUntil,
-            ':expireItemAt': this.expireItemAt(reservedUntil),
-          },
+          ExpressionAttributeValues: values,
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return { lease: toPublicLease(out.Attributes as LeaseRecord, this.clock.nowMs()), to: request.to, reservedUntil };
+      return { lease: toPublicLease(out.Attributes as LeaseRecord, this.clock.nowMs()), reservedUntil };
     } catch (error) {
       if (!isConditionFailure(error)) throw translate(error, name);
       const current = conflictItem(error);
-      throw new LeaseLostError(name, current ? toPublicLease(current, this.clock.nowMs()) : null, lostReason(current, request, now));
+      const at = this.clock.nowMs();
+      const alreadyEnded =
+        current !== undefined &&
+        current.holder === undefined &&
+        current.leaseId === request.leaseId &&
+        current.token === request.token &&
+        (reserve === undefined || current.reservedFor === reserve.to);
+      if (alreadyEnded) return { lease: toPublicLease(current, at), reservedUntil: current.reservedUntil };
+      throw new LeaseLostError(name, current ? toPublicLease(current, at) : null, lostReason(current, request, now));
     }
   }
 

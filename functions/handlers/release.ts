@@ -1,7 +1,7 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { isLeaseLostError, validateReleaseRequest } from '../../client/src/protocol/index.js';
+import { validateReleaseRequest } from '../../client/src/protocol/index.js';
 import { jsonResponse } from '../http/responses.js';
-import { OUTCOME, leaseName, leaseRoute, type HandlerDeps } from '../http/route.js';
+import { OUTCOME, countingLoss, leaseName, leaseRoute, type HandlerDeps } from '../http/route.js';
 import { lambdaEntry } from '../runtime.js';
 
 /** POST /v1/leases/{name}/release */
@@ -9,18 +9,10 @@ export function createReleaseHandler(deps: HandlerDeps) {
   return leaseRoute(deps, { jsonBody: true }, async (event, { store, logger, metrics }) => {
     const name = leaseName(event);
     const request = validateReleaseRequest(event.body);
-    try {
-      const lease = await store.release(name, request);
-      metrics.addMetric(OUTCOME.released, MetricUnit.Count, 1);
-      logger.info('lease released', { lease: name, token: request.token });
-      return jsonResponse(200, { released: true, lease });
-    } catch (error) {
-      if (isLeaseLostError(error)) {
-        metrics.addMetric(OUTCOME.lost, MetricUnit.Count, 1);
-        logger.info('release refused: lease lost', { lease: name, token: request.token, reason: error.message });
-      }
-      throw error;
-    }
+    const lease = await countingLoss(deps, 'release', name, request.token, () => store.release(name, request));
+    metrics.addMetric(OUTCOME.released, MetricUnit.Count, 1);
+    logger.info('lease released', { lease: name, token: request.token });
+    return jsonResponse(200, { released: true, lease });
   });
 }
 

@@ -6,7 +6,8 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { validateName } from '../../client/src/protocol/index.js';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { isLeaseLostError, validateName } from '../../client/src/protocol/index.js';
 import type { LeaseStore } from '../lease-store.js';
 import { bodySizeLimit, leaseholdErrors } from './middlewares.js';
 
@@ -48,6 +49,22 @@ export function leaseRoute(deps: HandlerDeps, options: { jsonBody: boolean }, fn
   // Used last so that its onError runs first (middy runs onError in reverse order).
   handler.use(leaseholdErrors(deps.logger));
   return handler.handler((event) => fn(event, deps));
+}
+
+/**
+ * Runs a renew, release or handoff; a LEASE_LOST answer is counted and logged (never with the
+ * leaseId) before it propagates to the error middleware.
+ */
+export async function countingLoss<T>(deps: HandlerDeps, what: string, lease: string, token: number, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (isLeaseLostError(error)) {
+      deps.metrics.addMetric(OUTCOME.lost, MetricUnit.Count, 1);
+      deps.logger.info(`${what} refused: lease lost`, { lease, token, reason: error.message });
+    }
+    throw error;
+  }
 }
 
 /** The `{name}` path parameter, validated by the protocol's rules. */

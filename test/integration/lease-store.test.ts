@@ -279,6 +279,18 @@ describe('handoff', () => {
     expect(next.token).toBe(held.token + 1);
   });
 
+  it('repeated after it took effect (a retry) answers the same reservation without a new write', async () => {
+    const { store } = storeAt();
+    const name = uniqueName('handoff-retry');
+    const held = await grant(store, name, 'worker-a');
+    const first = await store.handoff(name, { leaseId: held.leaseId, token: held.token, to: 'worker-b' });
+    const before = await rawItem(name);
+    const again = await store.handoff(name, { leaseId: held.leaseId, token: held.token, to: 'worker-b' });
+    expect(again.reservedUntil).toBe(first.reservedUntil);
+    expect(await rawItem(name)).toEqual(before);
+    await expect(store.handoff(name, { leaseId: held.leaseId, token: held.token, to: 'worker-c' })).rejects.toMatchObject({ code: ErrorCode.LEASE_LOST });
+  });
+
   it('lets anyone acquire once the reservation window has passed', async () => {
     const { clock, store } = storeAt();
     const name = uniqueName('handoff-window');
