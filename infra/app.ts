@@ -8,7 +8,8 @@ import { LeaseholdStack, parseGrants } from './leasehold-stack.js';
  *   leasehold:alarmTopicArn  SNS topic for the alarms
  *   leasehold:rateLimit      API stage rate limit, requests/s (default 200)
  *   leasehold:burstLimit     API stage burst limit, requests (default 400)
- *   leasehold:grants         JSON array of {roleArn, namePrefix?, access?} (see leasehold-stack.ts)
+ *   leasehold:grants         JSON array of {roleArn, namePrefix?, access?, watch?} (see leasehold-stack.ts)
+ *   leasehold:watch          false to leave out the watch (WebSocket push of leader events; default true)
  */
 const app = new App();
 const context = (key: string): unknown => app.node.tryGetContext(`leasehold:${key}`);
@@ -21,6 +22,7 @@ new LeaseholdStack(app, String(context('stackName') ?? 'Leasehold'), {
   service: {
     rateLimit: optionalNumber(context('rateLimit'), 'rateLimit'),
     burstLimit: optionalNumber(context('burstLimit'), 'burstLimit'),
+    watch: optionalBoolean(context('watch'), 'watch'),
   },
 });
 
@@ -33,4 +35,11 @@ function optionalNumber(value: unknown, key: string): number | undefined {
   const n = Number(value);
   if (!Number.isFinite(n)) throw new Error(`Expected context \`leasehold:${key}\` to be a number, got "${String(value)}".`);
   return n;
+}
+
+function optionalBoolean(value: unknown, key: string): boolean | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  if (value === true || value === 'true') return true;
+  if (value === false || value === 'false') return false;
+  throw new Error(`Expected context \`leasehold:${key}\` to be true or false, got "${String(value)}".`);
 }

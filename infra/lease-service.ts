@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import {
   HttpApi,
@@ -8,9 +8,11 @@ import {
   HttpRouteKey,
   HttpStage,
   LogGroupLogDestination,
+  WebSocketApi,
+  WebSocketStage,
 } from 'aws-cdk-lib/aws-apigatewayv2';
-import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
-import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { HttpIamAuthorizer, WebSocketIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import { HttpLambdaIntegration, WebSocketLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import {
   Alarm,
   ComparisonOperator,
@@ -20,10 +22,19 @@ import {
   type IMetric,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
-import { AttributeType, BillingMode, Operation, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import {
+  AttributeType,
+  BillingMode,
+  Operation,
+  ProjectionType,
+  StreamViewType,
+  Table,
+  TableEncryption,
+} from 'aws-cdk-lib/aws-dynamodb';
 import { Grant, PolicyStatement, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
-import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, Runtime, StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { FilterPattern, LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
@@ -31,6 +42,7 @@ import { Construct } from 'constructs';
 import { validateName } from '../client/src/protocol/index.js';
 import { ROUTES, type RouteId } from '../functions/http/routes.js';
 import { LEASE_TABLE_SCHEMA } from '../functions/lease-table.js';
+import { SUBSCRIPTION_TABLE_SCHEMA } from '../functions/watch/subscriptions.js';
 
 /** Settings of {@link LeaseService}. Every one is optional; each documents its default. */
 export interface LeaseServiceProps {
@@ -55,7 +67,8 @@ export interface LeaseServiceProps {
    * Steady-state request rate of the API stage (requests per second over all routes and callers),
    * above which API Gateway answers 429. A safety valve against runaway callers, not a budget:
    * 200 requests/s serve about 600 leases renewed every 3 s (ttlMs 9,000), or 2,000 leases with
-   * ttlMs 30,000.
+   * ttlMs 30,000. The watch's WebSocket stage gets the same limit for its connects and messages
+   * (pushes to clients do not count).
    * @default 200
    */
   readonly rateLimit?: number;
@@ -75,7 +88,8 @@ export interface LeaseServiceProps {
    */
   readonly memorySize?: number;
   /**
-   * Timeout of each function.
+   * Timeout of each function answering a caller (the HTTP routes and the watch's WebSocket
+   * routes). The watch's stream consumer has its own, {@link WATCH_STREAM_TIMEOUT}.
    * @default 5 seconds — see {@link DEFAULT_TIMEOUT}
    */
   readonly timeout?: Duration;
@@ -103,10 +117,21 @@ export interface LeaseServiceProps {
    */
   readonly serviceName?: string;
   /**
-   * Name of the HTTP API.
+   * Name of the HTTP API. The watch's WebSocket API is named after it, with `-watch` appended.
    * @default the construct's path-based id
    */
   readonly apiName?: string;
+  /**
+   * The watch: leader events (acquired, released, handoff; renewed on request) pushed over an
+   * API Gateway WebSocket API (IAM auth on `$connect`), fed by the lease table's stream. It adds
+   * the stream (NEW_AND_OLD_IMAGES) to the lease table, a small subscriptions table, four functions
+   * and two alarms. An expiry writes nothing to the table, so it is never pushed: followers keep
+   * their scheduled retry at `retryAfterMs` for crash failover, with or without the watch.
+   * Turning it off or on later updates the lease table in place (its stream setting), never
+   * replaces it.
+   * @default true
+   */
+  readonly watch?: boolean;
 }
 
 /**
@@ -156,6 +181,101 @@ export const TABLE_ACTIONS_BY_ROUTE: Readonly<Record<RouteId, readonly string[]>
 /** The route handlers plus the `$default` route's fallback; each is `functions/handlers/{id}.ts`. */
 export type FunctionId = RouteId | 'fallback';
 
+/** The watch's functions; each is `functions/handlers/{id}.ts`. */
+export type WatchFunctionId = 'watch-connect' | 'watch-disconnect' | 'watch-subscribe' | 'watch-stream';
+
+export const WATCH_FUNCTION_IDS: readonly WatchFunctionId[] = ['watch-connect', 'watch-disconnect', 'watch-subscribe', 'watch-stream'];
+
+/**
+ * The stage of the WebSocket API, so the watch URL is `wss://{apiId}.execute-api.{region}.amazonaws.com/v1`
+ * (WebSocket APIs have no `$default` stage, so the URL always carries one segment).
+ */
+export const WATCH_STAGE_NAME = 'v1';
+
+/** What one watch function may do. Anything not listed here it may not do. */
+export interface WatchAccess {
+  /** DynamoDB actions on the subscriptions table itself. */
+  readonly subscriptionTable: readonly string[];
+  /** DynamoDB actions on the table's `byConnection` index. */
+  readonly connectionIndex: readonly string[];
+  /** `execute-api:ManageConnections` for `POST @connections/{id}` on this API's stage. */
+  readonly postToConnections: boolean;
+  /**
+   * Consumes the lease table's stream: the function gets the event source mapping, which grants
+   * the stream read (DescribeStream, GetRecords, GetShardIterator on the stream ARN, plus
+   * ListStreams). Nothing on the lease table itself.
+   */
+  readonly readLeaseStream: boolean;
+}
+
+/**
+ * Each watch function's permissions, from what its code does (functions/watch/*):
+ * - connect: nothing; API Gateway has already checked the caller's IAM signature.
+ * - subscribe: one PutItem per name or prefix (SubscriptionStore.subscribe), then posts the
+ *   `subscribed` (or `error`) reply to its own connection.
+ * - disconnect: SubscriptionStore.removeConnection, a Query on `byConnection` and BatchWriteItem
+ *   deletes.
+ * - stream: SubscriptionStore.subscribersOf, two Queries on the table (`name#…` and `prefixes`);
+ *   posts events; and on GoneException removeConnection, as above.
+ */
+export const WATCH_ACCESS: Readonly<Record<WatchFunctionId, WatchAccess>> = {
+  'watch-connect': { subscriptionTable: [], connectionIndex: [], postToConnections: false, readLeaseStream: false },
+  'watch-subscribe': { subscriptionTable: ['dynamodb:PutItem'], connectionIndex: [], postToConnections: true, readLeaseStream: false },
+  'watch-disconnect': {
+    subscriptionTable: ['dynamodb:BatchWriteItem'],
+    connectionIndex: ['dynamodb:Query'],
+    postToConnections: false,
+    readLeaseStream: false,
+  },
+  'watch-stream': {
+    subscriptionTable: ['dynamodb:BatchWriteItem', 'dynamodb:Query'],
+    connectionIndex: ['dynamodb:Query'],
+    postToConnections: true,
+    readLeaseStream: true,
+  },
+};
+
+/** The GSI key of the subscriptions table (functions/lease-table.ts ensureSubscriptionTable, subscriptions.ts). */
+const CONNECTION_ID_ATTRIBUTE = 'connectionId';
+
+/**
+ * The stream consumer's event source mapping. The watch is a latency hint on top of the polling
+ * every follower does anyway, so each setting favours fresh events over complete delivery:
+ * - `maxBatchingWindow` 0: invoke as soon as records arrive rather than wait to fill a batch.
+ * - `batchSize` 10: the handler publishes the records of a batch one after another (two Queries
+ *   and the posts each, about 10–20 ms), so a batch of 10 delays its last event by a few hundred
+ *   ms at most; a busier shard still gets through about 10 / 50 ms = 200 records/s.
+ * - `reportBatchItemFailures`: the handler reports the first record it could not publish, and
+ *   Lambda retries from there instead of re-sending the whole batch.
+ * - `retryAttempts` 2, `bisectBatchOnError`, `maxRecordAge` 60 s (the shortest allowed): records
+ *   of one shard are delivered in order, so one record that keeps failing would hold back every
+ *   event behind it. After two retries (or a minute) it is skipped: a follower that missed its
+ *   event still retries at `retryAfterMs`.
+ * - `parallelizationFactor` 1 (the default): one batch per shard at a time keeps each lease's
+ *   events in order (acquired before released).
+ */
+export const WATCH_STREAM_SETTINGS = {
+  batchSize: 10,
+  maxBatchingWindow: Duration.seconds(0),
+  retryAttempts: 2,
+  bisectBatchOnError: true,
+  maxRecordAge: Duration.seconds(60),
+  parallelizationFactor: 1,
+} as const;
+
+/**
+ * 30 s for the stream consumer (not `timeout`, which is sized for one request from a waiting
+ * caller): a batch of 10 records, each with two Queries and one post per subscriber, in parallel.
+ * A timed-out batch is retried, and holds its shard up while it runs.
+ */
+export const WATCH_STREAM_TIMEOUT = Duration.seconds(30);
+
+/**
+ * The `IteratorAge` above which the stream consumer is falling behind: events arrive 30 s late,
+ * too late to be of use to a follower waiting for a handover.
+ */
+export const WATCH_ITERATOR_AGE_ALARM_MS = 30_000;
+
 /** The DynamoDB operations the functions perform, for the table's per-operation metrics. */
 const TABLE_OPERATIONS = [Operation.UPDATE_ITEM, Operation.GET_ITEM, Operation.SCAN];
 
@@ -182,11 +302,14 @@ const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
 /**
  * leasehold as one CDK construct: the lease table, one Lambda function per route (plus a fallback
  * on the `$default` route), an HTTP API with IAM authorization on every route, stage throttling,
- * access logs and alarms.
+ * access logs and alarms; and, unless `watch: false`, the watch: the lease table's stream, a
+ * consumer function that pushes leader events to subscribed WebSocket connections, a WebSocket API
+ * (IAM on `$connect`) and a subscriptions table.
  *
  * Callers are AWS principals: a Lambda function's or ECS task's role gets `execute-api:Invoke` on
  * the lease routes through {@link LeaseService.grantLeases} (optionally only for names under a
- * prefix) or {@link LeaseService.grantRead}, and signs its requests with SigV4.
+ * prefix) or {@link LeaseService.grantRead}, and on the watch's `$connect` through those (when not
+ * prefix-scoped) or {@link LeaseService.grantWatch}, and signs its requests with SigV4.
  *
  * ```ts
  * const leases = new LeaseService(this, 'Leases', { alarmTopic });
@@ -200,6 +323,8 @@ export class LeaseService extends Construct {
   readonly accessLogs: LogGroup;
   /** One function per route, plus `fallback` on the `$default` route. */
   readonly functions: Readonly<Record<FunctionId, NodejsFunction>>;
+  /** The watch's resources; undefined when the `watch` prop is false. */
+  readonly watch: LeaseWatch | undefined;
   /** The alarms, by what they watch. Their actions go to `alarmTopic` when one is given. */
   readonly alarms: {
     readonly apiServerErrors: Alarm;
@@ -208,6 +333,10 @@ export class LeaseService extends Construct {
     readonly functionThrottles: Alarm;
     readonly tableThrottles: Alarm;
     readonly tableSystemErrors: Alarm;
+    /** Errors summed over the four watch functions (unhandled error or timeout). Only with the watch. */
+    readonly watchFunctionErrors?: Alarm;
+    /** `IteratorAge` of the stream consumer: lease events stuck or late. Only with the watch. */
+    readonly watchIteratorAge?: Alarm;
   };
 
   constructor(scope: Construct, id: string, props: LeaseServiceProps = {}) {
@@ -220,6 +349,7 @@ export class LeaseService extends Construct {
     const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
     const removalPolicy = props.tableRemovalPolicy ?? RemovalPolicy.RETAIN;
     const metricsNamespace = props.metricsNamespace ?? 'Leasehold';
+    const watchEnabled = props.watch ?? true;
 
     // The TTL attribute is written by the store as last write + 7 days (lease-store.ts), and
     // DynamoDB never deletes an item before its TTL time: an item is only cleaned up after a week
@@ -235,6 +365,8 @@ export class LeaseService extends Construct {
       timeToLiveAttribute: LEASE_TABLE_SCHEMA.ttlAttribute,
       removalPolicy,
       deletionProtection: props.deletionProtection ?? removalPolicy === RemovalPolicy.RETAIN,
+      // The watch reads both images: a release is a change from "holder set" to "no holder".
+      ...(watchEnabled ? { stream: StreamViewType.NEW_AND_OLD_IMAGES } : {}),
     });
 
     this.accessLogs = new LogGroup(this, 'AccessLogs', { retention: logRetention });
@@ -257,12 +389,12 @@ export class LeaseService extends Construct {
 
     const iam = new HttpIamAuthorizer();
     const functions = {} as Record<FunctionId, NodejsFunction>;
-    const tableEnvironment = {
-      LEASE_TABLE_NAME: this.table.tableName,
+    const powertoolsEnvironment = {
       POWERTOOLS_SERVICE_NAME: props.serviceName ?? 'leasehold',
       POWERTOOLS_METRICS_NAMESPACE: metricsNamespace,
       POWERTOOLS_LOG_LEVEL: props.logLevel ?? 'INFO',
     };
+    const tableEnvironment = { LEASE_TABLE_NAME: this.table.tableName, ...powertoolsEnvironment };
     for (const route of ROUTES) {
       const tableActions = TABLE_ACTIONS_BY_ROUTE[route.id] as readonly string[] | undefined;
       if (tableActions === undefined) {
@@ -298,11 +430,143 @@ export class LeaseService extends Construct {
     functions.fallback = fallback;
     this.functions = functions;
 
+    this.watch = watchEnabled
+      ? this.createWatch({
+          apiName: props.apiName,
+          encryptionKey: props.encryptionKey,
+          throttle: { rateLimit, burstLimit },
+          sizing: { memorySize, timeout, logRetention },
+          environment: powertoolsEnvironment,
+        })
+      : undefined;
+
     this.alarms = this.createAlarms(metricsNamespace, props.alarmTopic);
   }
 
+  /**
+   * The watch: a subscriptions table, a WebSocket API (IAM on `$connect`) with its three routes,
+   * and the lease table stream's consumer. See {@link WATCH_ACCESS} for what each function may do.
+   */
+  private createWatch(options: {
+    apiName: string | undefined;
+    encryptionKey: IKey | undefined;
+    throttle: { rateLimit: number; burstLimit: number };
+    sizing: { memorySize: number; timeout: Duration; logRetention: RetentionDays };
+    environment: Record<string, string>;
+  }): LeaseWatch {
+    const schema = SUBSCRIPTION_TABLE_SCHEMA;
+    // Disposable state: every item expires within 3 h (API Gateway closes a WebSocket after 2 h),
+    // and a client re-subscribes whenever it reconnects. Losing the table loses nothing that
+    // matters after the connections it describes are gone, so the stack deletes it (and keeps no
+    // point-in-time backups of it).
+    const subscriptionTable = new Table(this, 'SubscriptionTable', {
+      partitionKey: { name: schema.partitionKey, type: AttributeType.STRING },
+      sortKey: { name: schema.sortKey, type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      ...(options.encryptionKey
+        ? { encryption: TableEncryption.CUSTOMER_MANAGED, encryptionKey: options.encryptionKey }
+        : { encryption: TableEncryption.AWS_MANAGED }),
+      timeToLiveAttribute: schema.ttlAttribute,
+      removalPolicy: RemovalPolicy.DESTROY,
+      deletionProtection: false,
+    });
+    subscriptionTable.addGlobalSecondaryIndex({
+      indexName: schema.connectionIndex,
+      partitionKey: { name: CONNECTION_ID_ATTRIBUTE, type: AttributeType.STRING },
+      projectionType: ProjectionType.KEYS_ONLY,
+    });
+
+    const api = new WebSocketApi(this, 'WatchApi', {
+      ...(options.apiName ? { apiName: `${options.apiName}-watch` } : {}),
+      description: 'leasehold watch: leader events pushed over a WebSocket',
+      routeSelectionExpression: '$request.body.action',
+    });
+    // No access log: a WebSocket stage (unlike an HTTP one) can only log through the account-wide
+    // API Gateway CloudWatch role, which this construct must not assume exists or set.
+    const stage = new WebSocketStage(this, 'WatchStage', {
+      webSocketApi: api,
+      stageName: WATCH_STAGE_NAME,
+      autoDeploy: true,
+      throttle: options.throttle,
+    });
+
+    const environment = {
+      ...options.environment,
+      SUBSCRIPTION_TABLE_NAME: subscriptionTable.tableName,
+      // https://{apiId}.execute-api.{region}.{urlSuffix}/{stage}: where PostToConnection goes.
+      WEBSOCKET_MANAGEMENT_ENDPOINT: stage.callbackUrl,
+    };
+    const descriptions: Record<WatchFunctionId, string> = {
+      'watch-connect': 'leasehold watch $connect',
+      'watch-disconnect': 'leasehold watch $disconnect',
+      'watch-subscribe': 'leasehold watch subscribe',
+      'watch-stream': 'leasehold watch: lease table stream consumer',
+    };
+    const connectionIndexArn = `${subscriptionTable.tableArn}/index/${schema.connectionIndex}`;
+    const postToConnectionsArn = Stack.of(this).formatArn({
+      service: 'execute-api',
+      resource: api.apiId,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+      resourceName: `${WATCH_STAGE_NAME}/POST/@connections/*`,
+    });
+    const functions = {} as Record<WatchFunctionId, NodejsFunction>;
+    for (const id of WATCH_FUNCTION_IDS) {
+      const access = WATCH_ACCESS[id];
+      const sizing = access.readLeaseStream ? { ...options.sizing, timeout: WATCH_STREAM_TIMEOUT } : options.sizing;
+      const fn = this.createFunction(id, descriptions[id], sizing, environment);
+      if (access.subscriptionTable.length > 0) {
+        fn.addToRolePolicy(new PolicyStatement({ actions: [...access.subscriptionTable], resources: [subscriptionTable.tableArn] }));
+      }
+      if (access.connectionIndex.length > 0) {
+        fn.addToRolePolicy(new PolicyStatement({ actions: [...access.connectionIndex], resources: [connectionIndexArn] }));
+      }
+      if (access.postToConnections) {
+        fn.addToRolePolicy(new PolicyStatement({ actions: ['execute-api:ManageConnections'], resources: [postToConnectionsArn] }));
+      }
+      const actions = [...access.subscriptionTable, ...access.connectionIndex];
+      if (actions.length > 0) {
+        const writes = actions.some((a) => a === 'dynamodb:PutItem' || a === 'dynamodb:BatchWriteItem');
+        options.encryptionKey?.grant(
+          fn,
+          'kms:Decrypt',
+          'kms:DescribeKey',
+          ...(writes ? ['kms:Encrypt', 'kms:ReEncrypt*', 'kms:GenerateDataKey*'] : []),
+        );
+      }
+      if (access.readLeaseStream) {
+        // Grants the stream read itself (table.grantStreamRead): DescribeStream, GetRecords and
+        // GetShardIterator on the stream ARN, and ListStreams, which IAM only grants on "*" (it
+        // has no resource-level permissions; on the stream ARN it would grant nothing).
+        fn.addEventSource(
+          new DynamoEventSource(this.table, {
+            startingPosition: StartingPosition.LATEST,
+            reportBatchItemFailures: true,
+            ...WATCH_STREAM_SETTINGS,
+          }),
+        );
+      }
+      functions[id] = fn;
+    }
+
+    api.addRoute('$connect', {
+      integration: new WebSocketLambdaIntegration('WatchConnectIntegration', functions['watch-connect']),
+      // The only route a WebSocket API can authorize: the upgrade request is SigV4-signed, and
+      // the caller needs execute-api:Invoke on its ARN (grantWatch). Messages on an open
+      // connection ride on that authorization.
+      authorizer: new WebSocketIamAuthorizer(),
+    });
+    api.addRoute('$disconnect', {
+      integration: new WebSocketLambdaIntegration('WatchDisconnectIntegration', functions['watch-disconnect']),
+    });
+    api.addRoute('subscribe', {
+      integration: new WebSocketLambdaIntegration('WatchSubscribeIntegration', functions['watch-subscribe']),
+    });
+
+    return { api, stage, subscriptionTable, functions, url: stage.url };
+  }
+
   private createFunction(
-    id: FunctionId,
+    id: FunctionId | WatchFunctionId,
     description: string,
     sizing: { memorySize: number; timeout: Duration; logRetention: RetentionDays },
     environment: Record<string, string>,
@@ -355,8 +619,9 @@ export class LeaseService extends Construct {
    * the wildcard cannot reach another team's names. Choose a prefix that ends with a separator:
    * `team-a` would also match `team-ab`.
    *
-   * A prefix-scoped grant does NOT include list (`GET /v1/leases`): list shows every lease's name
-   * and holder, whatever its prefix. Without a prefix, list is included.
+   * A prefix-scoped grant does NOT include list (`GET /v1/leases`) nor the watch (`$connect`):
+   * both show every lease's name and holder, whatever its prefix. Without a prefix, both are
+   * included (the watch only when it is on).
    */
   grantLeases(grantee: IGrantable, namePrefix?: string): Grant {
     if (namePrefix !== undefined) {
@@ -368,15 +633,45 @@ export class LeaseService extends Construct {
     const arns = ROUTES.filter((route) => namePrefix === undefined || route.path.includes(NAME_SEGMENT)).map((route) =>
       this.routeArn(route.method, route.path.replace(NAME_SEGMENT, names)),
     );
+    // Followers use the watch to hear of a release at once. Like list, it cannot be scoped by
+    // name (IAM sees only `$connect`, not what a connection subscribes to), so a prefix-scoped
+    // grant leaves it out: call grantWatch as well to let such a role see every lease's events.
+    if (namePrefix === undefined && this.watch) arns.push(this.watchConnectArn());
     return this.grantInvoke(grantee, arns);
   }
 
-  /** Lets `grantee` describe and list every lease (the `GET` routes only): for dashboards and operators. */
+  /**
+   * Lets `grantee` describe and list every lease (the `GET` routes only), and open the watch:
+   * for dashboards, operators and observers.
+   */
   grantRead(grantee: IGrantable): Grant {
     const arns = ROUTES.filter((route) => route.method === 'GET').map((route) =>
       this.routeArn(route.method, route.path.replace(NAME_SEGMENT, '*')),
     );
+    if (this.watch) arns.push(this.watchConnectArn());
     return this.grantInvoke(grantee, arns);
+  }
+
+  /**
+   * Lets `grantee` open the watch (`execute-api:Invoke` on the WebSocket API's `$connect` route).
+   * An open connection may subscribe to any lease name or prefix and sees those leases' events
+   * (names, holders, tokens), as list does. Throws when the watch is off.
+   */
+  grantWatch(grantee: IGrantable): Grant {
+    return this.grantInvoke(grantee, [this.watchConnectArn()]);
+  }
+
+  /** The watch URL, `wss://{apiId}.execute-api.{region}.amazonaws.com/v1`; undefined without the watch. */
+  get watchUrl(): string | undefined {
+    return this.watch?.url;
+  }
+
+  /** `arn:aws:execute-api:{region}:{account}:{watchApiId}/v1/$connect` */
+  private watchConnectArn(): string {
+    if (!this.watch) {
+      throw new Error(`LeaseService ${this.node.path} has no watch (the \`watch\` prop is false): nothing to grant.`);
+    }
+    return this.watch.api.arnForExecuteApiV2('$connect', WATCH_STAGE_NAME);
   }
 
   private grantInvoke(grantee: IGrantable, resourceArns: string[]): Grant {
@@ -410,10 +705,10 @@ export class LeaseService extends Construct {
       dimensions: { ApiId: '$.apiId' },
     });
 
-    const watch = (id: string, metric: IMetric, description: string): Alarm => {
+    const alarmOn = (id: string, metric: IMetric, description: string, threshold = 1): Alarm => {
       const alarm = new Alarm(this, id, {
         metric,
-        threshold: 1,
+        threshold,
         evaluationPeriods: 1,
         comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treatMissingData: TreatMissingData.NOT_BREACHING,
@@ -427,12 +722,12 @@ export class LeaseService extends Construct {
     };
 
     return {
-      apiServerErrors: watch(
+      apiServerErrors: alarmOn(
         'ApiServerErrorsAlarm',
         this.httpApi.metricServerError({ period, statistic: 'Sum' }),
         'the API answered 5xx (DynamoDB unavailable, a function failed or timed out).',
       ),
-      apiThrottles: watch(
+      apiThrottles: alarmOn(
         'ApiThrottlesAlarm',
         new Metric({
           namespace: metricsNamespace,
@@ -443,25 +738,53 @@ export class LeaseService extends Construct {
         }),
         'the API stage throttled requests (429): raise rateLimit/burstLimit or find the runaway caller.',
       ),
-      functionErrors: watch(
+      functionErrors: alarmOn(
         'FunctionErrorsAlarm',
         sumOf('Lambda Errors', fns.map((fn) => fn.metricErrors({ period, statistic: 'Sum' }))),
         'a function failed (unhandled error or timeout).',
       ),
-      functionThrottles: watch(
+      functionThrottles: alarmOn(
         'FunctionThrottlesAlarm',
         sumOf('Lambda Throttles', fns.map((fn) => fn.metricThrottles({ period, statistic: 'Sum' }))),
         'Lambda throttled a function (account or reserved concurrency exhausted); callers got 5xx.',
       ),
-      tableThrottles: watch(
+      tableThrottles: alarmOn(
         'TableThrottlesAlarm',
         this.table.metricThrottledRequestsForOperations({ operations: TABLE_OPERATIONS, period, statistic: 'Sum' }),
         'DynamoDB throttled lease table requests (a hot lease name or a traffic spike); callers got 503.',
       ),
-      tableSystemErrors: watch(
+      tableSystemErrors: alarmOn(
         'TableSystemErrorsAlarm',
         this.table.metricSystemErrorsForOperations({ operations: TABLE_OPERATIONS, period, statistic: 'Sum' }),
         'DynamoDB returned internal errors (5xx) for lease table requests.',
+      ),
+      ...(this.watch ? this.createWatchAlarms(this.watch, period, sumOf, alarmOn) : {}),
+    };
+  }
+
+  /**
+   * The watch's functions have alarms of their own (a CloudWatch alarm reads at most 10 metrics,
+   * and the route functions' sums already use 7). A batch item failure is not a Lambda error:
+   * when the stream consumer keeps failing on a record, `IteratorAge` shows it.
+   */
+  private createWatchAlarms(
+    watch: LeaseWatch,
+    period: Duration,
+    sumOf: (label: string, metrics: IMetric[]) => IMetric,
+    alarmOn: (id: string, metric: IMetric, description: string, threshold?: number) => Alarm,
+  ): { watchFunctionErrors: Alarm; watchIteratorAge: Alarm } {
+    const fns = Object.values(watch.functions);
+    return {
+      watchFunctionErrors: alarmOn(
+        'WatchFunctionErrorsAlarm',
+        sumOf('Lambda Errors (watch)', fns.map((fn) => fn.metricErrors({ period, statistic: 'Sum' }))),
+        'a watch function failed (unhandled error or timeout); watchers may miss events, followers still retry on schedule.',
+      ),
+      watchIteratorAge: alarmOn(
+        'WatchIteratorAgeAlarm',
+        watch.functions['watch-stream'].metric('IteratorAge', { period, statistic: 'Maximum' }),
+        `lease events reach watchers ${WATCH_ITERATOR_AGE_ALARM_MS / 1000} s or more late (the stream consumer is failing or falling behind).`,
+        WATCH_ITERATOR_AGE_ALARM_MS,
       ),
     };
   }
@@ -477,6 +800,22 @@ function validateThrottle(rateLimit: number, burstLimit: number): void {
 }
 
 
+/** `acquire` → `Acquire`, `watch-connect` → `WatchConnect` (construct ids, hence logical ids). */
 function pascal(id: string): string {
-  return id.charAt(0).toUpperCase() + id.slice(1);
+  return id
+    .split('-')
+    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+    .join('');
+}
+
+/** The watch's resources inside a {@link LeaseService}. */
+export interface LeaseWatch {
+  readonly api: WebSocketApi;
+  /** The `v1` stage, auto-deployed, throttled like the HTTP API's stage. */
+  readonly stage: WebSocketStage;
+  /** Who watches what: pk/sk strings, GSI `byConnection`, TTL `expireAt`. Deleted with the stack. */
+  readonly subscriptionTable: Table;
+  readonly functions: Readonly<Record<WatchFunctionId, NodejsFunction>>;
+  /** `wss://{apiId}.execute-api.{region}.amazonaws.com/v1` */
+  readonly url: string;
 }

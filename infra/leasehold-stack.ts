@@ -9,8 +9,16 @@ export interface RoleGrant {
   roleArn: string;
   /** Only lease names starting with this; omit for all names (and list). */
   namePrefix?: string;
-  /** 'leases' (default): acquire, renew, release, describe. 'read': describe and list only. */
+  /**
+   * 'leases' (default): acquire, renew, release, handoff, describe (and list and the watch when
+   * there is no prefix). 'read': describe, list and the watch.
+   */
   access?: 'leases' | 'read';
+  /**
+   * Also allow the watch (`grantWatch`). Only needed with a `namePrefix`: the other grants include
+   * it already. A watcher may subscribe to any name, so this shows the role every lease's events.
+   */
+  watch?: boolean;
 }
 
 export interface LeaseholdStackProps extends StackProps {
@@ -22,7 +30,7 @@ export interface LeaseholdStackProps extends StackProps {
   readonly grants?: readonly RoleGrant[];
 }
 
-/** The standalone deployment: one LeaseService, its URL and table name as stack outputs. */
+/** The standalone deployment: one LeaseService; its URL, table name and watch URL as stack outputs. */
 export class LeaseholdStack extends Stack {
   readonly service: LeaseService;
 
@@ -41,6 +49,7 @@ export class LeaseholdStack extends Stack {
       } else {
         this.service.grantLeases(role, grant.namePrefix);
       }
+      if (grant.watch === true) this.service.grantWatch(role);
     });
 
     new CfnOutput(this, 'ApiUrl', {
@@ -51,12 +60,18 @@ export class LeaseholdStack extends Stack {
       value: this.service.table.tableName,
       description: 'The lease table (retained when the stack is deleted)',
     });
+    if (this.service.watchUrl !== undefined) {
+      new CfnOutput(this, 'WatchUrl', {
+        value: this.service.watchUrl,
+        description: 'WebSocket URL of the leasehold watch (IAM auth on $connect: sign the upgrade request with SigV4, service execute-api)',
+      });
+    }
   }
 }
 
 /**
  * Reads `grants` from CDK context: a JSON array (a string when given with `-c`), e.g.
- * `[{"roleArn":"arn:aws:iam::123456789012:role/team-a-tasks","namePrefix":"team-a."}]`.
+ * `[{"roleArn":"arn:aws:iam::123456789012:role/team-a-tasks","namePrefix":"team-a.","watch":true}]`.
  */
 export function parseGrants(value: unknown): RoleGrant[] {
   if (value === undefined || value === null || value === '') return [];
@@ -65,11 +80,11 @@ export function parseGrants(value: unknown): RoleGrant[] {
     try {
       parsed = JSON.parse(value);
     } catch {
-      throw new Error('Expected context `leasehold:grants` to be a JSON array of {roleArn, namePrefix?, access?}.');
+      throw new Error('Expected context `leasehold:grants` to be a JSON array of {roleArn, namePrefix?, access?, watch?}.');
     }
   }
   if (!Array.isArray(parsed)) {
-    throw new Error('Expected context `leasehold:grants` to be a JSON array of {roleArn, namePrefix?, access?}.');
+    throw new Error('Expected context `leasehold:grants` to be a JSON array of {roleArn, namePrefix?, access?, watch?}.');
   }
   return parsed.map((item: unknown, i) => {
     const g = item as Record<string, unknown>;
@@ -82,9 +97,13 @@ export function parseGrants(value: unknown): RoleGrant[] {
     if (g.access !== undefined && g.access !== 'leases' && g.access !== 'read') {
       throw new Error(`Expected \`leasehold:grants[${i}].access\` to be 'leases' or 'read'.`);
     }
+    if (g.watch !== undefined && typeof g.watch !== 'boolean') {
+      throw new Error(`Expected \`leasehold:grants[${i}].watch\` to be true or false.`);
+    }
     const grant: RoleGrant = { roleArn: g.roleArn };
     if (g.namePrefix !== undefined) grant.namePrefix = g.namePrefix as string;
     if (g.access !== undefined) grant.access = g.access as 'leases' | 'read';
+    if (g.watch !== undefined) grant.watch = g.watch;
     return grant;
   });
 }

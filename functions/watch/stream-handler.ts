@@ -38,7 +38,11 @@ async function publish(deps: WatchDeps, event: LeaseEvent): Promise<void> {
           await deps.management.send(new PostToConnectionCommand({ ConnectionId: connectionId, Data: data }));
         } catch (error) {
           if (error instanceof GoneException || (error as { name?: string }).name === 'GoneException') {
-            await deps.subscriptions.removeConnection(connectionId);
+            // Best effort: a failed cleanup must not replay this record to the other subscribers;
+            // the subscription's TTL removes it anyway.
+            await deps.subscriptions.removeConnection(connectionId).catch((cleanup: unknown) => {
+              deps.logger.warn('could not drop a gone watch connection', { connectionId, error: cleanup as Error });
+            });
             return;
           }
           // A push is a hint: followers still retry on schedule. Log and go on with the others.

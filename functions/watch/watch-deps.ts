@@ -32,7 +32,13 @@ export function createWatchDeps(options: WatchDepsOptions): WatchDeps {
   });
   return {
     subscriptions: new SubscriptionStore({ client, tableName: options.subscriptionTableName, clock: options.clock ?? systemClock }),
-    management: new ApiGatewayManagementApiClient({ region: options.region, endpoint: options.managementEndpoint, ...credentials }),
+    // A hung post must not hold a whole stream batch: posts are hints, give up after 3 s.
+    management: new ApiGatewayManagementApiClient({
+      region: options.region,
+      endpoint: options.managementEndpoint,
+      requestHandler: { requestTimeout: 3_000, connectionTimeout: 1_000 },
+      ...credentials,
+    }),
     logger: new Logger({ serviceName: `${SERVICE_NAME}-watch` }),
   };
 }

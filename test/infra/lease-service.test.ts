@@ -6,14 +6,26 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { describe, expect, it } from 'vitest';
 import { ROUTES } from '../../functions/http/routes.js';
-import { LeaseService, TABLE_ACTIONS_BY_ROUTE } from '../../infra/lease-service.js';
+import { SUBSCRIPTION_TABLE_SCHEMA } from '../../functions/watch/subscriptions.js';
+import {
+  LeaseService,
+  TABLE_ACTIONS_BY_ROUTE,
+  WATCH_ACCESS,
+  WATCH_FUNCTION_IDS,
+  WATCH_STAGE_NAME,
+  type WatchFunctionId,
+} from '../../infra/lease-service.js';
 import { parseGrants } from '../../infra/leasehold-stack.js';
 import {
   ACCOUNT,
   REGION,
   actionsOf,
+  apiIdOf,
   flatten,
+  functionPrefix,
   invokeArnsOfRole,
+  isFunctionOf,
+  leaseTableId,
   resourcesOf,
   resourcesOfType,
   statementsOfRole,
@@ -24,14 +36,18 @@ import {
 const API_ARN = `arn:aws:execute-api:${REGION}:${ACCOUNT}:{api}/$default`;
 /** One function per route in functions/http/routes.ts, plus the fallback on `$default`. */
 const FUNCTION_COUNT = ROUTES.length + 1;
+/** The watch's $connect route, which grantWatch (and grantLeases without a prefix, and grantRead) allows. */
+const WATCH_CONNECT_ARN = `arn:aws:execute-api:${REGION}:${ACCOUNT}:{watch}/${WATCH_STAGE_NAME}/$connect`;
+/** connect, disconnect, subscribe and the stream consumer. */
+const WATCH_FUNCTION_COUNT = WATCH_FUNCTION_IDS.length;
 /** The POST routes that act on one lease: acquire, renew, release, handoff. */
 const LEASE_WRITES = ROUTES.filter((r) => r.method === 'POST').map((r) => r.path.split('/').pop() as string);
 
 /** A stack with only a LeaseService and a role, for grant tests. */
-function serviceWithRole(configure: (service: LeaseService, role: Role) => void): CfnTemplate {
+function serviceWithRole(configure: (service: LeaseService, role: Role) => void, options: { watch?: boolean } = {}): CfnTemplate {
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
   const stack = new Stack(app, 'Grants', { env: { account: ACCOUNT, region: REGION } });
-  const service = new LeaseService(stack, 'Leases');
+  const service = new LeaseService(stack, 'Leases', options);
   const role = new Role(stack, 'TaskRole', { assumedBy: new ServicePrincipal('ecs-tasks.amazonaws.com') });
   configure(service, role);
   return Template.fromStack(stack).toJSON() as CfnTemplate;
@@ -41,6 +57,13 @@ function roleId(template: CfnTemplate, prefix: string): string {
   const id = resourcesOfType(template, 'AWS::IAM::Role').find(([logicalId]) => logicalId.startsWith(prefix))?.[0];
   if (id === undefined) throw new Error(`no role ${prefix}`);
   return id;
+}
+
+/** The logical id of a function's execution role. */
+function roleOfFunction(template: CfnTemplate, id: string): string {
+  const fn = [...functionRoles(template)].find(([logicalId]) => isFunctionOf(logicalId, id));
+  if (fn === undefined) throw new Error(`no function ${id}`);
+  return fn[1];
 }
 
 /** Function logical id → the logical id of its execution role. */
@@ -86,11 +109,10 @@ describe('LeaseService table', () => {
   });
 
   it('deletes the table with the stack only when tableRemovalPolicy DESTROY is asked for', () => {
-    const destroyed = synthInProcess({ service: { tableRemovalPolicy: RemovalPolicy.DESTROY } }).template;
-    destroyed.hasResource('AWS::DynamoDB::Table', {
-      DeletionPolicy: 'Delete',
-      Properties: Match.objectLike({ DeletionProtectionEnabled: false }),
-    });
+    const destroyed = synthInProcess({ service: { tableRemovalPolicy: RemovalPolicy.DESTROY } }).template.toJSON() as CfnTemplate;
+    const table = destroyed.Resources[leaseTableId(destroyed)];
+    expect(table?.DeletionPolicy).toBe('Delete');
+    expect(table?.Properties?.DeletionProtectionEnabled).toBe(false);
   });
 
   it('encrypts with a customer managed key when one is given, and lets only the functions use it', () => {
@@ -116,35 +138,55 @@ describe('LeaseService table', () => {
       Describe: ['kms:Decrypt', 'kms:DescribeKey'],
       List: ['kms:Decrypt', 'kms:DescribeKey'],
       Fallback: [],
+      // The subscriptions table uses the same key; the stream consumer also reads the lease
+      // table's stream (its event source grants kms:Decrypt and kms:DescribeKey for that).
+      WatchConnect: [],
+      WatchDisconnect: readWrite,
+      WatchSubscribe: readWrite,
+      WatchStream: ['kms:Decrypt', 'kms:DescribeKey', ...readWrite].sort(),
     });
+    const subscriptionTable = resourcesOfType(json, 'AWS::DynamoDB::Table').find(([id]) => id !== leaseTableId(json))?.[1];
+    const keyId = resourcesOfType(json, 'AWS::KMS::Key')[0]?.[0];
+    expect(subscriptionTable?.SSESpecification).toEqual({ SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] } });
   });
 });
 
 describe('LeaseService functions', () => {
   const { template } = synthInProcess();
   const json = template.toJSON() as CfnTemplate;
-  const tableId = resourcesOfType(json, 'AWS::DynamoDB::Table')[0]?.[0];
+  const tableId = leaseTableId(json);
 
-  it('runs one function per route plus the $default fallback, on Node.js 22 arm64', () => {
+  it('runs one function per route plus the $default fallback and four watch functions, on Node.js 22 arm64', () => {
     const functions = resourcesOfType(json, 'AWS::Lambda::Function');
     expect(functions.map(([, p]) => p.Description).sort()).toEqual(
-      [...ROUTES.map((r) => `leasehold ${r.method} ${r.path}`), 'leasehold $default route (404/405)'].sort(),
+      [
+        ...ROUTES.map((r) => `leasehold ${r.method} ${r.path}`),
+        'leasehold $default route (404/405)',
+        'leasehold watch $connect',
+        'leasehold watch $disconnect',
+        'leasehold watch subscribe',
+        'leasehold watch: lease table stream consumer',
+      ].sort(),
     );
     for (const [, props] of functions) {
       expect(props).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Handler: 'index.handler' });
     }
   });
 
-  it('gives each function 256 MB and a 5 s timeout by default, and the configured values otherwise', () => {
-    for (const [, props] of resourcesOfType(json, 'AWS::Lambda::Function')) {
-      expect(props).toMatchObject({ MemorySize: 256, Timeout: 5 });
-    }
+  it('gives each function answering a caller 256 MB and a 5 s timeout by default, and the configured values otherwise', () => {
+    const answering = resourcesOfType(json, 'AWS::Lambda::Function').filter(([id]) => !id.startsWith(functionPrefix('watch-stream')));
+    expect(answering).toHaveLength(FUNCTION_COUNT + WATCH_FUNCTION_COUNT - 1);
+    for (const [, props] of answering) expect(props).toMatchObject({ MemorySize: 256, Timeout: 5 });
     const custom = synthInProcess({ service: { memorySize: 512, timeout: Duration.seconds(3) } }).template;
-    custom.resourcePropertiesCountIs('AWS::Lambda::Function', { MemorySize: 512, Timeout: 3 }, FUNCTION_COUNT);
+    custom.resourcePropertiesCountIs('AWS::Lambda::Function', { MemorySize: 512, Timeout: 3 }, FUNCTION_COUNT + WATCH_FUNCTION_COUNT - 1);
+  });
+
+  it('gives the stream consumer the configured memory and a 30 s timeout, for a batch of records with several posts each', () => {
+    template.resourcePropertiesCountIs('AWS::Lambda::Function', { Description: 'leasehold watch: lease table stream consumer', MemorySize: 256, Timeout: 30 }, 1);
   });
 
   it('tells each route function the lease table name and the Powertools settings', () => {
-    const routeFunctions = resourcesOfType(json, 'AWS::Lambda::Function').filter(([id]) => !id.includes('Fallback'));
+    const routeFunctions = resourcesOfType(json, 'AWS::Lambda::Function').filter(([id]) => !id.includes('Fallback') && !id.includes('Watch'));
     expect(routeFunctions).toHaveLength(ROUTES.length);
     for (const [, props] of routeFunctions) {
       expect((props.Environment as { Variables: unknown }).Variables).toEqual({
@@ -195,7 +237,7 @@ describe('LeaseService functions', () => {
 
   it('keeps function logs for one month by default', () => {
     const logGroups = resourcesOfType(json, 'AWS::Logs::LogGroup');
-    expect(logGroups).toHaveLength(FUNCTION_COUNT + 1);
+    expect(logGroups).toHaveLength(FUNCTION_COUNT + WATCH_FUNCTION_COUNT + 1);
     for (const [, props] of logGroups) expect(props.RetentionInDays).toBe(30);
   });
 });
@@ -205,7 +247,7 @@ describe('LeaseService API', () => {
   const json = template.toJSON() as CfnTemplate;
 
   it('requires AWS_IAM authorization on every route, including $default', () => {
-    const routes = resourcesOfType(json, 'AWS::ApiGatewayV2::Route');
+    const routes = resourcesOfType(json, 'AWS::ApiGatewayV2::Route').filter(([, p]) => (p.ApiId as { Ref: string }).Ref === apiIdOf(json, 'HTTP'));
     expect(routes.map(([, p]) => p.RouteKey).sort()).toEqual(
       ['$default', ...ROUTES.map((r) => `${r.method} ${r.path}`)].sort(),
     );
@@ -222,7 +264,7 @@ describe('LeaseService API', () => {
   });
 
   it('throttles the $default stage at 200 requests/s with a burst of 400 by default', () => {
-    template.resourceCountIs('AWS::ApiGatewayV2::Stage', 1);
+    template.resourcePropertiesCountIs('AWS::ApiGatewayV2::Stage', { ApiId: { Ref: apiIdOf(json, 'HTTP') } }, 1);
     template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
       StageName: '$default',
       AutoDeploy: true,
@@ -243,7 +285,7 @@ describe('LeaseService API', () => {
   });
 
   it('writes JSON access logs, with the caller and a numeric status, to a log group kept one month', () => {
-    const stage = resourcesOfType(json, 'AWS::ApiGatewayV2::Stage')[0]?.[1] as {
+    const stage = resourcesOfType(json, 'AWS::ApiGatewayV2::Stage').find(([, p]) => p.StageName === '$default')?.[1] as {
       AccessLogSettings: { DestinationArn: unknown; Format: string };
     };
     const format = JSON.parse(stage.AccessLogSettings.Format.replace('$context.status', '200')) as Record<string, unknown>;
@@ -254,15 +296,15 @@ describe('LeaseService API', () => {
 
   it('keeps the access logs as long as logRetention says', () => {
     const custom = synthInProcess({ service: { logRetention: RetentionDays.ONE_YEAR } }).template;
-    custom.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 365 }, FUNCTION_COUNT + 1);
+    custom.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 365 }, FUNCTION_COUNT + WATCH_FUNCTION_COUNT + 1);
   });
 
-  it('outputs the API URL and the table name', () => {
+  it('outputs the API URL, the table name and the watch URL', () => {
     const outputs = json.Outputs ?? {};
-    const apiId = resourcesOfType(json, 'AWS::ApiGatewayV2::Api')[0]?.[0];
-    const tableId = resourcesOfType(json, 'AWS::DynamoDB::Table')[0]?.[0];
-    expect(flatten(outputs.ApiUrl?.Value)).toBe(`https://{${apiId}}.execute-api.${REGION}.amazonaws.com/`);
-    expect(outputs.TableName?.Value).toEqual({ Ref: tableId });
+    expect(Object.keys(outputs).sort()).toEqual(['ApiUrl', 'TableName', 'WatchUrl']);
+    expect(flatten(outputs.ApiUrl?.Value)).toBe(`https://{${apiIdOf(json, 'HTTP')}}.execute-api.${REGION}.amazonaws.com/`);
+    expect(outputs.TableName?.Value).toEqual({ Ref: leaseTableId(json) });
+    expect(flatten(outputs.WatchUrl?.Value)).toBe(`wss://{${apiIdOf(json, 'WEBSOCKET')}}.execute-api.${REGION}.amazonaws.com/v1`);
   });
 });
 
@@ -270,8 +312,12 @@ describe('LeaseService alarms', () => {
   const { template } = synthInProcess();
   const json = template.toJSON() as CfnTemplate;
   const alarms = resourcesOfType(json, 'AWS::CloudWatch::Alarm').map(([, p]) => p);
-  const apiId = resourcesOfType(json, 'AWS::ApiGatewayV2::Api')[0]?.[0];
-  const tableId = resourcesOfType(json, 'AWS::DynamoDB::Table')[0]?.[0];
+  const apiId = apiIdOf(json, 'HTTP');
+  const tableId = leaseTableId(json);
+  const functionIdsOf = (prefix: string) =>
+    resourcesOfType(json, 'AWS::Lambda::Function')
+      .map(([id]) => id)
+      .filter((id) => id.startsWith(prefix));
 
   /** `Namespace/MetricName` of every metric an alarm reads, with its dimensions' names. */
   const watched = alarms.map((alarm) => {
@@ -300,11 +346,34 @@ describe('LeaseService alarms', () => {
     expect(watched).toContainEqual([{ metric: 'Leasehold/ApiThrottledRequests', dimensions: { ApiId: `{${apiId}}` } }]);
   });
 
-  it('alarms on Lambda Errors and Throttles summed over all the functions', () => {
+  it('alarms on Lambda Errors and Throttles summed over the route functions and the fallback', () => {
+    const routeFunctions = functionIdsOf('Leases').filter((id) => !id.startsWith('LeasesWatch')).map((id) => `{${id}}`).sort();
+    expect(routeFunctions).toHaveLength(FUNCTION_COUNT);
     for (const name of ['Errors', 'Throttles']) {
-      const alarm = watched.find((metrics) => metrics.every((m) => m.metric === `AWS/Lambda/${name}`));
-      expect(alarm).toHaveLength(FUNCTION_COUNT);
+      const sums = watched.filter((metrics) => metrics.every((m) => m.metric === `AWS/Lambda/${name}`));
+      expect(sums.map((metrics) => metrics.map((m) => m.dimensions.FunctionName).sort())).toContainEqual(routeFunctions);
     }
+  });
+
+  it('alarms on Lambda Errors summed over the four watch functions, apart (an alarm reads at most 10 metrics)', () => {
+    const watchFunctions = functionIdsOf('LeasesWatch').map((id) => `{${id}}`).sort();
+    expect(watchFunctions).toHaveLength(WATCH_FUNCTION_COUNT);
+    const sums = watched.filter((metrics) => metrics.every((m) => m.metric === 'AWS/Lambda/Errors'));
+    expect(sums.map((metrics) => metrics.map((m) => m.dimensions.FunctionName).sort())).toContainEqual(watchFunctions);
+    for (const metrics of watched) expect(metrics.length).toBeLessThanOrEqual(10);
+  });
+
+  it("alarms when the stream consumer's IteratorAge reaches 30 s: lease events stuck or late", () => {
+    const streamFunction = functionIdsOf(functionPrefix('watch-stream'))[0];
+    expect(watched).toContainEqual([{ metric: 'AWS/Lambda/IteratorAge', dimensions: { FunctionName: `{${streamFunction}}` } }]);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'IteratorAge',
+      Statistic: 'Maximum',
+      Period: 300,
+      Threshold: 30_000,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      TreatMissingData: 'notBreaching',
+    });
   });
 
   it('alarms on DynamoDB ThrottledRequests and SystemErrors of the lease table for the operations the functions use', () => {
@@ -318,9 +387,9 @@ describe('LeaseService alarms', () => {
     }
   });
 
-  it('fires every alarm on a single event and treats missing data as fine', () => {
-    expect(alarms).toHaveLength(6);
-    for (const alarm of alarms) {
+  it('fires every count alarm on a single event and treats missing data as fine', () => {
+    expect(alarms).toHaveLength(8);
+    for (const alarm of alarms.filter((a) => a.MetricName !== 'IteratorAge')) {
       expect(alarm).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' });
     }
   });
@@ -336,7 +405,214 @@ describe('LeaseService alarms', () => {
     new LeaseService(stack, 'Leases', { alarmTopic: topic });
     const withTopic = Template.fromStack(stack);
     const topicRef = { Ref: Object.keys(withTopic.findResources('AWS::SNS::Topic'))[0] };
-    withTopic.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef], OKActions: [topicRef] }, 6);
+    withTopic.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef], OKActions: [topicRef] }, 8);
+  });
+});
+
+describe('LeaseService watch', () => {
+  const { template } = synthInProcess();
+  const json = template.toJSON() as CfnTemplate;
+  const tableId = leaseTableId(json);
+  const subscriptionTableId = resourcesOfType(json, 'AWS::DynamoDB::Table').find(([id]) => id !== tableId)?.[0] as string;
+  const watchApiId = apiIdOf(json, 'WEBSOCKET') as string;
+  const subscriptionTableArn = `{${subscriptionTableId}.Arn}`;
+  const connectionIndexArn = `{${subscriptionTableId}.Arn}/index/${SUBSCRIPTION_TABLE_SCHEMA.connectionIndex}`;
+  const postToConnectionsArn = `arn:aws:execute-api:${REGION}:${ACCOUNT}:{${watchApiId}}/${WATCH_STAGE_NAME}/POST/@connections/*`;
+  const watchRoutes = resourcesOfType(json, 'AWS::ApiGatewayV2::Route').filter(([, p]) => (p.ApiId as { Ref: string }).Ref === watchApiId);
+  const grantsOf = (id: WatchFunctionId) =>
+    statementsOfRole(json, { logicalId: roleOfFunction(json, id) }).map((s) => ({ actions: actionsOf(s).sort(), resources: resourcesOf(s) }));
+
+  it('turns on the lease table stream with new and old images: a release is seen as a holder that disappears', () => {
+    expect(json.Resources[tableId]?.Properties?.StreamSpecification).toEqual({ StreamViewType: 'NEW_AND_OLD_IMAGES' });
+  });
+
+  it('keeps subscriptions in an on-demand, encrypted table keyed by pk and sk strings, with a keys-only byConnection index', () => {
+    expect(json.Resources[subscriptionTableId]?.Properties).toMatchObject({
+      KeySchema: [
+        { AttributeName: SUBSCRIPTION_TABLE_SCHEMA.partitionKey, KeyType: 'HASH' },
+        { AttributeName: SUBSCRIPTION_TABLE_SCHEMA.sortKey, KeyType: 'RANGE' },
+      ],
+      AttributeDefinitions: [
+        { AttributeName: 'pk', AttributeType: 'S' },
+        { AttributeName: 'sk', AttributeType: 'S' },
+        { AttributeName: 'connectionId', AttributeType: 'S' },
+      ],
+      GlobalSecondaryIndexes: [
+        { IndexName: 'byConnection', KeySchema: [{ AttributeName: 'connectionId', KeyType: 'HASH' }], Projection: { ProjectionType: 'KEYS_ONLY' } },
+      ],
+      BillingMode: 'PAY_PER_REQUEST',
+      SSESpecification: { SSEEnabled: true },
+    });
+  });
+
+  it('expires subscriptions through TTL on expireAt, the attribute the subscription store sets', () => {
+    expect(json.Resources[subscriptionTableId]?.Properties?.TimeToLiveSpecification).toEqual({
+      AttributeName: SUBSCRIPTION_TABLE_SCHEMA.ttlAttribute,
+      Enabled: true,
+    });
+  });
+
+  it('deletes the subscriptions table with the stack and keeps no backups of it, since it only describes open connections', () => {
+    const table = json.Resources[subscriptionTableId];
+    expect(table?.DeletionPolicy).toBe('Delete');
+    expect(table?.Properties?.DeletionProtectionEnabled).toBe(false);
+    expect(table?.Properties?.PointInTimeRecoverySpecification).toBeUndefined();
+  });
+
+  it('serves a WebSocket API that routes each message by its action field', () => {
+    expect(json.Resources[watchApiId]?.Properties).toMatchObject({ ProtocolType: 'WEBSOCKET', RouteSelectionExpression: '$request.body.action' });
+  });
+
+  it('routes $connect, $disconnect and subscribe, each to its own function', () => {
+    const integrations = new Map(resourcesOfType(json, 'AWS::ApiGatewayV2::Integration'));
+    const targets = watchRoutes.map(([, route]) => {
+      const integrationId = flatten(route.Target).replace(/^integrations\/\{|\}$/g, '');
+      const uri = flatten(integrations.get(integrationId)?.IntegrationUri);
+      return [route.RouteKey, uri.match(/\{(Leases\w+Function)[0-9A-F]{8}\.Arn\}/)?.[1]];
+    });
+    expect(Object.fromEntries(targets)).toEqual({
+      $connect: functionPrefix('watch-connect'),
+      $disconnect: functionPrefix('watch-disconnect'),
+      subscribe: functionPrefix('watch-subscribe'),
+    });
+  });
+
+  it('requires IAM authorization on $connect only: a WebSocket API authorizes the connection, not each message', () => {
+    expect(Object.fromEntries(watchRoutes.map(([, route]) => [route.RouteKey, route.AuthorizationType]))).toEqual({
+      $connect: 'AWS_IAM',
+      $disconnect: 'NONE',
+      subscribe: 'NONE',
+    });
+  });
+
+  it('auto-deploys the v1 stage, throttled like the HTTP stage', () => {
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      ApiId: { Ref: watchApiId },
+      StageName: 'v1',
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingRateLimit: 200, ThrottlingBurstLimit: 400 },
+    });
+    const custom = synthInProcess({ service: { rateLimit: 50, burstLimit: 75 } }).template;
+    custom.resourcePropertiesCountIs('AWS::ApiGatewayV2::Stage', { DefaultRouteSettings: { ThrottlingRateLimit: 50, ThrottlingBurstLimit: 75 } }, 2);
+  });
+
+  it("tells each watch function the subscriptions table, the stage's management endpoint and the Powertools settings, not the lease table", () => {
+    for (const id of WATCH_FUNCTION_IDS) {
+      const fn = resourcesOfType(json, 'AWS::Lambda::Function').find(([logicalId]) => logicalId.startsWith(functionPrefix(id)))?.[1];
+      const variables = (fn?.Environment as { Variables: Record<string, unknown> }).Variables;
+      expect({ ...variables, WEBSOCKET_MANAGEMENT_ENDPOINT: flatten(variables.WEBSOCKET_MANAGEMENT_ENDPOINT) }).toEqual({
+        SUBSCRIPTION_TABLE_NAME: { Ref: subscriptionTableId },
+        WEBSOCKET_MANAGEMENT_ENDPOINT: `https://{${watchApiId}}.execute-api.${REGION}.amazonaws.com/v1`,
+        POWERTOOLS_SERVICE_NAME: 'leasehold',
+        POWERTOOLS_METRICS_NAMESPACE: 'Leasehold',
+        POWERTOOLS_LOG_LEVEL: 'INFO',
+        NODE_OPTIONS: '--enable-source-maps',
+      });
+    }
+  });
+
+  it('gives the $connect function no permission at all: API Gateway has checked the caller already', () => {
+    expect(grantsOf('watch-connect')).toEqual([]);
+  });
+
+  it("lets subscribe put subscription items and post its reply to this stage's connections, nothing else", () => {
+    expect(grantsOf('watch-subscribe')).toEqual([
+      { actions: ['dynamodb:PutItem'], resources: [subscriptionTableArn] },
+      { actions: ['execute-api:ManageConnections'], resources: [postToConnectionsArn] },
+    ]);
+  });
+
+  it("lets $disconnect find a connection's items through byConnection and delete them in batches, nothing else", () => {
+    expect(grantsOf('watch-disconnect')).toEqual([
+      { actions: ['dynamodb:BatchWriteItem'], resources: [subscriptionTableArn] },
+      { actions: ['dynamodb:Query'], resources: [connectionIndexArn] },
+    ]);
+  });
+
+  it('lets the stream consumer read the lease stream, query and clean up subscriptions, and post events, nothing else', () => {
+    expect(grantsOf('watch-stream')).toEqual([
+      { actions: ['dynamodb:BatchWriteItem', 'dynamodb:Query'], resources: [subscriptionTableArn] },
+      { actions: ['dynamodb:Query'], resources: [connectionIndexArn] },
+      { actions: ['execute-api:ManageConnections'], resources: [postToConnectionsArn] },
+      { actions: ['dynamodb:ListStreams'], resources: ['*'] },
+      { actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'], resources: [`{${tableId}.StreamArn}`] },
+    ]);
+  });
+
+  it('pins what each watch function may do', () => {
+    expect(WATCH_ACCESS).toEqual({
+      'watch-connect': { subscriptionTable: [], connectionIndex: [], postToConnections: false, readLeaseStream: false },
+      'watch-subscribe': { subscriptionTable: ['dynamodb:PutItem'], connectionIndex: [], postToConnections: true, readLeaseStream: false },
+      'watch-disconnect': { subscriptionTable: ['dynamodb:BatchWriteItem'], connectionIndex: ['dynamodb:Query'], postToConnections: false, readLeaseStream: false },
+      'watch-stream': {
+        subscriptionTable: ['dynamodb:BatchWriteItem', 'dynamodb:Query'],
+        connectionIndex: ['dynamodb:Query'],
+        postToConnections: true,
+        readLeaseStream: true,
+      },
+    });
+  });
+
+  it('gives no watch function anything on the lease table itself', () => {
+    for (const id of WATCH_FUNCTION_IDS) {
+      const resources = grantsOf(id).flatMap((g) => g.resources);
+      expect(resources.filter((arn) => arn.includes(`{${tableId}.`) && arn !== `{${tableId}.StreamArn}`)).toEqual([]);
+    }
+  });
+
+  it("has '*' as a resource only for dynamodb:ListStreams, which IAM cannot scope to a stream", () => {
+    const wildcards = resourcesOfType(json, 'AWS::IAM::Policy')
+      .flatMap(([, p]) => (p.PolicyDocument as { Statement: Parameters<typeof actionsOf>[0][] }).Statement)
+      .filter((statement) => resourcesOf(statement).includes('*'));
+    expect(wildcards.map(actionsOf)).toEqual([['dynamodb:ListStreams']]);
+  });
+
+  it('feeds the stream consumer from the lease table stream: newest records first, at once, up to 10 a batch, failed records reported', () => {
+    const mappings = resourcesOfType(json, 'AWS::Lambda::EventSourceMapping');
+    expect(mappings).toHaveLength(1);
+    expect(mappings[0]?.[1]).toMatchObject({
+      EventSourceArn: { 'Fn::GetAtt': [tableId, 'StreamArn'] },
+      FunctionName: { Ref: resourcesOfType(json, 'AWS::Lambda::Function').find(([id]) => id.startsWith(functionPrefix('watch-stream')))?.[0] },
+      StartingPosition: 'LATEST',
+      MaximumBatchingWindowInSeconds: 0,
+      BatchSize: 10,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      ParallelizationFactor: 1,
+    });
+  });
+
+  it('skips a record after two retries or a minute, bisecting failed batches, so one bad record cannot hold up its shard', () => {
+    expect(resourcesOfType(json, 'AWS::Lambda::EventSourceMapping')[0]?.[1]).toMatchObject({
+      MaximumRetryAttempts: 2,
+      BisectBatchOnFunctionError: true,
+      MaximumRecordAgeInSeconds: 60,
+    });
+  });
+
+  it('names the WebSocket API after apiName with -watch appended', () => {
+    const named = synthInProcess({ service: { apiName: 'leases-prod' } }).template;
+    named.hasResourceProperties('AWS::ApiGatewayV2::Api', { Name: 'leases-prod-watch', ProtocolType: 'WEBSOCKET' });
+  });
+
+  describe('with watch: false', () => {
+    const off = synthInProcess({ service: { watch: false } }).template.toJSON() as CfnTemplate;
+
+    it('has no lease table stream and no subscriptions table', () => {
+      expect(resourcesOfType(off, 'AWS::DynamoDB::Table')).toHaveLength(1);
+      expect(off.Resources[leaseTableId(off)]?.Properties?.StreamSpecification).toBeUndefined();
+    });
+
+    it('has no WebSocket API, no watch function and no event source mapping', () => {
+      expect(resourcesOfType(off, 'AWS::ApiGatewayV2::Api').map(([, p]) => p.ProtocolType)).toEqual(['HTTP']);
+      expect(resourcesOfType(off, 'AWS::ApiGatewayV2::Stage')).toHaveLength(1);
+      expect(resourcesOfType(off, 'AWS::Lambda::Function')).toHaveLength(FUNCTION_COUNT);
+      expect(resourcesOfType(off, 'AWS::Lambda::EventSourceMapping')).toEqual([]);
+    });
+
+    it('has the six service alarms only, and no WatchUrl output', () => {
+      expect(resourcesOfType(off, 'AWS::CloudWatch::Alarm')).toHaveLength(6);
+      expect(Object.keys(off.Outputs ?? {}).sort()).toEqual(['ApiUrl', 'TableName']);
+    });
   });
 });
 
@@ -345,18 +621,19 @@ describe('LeaseService grants', () => {
     expect(LEASE_WRITES.sort()).toEqual(['acquire', 'handoff', 'release', 'renew']);
   });
 
-  it('grantLeases without a prefix allows every lease route, and list', () => {
+  it('grantLeases without a prefix allows every lease route, list, and opening the watch', () => {
     const template = serviceWithRole((service, role) => service.grantLeases(role));
     expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual(
       [
         `${API_ARN}/GET/v1/leases`,
         `${API_ARN}/GET/v1/leases/*`,
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/*/${op}`),
+        WATCH_CONNECT_ARN,
       ].sort(),
     );
   });
 
-  it('grantLeases with a prefix allows the lease routes only for names under it, and not list', () => {
+  it('grantLeases with a prefix allows the lease routes only for names under it, and neither list nor the watch', () => {
     const template = serviceWithRole((service, role) => service.grantLeases(role, 'team-a.'));
     expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual(
       [
@@ -390,12 +667,36 @@ describe('LeaseService grants', () => {
     expect(() => serviceWithRole((service, role) => service.grantLeases(role, prefix))).toThrow('Invalid `namePrefix`');
   });
 
-  it('grantRead allows describe and list only', () => {
+  it('grantRead allows describe, list and opening the watch, and no write', () => {
     const template = serviceWithRole((service, role) => service.grantRead(role));
-    expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual([
-      `${API_ARN}/GET/v1/leases`,
-      `${API_ARN}/GET/v1/leases/*`,
-    ]);
+    expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual(
+      [`${API_ARN}/GET/v1/leases`, `${API_ARN}/GET/v1/leases/*`, WATCH_CONNECT_ARN].sort(),
+    );
+  });
+
+  it("grantWatch allows only the watch's $connect route of this construct's WebSocket API and stage", () => {
+    const template = serviceWithRole((service, role) => service.grantWatch(role));
+    expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual([WATCH_CONNECT_ARN]);
+  });
+
+  it('grantLeases with a prefix plus grantWatch lets a prefix-scoped follower use the watch', () => {
+    const template = serviceWithRole((service, role) => {
+      service.grantLeases(role, 'team-a.');
+      service.grantWatch(role);
+    });
+    expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toContain(WATCH_CONNECT_ARN);
+  });
+
+  it('without the watch, grantLeases and grantRead allow only the HTTP routes, and grantWatch throws', () => {
+    const template = serviceWithRole(
+      (service, role) => {
+        service.grantLeases(role);
+        service.grantRead(role);
+      },
+      { watch: false },
+    );
+    expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') }).every((arn) => arn.startsWith(API_ARN))).toBe(true);
+    expect(() => serviceWithRole((service, role) => service.grantWatch(role), { watch: false })).toThrow('has no watch');
   });
 
   it('the standalone stack grants existing roles from the grants setting', () => {
@@ -410,6 +711,19 @@ describe('LeaseService grants', () => {
     );
   });
 
+  it('the standalone stack adds the watch to a prefix grant that asks for it', () => {
+    const { template } = synthInProcess({
+      grants: parseGrants('[{"roleArn":"arn:aws:iam::123456789012:role/team-a-tasks","namePrefix":"team-a.","watch":true}]'),
+    });
+    expect(invokeArnsOfRole(template.toJSON() as CfnTemplate, { roleName: 'team-a-tasks' })).toEqual(
+      [
+        `${API_ARN}/GET/v1/leases/team-a.*`,
+        ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/team-a.*/${op}`),
+        WATCH_CONNECT_ARN,
+      ].sort(),
+    );
+  });
+
   it('refuses a read grant with a prefix, since list shows every name', () => {
     expect(() =>
       synthInProcess({ grants: [{ roleArn: 'arn:aws:iam::123456789012:role/dash', access: 'read', namePrefix: 'a.' }] }),
@@ -420,5 +734,6 @@ describe('LeaseService grants', () => {
     expect(() => parseGrants('{"roleArn":"x"}')).toThrow('JSON array');
     expect(() => parseGrants('[{"roleArn":"arn:aws:iam::123456789012:user/bob"}]')).toThrow('to be an IAM role ARN');
     expect(() => parseGrants('[{"roleArn":"arn:aws:iam::123456789012:role/a","access":"admin"}]')).toThrow("'leases' or 'read'");
+    expect(() => parseGrants('[{"roleArn":"arn:aws:iam::123456789012:role/a","watch":"yes"}]')).toThrow('`leasehold:grants[0].watch` to be true or false');
   });
 });

@@ -153,12 +153,41 @@ export function resourcesOf(statement: Statement): string[] {
   return list.map(flatten);
 }
 
-/** The execute-api ARNs a role may invoke, with the API's logical id replaced by `{api}`. */
+/**
+ * The logical id prefix of a function's construct: `acquire` → `LeasesAcquireFunction`,
+ * `watch-stream` → `LeasesWatchStreamFunction` (the full id adds 8 hex digits).
+ */
+export function functionPrefix(id: string): string {
+  return `Leases${id.split('-').map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join('')}Function`;
+}
+
+/** Whether `logicalId` is the Lambda function of `id` (and not, say, its role or log group). */
+export function isFunctionOf(logicalId: string, id: string): boolean {
+  return new RegExp(`^${functionPrefix(id)}[0-9A-F]{8}$`).test(logicalId);
+}
+
+/** The logical id of the (only) API of a protocol: 'HTTP' for the lease API, 'WEBSOCKET' for the watch. */
+export function apiIdOf(template: CfnTemplate, protocol: 'HTTP' | 'WEBSOCKET'): string | undefined {
+  return resourcesOfType(template, 'AWS::ApiGatewayV2::Api').find(([, props]) => props.ProtocolType === protocol)?.[0];
+}
+
+/** The logical id of the lease table: the table keyed by `pk` alone (the subscriptions table also has `sk`). */
+export function leaseTableId(template: CfnTemplate): string {
+  const id = resourcesOfType(template, 'AWS::DynamoDB::Table').find(([, props]) => (props.KeySchema as unknown[]).length === 1)?.[0];
+  if (id === undefined) throw new Error('no lease table in the template');
+  return id;
+}
+
+/**
+ * The execute-api ARNs a role may invoke, with the HTTP API's logical id replaced by `{api}` and
+ * the watch's WebSocket API's by `{watch}`.
+ */
 export function invokeArnsOfRole(template: CfnTemplate, role: { logicalId?: string; roleName?: string }): string[] {
-  const apiId = resourcesOfType(template, 'AWS::ApiGatewayV2::Api')[0]?.[0];
+  const apiId = apiIdOf(template, 'HTTP');
+  const watchId = apiIdOf(template, 'WEBSOCKET');
   return statementsOfRole(template, role)
     .filter((s) => actionsOf(s).includes('execute-api:Invoke'))
     .flatMap(resourcesOf)
-    .map((arn) => arn.replaceAll(`{${apiId}}`, '{api}'))
+    .map((arn) => arn.replaceAll(`{${apiId}}`, '{api}').replaceAll(`{${watchId}}`, '{watch}'))
     .sort();
 }

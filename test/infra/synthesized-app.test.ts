@@ -1,24 +1,46 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type {
+  APIGatewayProxyEventV2,
+  APIGatewayProxyStructuredResultV2,
+  APIGatewayProxyWebsocketEventV2,
+  Context,
+  DynamoDBStreamEvent,
+} from 'aws-lambda';
 import { Template } from 'aws-cdk-lib/assertions';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createDocumentClient } from '../../functions/dynamodb-client.js';
 import { ROUTES } from '../../functions/http/routes.js';
-import { TABLE_ACTIONS_BY_ROUTE, type FunctionId } from '../../infra/lease-service.js';
-import { createTestLeaseTable } from '../support/dynamodb.js';
+import type { LeaseRecord } from '../../functions/lease-record.js';
+import { ensureSubscriptionTable } from '../../functions/lease-table.js';
+import {
+  TABLE_ACTIONS_BY_ROUTE,
+  WATCH_FUNCTION_IDS,
+  WATCH_STAGE_NAME,
+  type FunctionId,
+  type WatchFunctionId,
+} from '../../infra/lease-service.js';
+import { createTestLeaseTable, localDynamoConfig } from '../support/dynamodb.js';
 import {
   ACCOUNT,
   REGION,
   actionsOf,
+  apiIdOf,
   cdkSynth,
   functionAssets,
   invokeArnsOfRole,
+  isFunctionOf,
+  leaseTableId,
   readTemplate,
   resourcesOf,
   resourcesOfType,
@@ -31,22 +53,32 @@ import {
  * The deployable artefact, end to end: the real `cdk synth` (pinned CLI, offline) writes the cloud
  * assembly that `cdk deploy` would upload; the template is checked with aws-cdk-lib/assertions, and
  * each function's bundled `index.mjs` is loaded by Node's own ESM loader in a separate plain Node
- * process (lambda-runner.mjs), from a folder with no node_modules above it, and invoked with API
- * Gateway v2 events against DynamoDB Local, side by side with the source handlers.
+ * process (lambda-runner.mjs), from a folder with no node_modules above it, and invoked side by
+ * side with the source handlers against DynamoDB Local: the route functions with API Gateway v2
+ * events, the watch functions with WebSocket events and DynamoDB stream events, their posts to
+ * connections going to a small recording stand-in for the API Gateway management API.
  */
 
 const STACK = 'Leasehold';
 const ALARM_TOPIC_ARN = `arn:aws:sns:${REGION}:${ACCOUNT}:leasehold-alarms`;
 const API_ARN = `arn:aws:execute-api:${REGION}:${ACCOUNT}:{api}/$default`;
+const WATCH_ARN = `arn:aws:execute-api:${REGION}:${ACCOUNT}:{watch}/${WATCH_STAGE_NAME}`;
 const FUNCTION_IDS: FunctionId[] = [...ROUTES.map((r) => r.id), 'fallback'];
+type AnyFunctionId = FunctionId | WatchFunctionId;
+const ALL_FUNCTION_IDS: AnyFunctionId[] = [...FUNCTION_IDS, ...WATCH_FUNCTION_IDS];
 /** Bundle size budgets (bytes of index.mjs). Raising one is a decision: record it in docs/deploy.md. */
-const BUNDLE_BUDGET_BYTES = { route: 450 * 1024, fallback: 16 * 1024 };
+const BUNDLE_BUDGET_BYTES = { route: 450 * 1024, fallback: 16 * 1024, watch: 420 * 1024 };
+
+function budgetOf(id: AnyFunctionId): number {
+  if (id === 'fallback') return BUNDLE_BUDGET_BYTES.fallback;
+  return id.startsWith('watch-') ? BUNDLE_BUDGET_BYTES.watch : BUNDLE_BUDGET_BYTES.route;
+}
 
 let workDir: string;
 let outDir: string;
 let json: CfnTemplate;
 let template: Template;
-let assets: Map<FunctionId, FunctionAsset>;
+let assets: Map<AnyFunctionId, FunctionAsset>;
 
 beforeAll(async () => {
   workDir = mkdtempSync(join(tmpdir(), 'leasehold-synth-'));
@@ -65,7 +97,11 @@ beforeAll(async () => {
   json = readTemplate(outDir, STACK);
   template = Template.fromJSON(json as unknown as Record<string, unknown>);
   assets = new Map(
-    functionAssets(outDir, STACK).map((asset) => [(asset.logicalId.match(/^Leases([A-Z][a-z]+)Function/)?.[1] ?? '').toLowerCase() as FunctionId, asset]),
+    functionAssets(outDir, STACK).map((asset) => {
+      const id = ALL_FUNCTION_IDS.find((candidate) => isFunctionOf(asset.logicalId, candidate));
+      if (id === undefined) throw new Error(`unexpected function ${asset.logicalId} in the cloud assembly`);
+      return [id, asset];
+    }),
   );
 }, 300_000);
 
@@ -74,14 +110,37 @@ afterAll(() => {
 });
 
 describe('cdk synth (pinned CLI, offline)', () => {
-  it('requires AWS_IAM authorization on every route of the synthesized API', () => {
-    const routes = resourcesOfType(json, 'AWS::ApiGatewayV2::Route');
+  it('requires AWS_IAM authorization on every route of the synthesized HTTP API', () => {
+    const routes = resourcesOfType(json, 'AWS::ApiGatewayV2::Route').filter(([, p]) => (p.ApiId as { Ref: string }).Ref === apiIdOf(json, 'HTTP'));
     expect(routes).toHaveLength(ROUTES.length + 1);
     for (const [, props] of routes) expect(props.AuthorizationType).toBe('AWS_IAM');
   });
 
+  it('requires AWS_IAM authorization on the watch API\'s $connect, the one route a WebSocket API authorizes', () => {
+    const routes = resourcesOfType(json, 'AWS::ApiGatewayV2::Route').filter(([, p]) => (p.ApiId as { Ref: string }).Ref === apiIdOf(json, 'WEBSOCKET'));
+    expect(Object.fromEntries(routes.map(([, p]) => [p.RouteKey, p.AuthorizationType]))).toEqual({
+      $connect: 'AWS_IAM',
+      $disconnect: 'NONE',
+      subscribe: 'NONE',
+    });
+  });
+
+  it("gives each watch function's role only DynamoDB actions on the subscriptions table (or the lease stream) and ManageConnections", () => {
+    const tableId = leaseTableId(json);
+    for (const id of WATCH_FUNCTION_IDS) {
+      const fn = json.Resources[assets.get(id)?.logicalId as string];
+      const role = (fn?.Properties?.Role as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0];
+      const statements = statementsOfRole(json, { logicalId: role });
+      for (const statement of statements) {
+        const onLeaseTable = resourcesOf(statement).filter((arn) => arn.includes(`{${tableId}.`));
+        expect(onLeaseTable.every((arn) => arn === `{${tableId}.StreamArn}`)).toBe(true);
+        expect(actionsOf(statement).every((a) => a.startsWith('dynamodb:') || a === 'execute-api:ManageConnections')).toBe(true);
+      }
+    }
+  });
+
   it("gives each function's role exactly its route's DynamoDB actions on the table ARN", () => {
-    const tableId = resourcesOfType(json, 'AWS::DynamoDB::Table')[0]?.[0];
+    const tableId = leaseTableId(json);
     for (const id of FUNCTION_IDS) {
       const fn = json.Resources[assets.get(id)?.logicalId as string];
       const role = (fn?.Properties?.Role as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0];
@@ -92,7 +151,7 @@ describe('cdk synth (pinned CLI, offline)', () => {
     }
   });
 
-  it('retains the lease table, with point-in-time recovery, on-demand billing and TTL on expireItemAt', () => {
+  it('retains the lease table, with point-in-time recovery, on-demand billing, TTL on expireItemAt and a stream of both images', () => {
     template.hasResource('AWS::DynamoDB::Table', {
       DeletionPolicy: 'Retain',
       UpdateReplacePolicy: 'Retain',
@@ -104,8 +163,17 @@ describe('cdk synth (pinned CLI, offline)', () => {
         SSESpecification: { SSEEnabled: true },
         TimeToLiveSpecification: { AttributeName: 'expireItemAt', Enabled: true },
         DeletionProtectionEnabled: true,
+        StreamSpecification: { StreamViewType: 'NEW_AND_OLD_IMAGES' },
       },
     });
+  });
+
+  it('feeds the stream consumer from the lease table stream through an event source mapping', () => {
+    template.resourcePropertiesCountIs(
+      'AWS::Lambda::EventSourceMapping',
+      { EventSourceArn: { 'Fn::GetAtt': [leaseTableId(json), 'StreamArn'] }, StartingPosition: 'LATEST', FunctionResponseTypes: ['ReportBatchItemFailures'] },
+      1,
+    );
   });
 
   it('throttles the $default stage at the default 200 requests/s, burst 400', () => {
@@ -115,11 +183,11 @@ describe('cdk synth (pinned CLI, offline)', () => {
     });
   });
 
-  it('sends all six alarms to the SNS topic given as context', () => {
-    template.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [ALARM_TOPIC_ARN], OKActions: [ALARM_TOPIC_ARN] }, 6);
+  it('sends all eight alarms to the SNS topic given as context', () => {
+    template.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [ALARM_TOPIC_ARN], OKActions: [ALARM_TOPIC_ARN] }, 8);
   });
 
-  it("limits team A's task role to lease names under team-a. and leaves list out", () => {
+  it("limits team A's task role to lease names under team-a. and leaves list and the watch out", () => {
     expect(invokeArnsOfRole(json, { roleName: 'team-a-tasks' })).toEqual(
       ROUTES.filter((r) => r.path.includes('{name}'))
         .map((r) => `${API_ARN}/${r.method}${r.path.replace('{name}', 'team-a.*')}`)
@@ -127,18 +195,20 @@ describe('cdk synth (pinned CLI, offline)', () => {
     );
   });
 
-  it('lets the dashboard role describe and list only', () => {
-    expect(invokeArnsOfRole(json, { roleName: 'dashboard' })).toEqual([`${API_ARN}/GET/v1/leases`, `${API_ARN}/GET/v1/leases/*`]);
+  it('lets the dashboard role describe, list and open the watch only', () => {
+    expect(invokeArnsOfRole(json, { roleName: 'dashboard' })).toEqual(
+      [`${API_ARN}/GET/v1/leases`, `${API_ARN}/GET/v1/leases/*`, `${WATCH_ARN}/$connect`].sort(),
+    );
   });
 
-  it('outputs the API URL and the table name', () => {
-    expect(Object.keys(json.Outputs ?? {}).sort()).toEqual(['ApiUrl', 'TableName']);
+  it('outputs the API URL, the table name and the watch URL', () => {
+    expect(Object.keys(json.Outputs ?? {}).sort()).toEqual(['ApiUrl', 'TableName', 'WatchUrl']);
   });
 });
 
 describe('the bundled functions', () => {
   it('are one ESM file per function with its source map, loaded by Lambda as index.handler', () => {
-    expect([...assets.keys()].sort()).toEqual([...FUNCTION_IDS].sort());
+    expect([...assets.keys()].sort()).toEqual([...ALL_FUNCTION_IDS].sort());
     for (const asset of assets.values()) {
       expect(asset.handler).toBe('index.handler');
       const code = readFileSync(join(asset.directory, 'index.mjs'), 'utf8');
@@ -168,7 +238,7 @@ describe('the bundled functions', () => {
   });
 
   it('stay within their size budgets (printed here, recorded in docs/deploy.md)', () => {
-    const rows = FUNCTION_IDS.map((id) => {
+    const rows = ALL_FUNCTION_IDS.map((id) => {
       const directory = assets.get(id)?.directory as string;
       const bytes = statSync(join(directory, 'index.mjs')).size;
       const mapBytes = statSync(join(directory, 'index.mjs.map')).size;
@@ -176,20 +246,18 @@ describe('the bundled functions', () => {
     });
     console.log(
       ['bundle sizes (index.mjs, minified ESM; source map alongside):']
-        .concat(rows.map((r) => `  ${r.id.padEnd(9)} ${String(r.bytes).padStart(8)} bytes  ${(r.bytes / 1024).toFixed(1).padStart(6)} KiB   map ${(r.mapBytes / 1024).toFixed(1)} KiB`))
+        .concat(rows.map((r) => `  ${r.id.padEnd(16)} ${String(r.bytes).padStart(8)} bytes  ${(r.bytes / 1024).toFixed(1).padStart(6)} KiB   map ${(r.mapBytes / 1024).toFixed(1)} KiB`))
         .join('\n'),
     );
-    for (const row of rows) {
-      expect(row.bytes).toBeLessThanOrEqual(row.id === 'fallback' ? BUNDLE_BUDGET_BYTES.fallback : BUNDLE_BUDGET_BYTES.route);
-    }
+    for (const row of rows) expect(row.bytes).toBeLessThanOrEqual(budgetOf(row.id));
   });
 });
 
 // ---- invoking the bundles -------------------------------------------------------------------
 
-type Handler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
+type Handler = (event: unknown, context: Context) => Promise<unknown>;
 /** Invokes one function and returns its result with what it wrote to stdout/stderr. */
-type Invoker = (id: FunctionId, event: APIGatewayProxyEventV2) => Promise<{ value: APIGatewayProxyStructuredResultV2; output: string }>;
+type Invoker = (id: AnyFunctionId, event: unknown) => Promise<{ value: unknown; output: string }>;
 
 /**
  * The bundles run in their own plain Node process (lambda-runner.mjs), not in Vitest's: Vitest would
@@ -237,13 +305,13 @@ class BundleRunner {
     });
   }
 
-  async load(id: FunctionId, file: string): Promise<void> {
+  async load(id: AnyFunctionId, file: string): Promise<void> {
     await this.request({ type: 'load', id, url: pathToFileURL(file).href, functionName: `leasehold-${id}` });
   }
 
   readonly invoke: Invoker = async (id, event) => {
     const reply = await this.request({ type: 'invoke', id, event });
-    return { value: reply.result as APIGatewayProxyStructuredResultV2, output: reply.output ?? '' };
+    return { value: reply.result, output: reply.output ?? '' };
   };
 
   stop(): void {
@@ -259,13 +327,90 @@ interface RunnerReply {
   error?: string;
 }
 
+/** One call to the management API (`POST /@connections/{id}` and the like), as the stand-in saw it. */
+interface ManagementCall {
+  /** `bundle` or `source`: the first path segment, standing in for the stage of each side's endpoint. */
+  side: string;
+  method: string;
+  connectionId: string;
+  body: unknown;
+  authorization: string;
+}
+
+/**
+ * A stand-in for the API Gateway management API at `http://127.0.0.1:{port}/{side}`: it records
+ * every call and answers 200, or 410 GoneException (as API Gateway does) for a connection marked
+ * gone. Each side's WEBSOCKET_MANAGEMENT_ENDPOINT carries its own path, like a real stage.
+ */
+class ManagementApiRecorder {
+  readonly calls: ManagementCall[] = [];
+  readonly gone = new Set<string>();
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+  ) {}
+
+  static async start(): Promise<ManagementApiRecorder> {
+    let recorder: ManagementApiRecorder | undefined;
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const match = /^\/([a-z]+)\/@connections\/([^/?]+)$/.exec(req.url ?? '');
+        if (!match) {
+          res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Not Found"}');
+          return;
+        }
+        const connectionId = decodeURIComponent(match[2] as string);
+        const text = Buffer.concat(chunks).toString('utf8');
+        recorder?.calls.push({
+          side: match[1] as string,
+          method: req.method ?? '',
+          connectionId,
+          body: text === '' ? undefined : JSON.parse(text),
+          authorization: req.headers.authorization ?? '',
+        });
+        if (recorder?.gone.has(connectionId)) {
+          res.writeHead(410, { 'content-type': 'application/json', 'x-amzn-errortype': 'GoneException' }).end('{"message":null}');
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    recorder = new ManagementApiRecorder(server, (server.address() as { port: number }).port);
+    return recorder;
+  }
+
+  endpoint(side: 'bundle' | 'source'): string {
+    return `http://127.0.0.1:${this.port}/${side}`;
+  }
+
+  /** The calls one side made since `from` (an index into `calls`). */
+  callsOf(side: 'bundle' | 'source', from = 0): ManagementCall[] {
+    return this.calls.slice(from).filter((call) => call.side === side);
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
 const savedEnv = { ...process.env };
 let runner: BundleRunner | undefined;
 let bundled: Invoker;
 let source: Invoker;
+let management: ManagementApiRecorder;
+/** Each side's subscriptions table, for reading what the watch functions stored. */
+let subscriptionTables: Record<'bundle' | 'source', string>;
 
 beforeAll(async () => {
   const [bundleTable, sourceTable] = await Promise.all([createTestLeaseTable('bundle'), createTestLeaseTable('source')]);
+  management = await ManagementApiRecorder.start();
+  const raw = new DynamoDBClient(localDynamoConfig());
+  subscriptionTables = { bundle: `subscriptions-bundle-${randomUUID()}`, source: `subscriptions-source-${randomUUID()}` };
+  await Promise.all(Object.values(subscriptionTables).map((name) => ensureSubscriptionTable(raw, name)));
+  raw.destroy();
   const lambdaLikeEnv = {
     AWS_REGION: REGION,
     AWS_ACCESS_KEY_ID: 'local',
@@ -282,25 +427,32 @@ beforeAll(async () => {
     NODE_OPTIONS: '--enable-source-maps',
     ...lambdaLikeEnv,
     LEASE_TABLE_NAME: bundleTable.tableName,
+    SUBSCRIPTION_TABLE_NAME: subscriptionTables.bundle,
+    WEBSOCKET_MANAGEMENT_ENDPOINT: management.endpoint('bundle'),
   };
   runner = await BundleRunner.start(bundleEnv, workDir);
-  for (const id of FUNCTION_IDS) await runner.load(id, join(assets.get(id)?.directory as string, 'index.mjs'));
+  for (const id of ALL_FUNCTION_IDS) await runner.load(id, join(assets.get(id)?.directory as string, 'index.mjs'));
   bundled = runner.invoke;
 
   // The source handlers, in this process, build their dependencies on first use from the environment.
-  Object.assign(process.env, lambdaLikeEnv, { LEASE_TABLE_NAME: sourceTable.tableName });
+  Object.assign(process.env, lambdaLikeEnv, {
+    LEASE_TABLE_NAME: sourceTable.tableName,
+    SUBSCRIPTION_TABLE_NAME: subscriptionTables.source,
+    WEBSOCKET_MANAGEMENT_ENDPOINT: management.endpoint('source'),
+  });
   delete process.env.AWS_LAMBDA_FUNCTION_NAME;
   delete process.env.POWERTOOLS_METRICS_DISABLED;
   delete process.env.POWERTOOLS_DEV;
-  const handlers = {} as Record<FunctionId, Handler>;
-  for (const id of FUNCTION_IDS) {
+  const handlers = {} as Record<AnyFunctionId, Handler>;
+  for (const id of ALL_FUNCTION_IDS) {
     handlers[id] = ((await import(`../../functions/handlers/${id}.ts`)) as { handler: Handler }).handler;
   }
   source = (id, event) => captured(() => handlers[id](event, lambdaContext(id)));
 }, 120_000);
 
-afterAll(() => {
+afterAll(async () => {
   runner?.stop();
+  await management?.close();
   for (const key of Object.keys(process.env)) if (!(key in savedEnv)) delete process.env[key];
   Object.assign(process.env, savedEnv);
 });
@@ -368,7 +520,7 @@ function apiEvent(request: Request, routeKey: string, pathParameters?: Record<st
   };
 }
 
-function lambdaContext(id: FunctionId): Context {
+function lambdaContext(id: AnyFunctionId): Context {
   const functionName = `leasehold-${id}`;
   return {
     callbackWaitsForEmptyEventLoop: true,
@@ -419,7 +571,8 @@ function emfMetricNames(output: string): string[] {
 
 async function invoke(invoker: Invoker, request: Request): Promise<Answer> {
   const { id, routeKey, pathParameters } = routeFor(request.method, request.path);
-  const { value, output } = await invoker(id, apiEvent(request, routeKey, pathParameters));
+  const { value: result, output } = await invoker(id, apiEvent(request, routeKey, pathParameters));
+  const value = result as APIGatewayProxyStructuredResultV2;
   const headers = Object.fromEntries(Object.entries(value.headers ?? {}).map(([k, v]) => [k.toLowerCase(), String(v)]));
   return {
     status: value.statusCode ?? 200,
@@ -560,5 +713,252 @@ describe('the bundled handlers answer exactly as the source handlers do', () => 
     expect(bundle.map((a) => a.status)).toEqual([404, 405]);
     expect(bundle[0]?.body.error.code).toBe('ROUTE_NOT_FOUND');
     expect(bundle[1]?.headers.allow).toBe('POST');
+  });
+});
+
+// ---- the watch bundles ------------------------------------------------------------------------
+
+type Side = 'bundle' | 'source';
+
+/** A post to a connection as both sides must make it: the recorder's view without side and signature. */
+interface Post {
+  method: string;
+  connectionId: string;
+  body: unknown;
+}
+
+/** One side of a watch scenario: its invoker, and its calls to the management API since the scenario began. */
+interface WatchSide {
+  side: Side;
+  invoke(id: WatchFunctionId, event: unknown): Promise<unknown>;
+  /** The posts made since the scenario began, or since `mark` was taken; sorted by connection id. */
+  posts(mark?: number): Post[];
+  /** A mark for `posts`: the number of posts made so far. */
+  mark(): number;
+  /** The subscription items of a connection in this side's table (`expireAt` masked). */
+  subscriptionsOf(connectionId: string): Promise<Array<Record<string, unknown>>>;
+}
+
+const subscriptionReader = createDocumentClient(localDynamoConfig());
+
+function watchSide(side: Side): WatchSide {
+  const invoker = side === 'bundle' ? bundled : source;
+  const from = management.calls.length;
+  return {
+    side,
+    invoke: async (id, event) => (await invoker(id, event)).value,
+    posts: (mark = 0) =>
+      management
+        .callsOf(side, from)
+        .slice(mark)
+        .map(({ method, connectionId, body }) => ({ method, connectionId, body }))
+        .sort((a, b) => a.connectionId.localeCompare(b.connectionId)),
+    mark: () => management.callsOf(side, from).length,
+    async subscriptionsOf(connectionId) {
+      const out = await subscriptionReader.send(
+        new ScanCommand({
+          TableName: subscriptionTables[side],
+          FilterExpression: 'connectionId = :c',
+          ExpressionAttributeValues: { ':c': connectionId },
+          ConsistentRead: true,
+        }),
+      );
+      return (out.Items ?? [])
+        .map((item): Record<string, unknown> => ({ ...item, expireAt: typeof item.expireAt === 'number' ? '<epoch seconds>' : item.expireAt }))
+        .sort((a, b) => `${String(a.pk)}|${String(a.sk)}`.localeCompare(`${String(b.pk)}|${String(b.sk)}`));
+    },
+  };
+}
+
+/** Plays the same watch scenario against the bundles and the source handlers; what each observes must be equal. */
+async function watchSideBySide<T>(scenario: (side: WatchSide) => Promise<T>): Promise<{ bundle: T; source: T }> {
+  const bundle = await scenario(watchSide('bundle'));
+  const fromSource = await scenario(watchSide('source'));
+  expect(bundle).toEqual(fromSource);
+  return { bundle, source: fromSource };
+}
+
+/** An API Gateway WebSocket event for one route, as Lambda receives it. */
+function socketEvent(routeKey: '$connect' | '$disconnect' | 'subscribe', connectionId: string, body?: unknown): APIGatewayProxyWebsocketEventV2 {
+  const eventType = routeKey === '$connect' ? 'CONNECT' : routeKey === '$disconnect' ? 'DISCONNECT' : 'MESSAGE';
+  return {
+    requestContext: {
+      routeKey,
+      eventType,
+      messageId: randomUUID(),
+      extendedRequestId: randomUUID(),
+      requestTime: '01/Jan/2026:00:00:00 +0000',
+      messageDirection: 'IN',
+      stage: WATCH_STAGE_NAME,
+      connectedAt: 1_767_225_600_000,
+      requestTimeEpoch: 1_767_225_600_000,
+      requestId: randomUUID(),
+      domainName: 'ws123.execute-api.us-east-1.amazonaws.com',
+      connectionId,
+      apiId: 'ws123',
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    isBase64Encoded: false,
+  };
+}
+
+/** A lease item as the store writes it (see functions/lease-record.ts). */
+function leaseItem(name: string, fields: Partial<LeaseRecord>): LeaseRecord {
+  return {
+    pk: name,
+    token: 1_767_225_600_000_001,
+    transitions: 1,
+    leaseId: 'a'.repeat(32),
+    ttlMs: 15_000,
+    lockDelayMs: 0,
+    holdMs: 15_000,
+    expiresAt: 1_767_225_615_000,
+    availableAt: 1_767_225_615_000,
+    acquiredAt: 1_767_225_600_000,
+    renewedAt: 1_767_225_600_000,
+    expireItemAt: 1_767_830_400,
+    ...fields,
+  };
+}
+
+let sequenceNumber = 100_000_000_000_000_000_000;
+
+/** A DynamoDB stream event with one record per change, as the event source mapping delivers it. */
+function streamEvent(...changes: Array<{ oldItem?: LeaseRecord; newItem: LeaseRecord }>): DynamoDBStreamEvent {
+  const image = (item: LeaseRecord) => marshall(item, { removeUndefinedValues: true }) as unknown as Record<string, never>;
+  return {
+    Records: changes.map(({ oldItem, newItem }) => ({
+      eventID: randomUUID().replaceAll('-', ''),
+      eventName: oldItem ? 'MODIFY' : 'INSERT',
+      eventVersion: '1.1',
+      eventSource: 'aws:dynamodb',
+      awsRegion: REGION,
+      eventSourceARN: `arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/Leasehold-LeasesTable/stream/2026-01-01T00:00:00.000`,
+      dynamodb: {
+        ApproximateCreationDateTime: 1_767_225_600,
+        Keys: image({ pk: newItem.pk } as LeaseRecord),
+        NewImage: image(newItem),
+        ...(oldItem ? { OldImage: image(oldItem) } : {}),
+        SequenceNumber: String((sequenceNumber += 100)),
+        SizeBytes: 300,
+        StreamViewType: 'NEW_AND_OLD_IMAGES',
+      },
+    })),
+  };
+}
+
+describe('the bundled watch functions behave exactly as the source handlers do', () => {
+  it('$connect: 200, without touching a table or the management API', async () => {
+    const { bundle } = await watchSideBySide(async (w) => ({
+      result: await w.invoke('watch-connect', socketEvent('$connect', 'cOnNeCt0Aa1=')),
+      posts: w.posts(),
+    }));
+    expect(bundle).toEqual({ result: { statusCode: 200 }, posts: [] });
+  });
+
+  it('subscribe: stores one item per name and prefix, and posts `subscribed` to the connection', async () => {
+    const connectionId = 'sUbScRiBe0Aa1=';
+    const { bundle } = await watchSideBySide(async (w) => ({
+      result: await w.invoke('watch-subscribe', socketEvent('subscribe', connectionId, { action: 'subscribe', names: ['infra-watch.a'], prefixes: ['infra-watch.'] })),
+      posts: w.posts(),
+      items: await w.subscriptionsOf(connectionId),
+    }));
+    expect(bundle.result).toEqual({ statusCode: 200 });
+    expect(bundle.posts).toEqual([
+      { method: 'POST', connectionId, body: { type: 'subscribed', names: ['infra-watch.a'], prefixes: ['infra-watch.'] } },
+    ]);
+    expect(bundle.items.map((item) => item.pk)).toEqual(['name#infra-watch.a', 'prefixes']);
+  });
+
+  it('subscribe: signs its post to the management API with SigV4 for execute-api in the function region', async () => {
+    const from = management.calls.length;
+    await bundled('watch-subscribe', socketEvent('subscribe', 'sIgNeD0Aa1=', { action: 'subscribe', names: ['infra-watch.signed'] }));
+    const [call] = management.callsOf('bundle', from);
+    expect(call?.authorization).toMatch(new RegExp(`^AWS4-HMAC-SHA256 Credential=local/\\d{8}/${REGION}/execute-api/aws4_request, `));
+  });
+
+  it('subscribe with an invalid name: stores nothing and posts a VALIDATION_ERROR reply', async () => {
+    const connectionId = 'iNvAlId0Aa1=';
+    const { bundle } = await watchSideBySide(async (w) => ({
+      result: await w.invoke('watch-subscribe', socketEvent('subscribe', connectionId, { action: 'subscribe', names: ['bad/name'] })),
+      posts: w.posts(),
+      items: await w.subscriptionsOf(connectionId),
+    }));
+    expect(bundle.result).toEqual({ statusCode: 200 });
+    expect(bundle.posts).toEqual([
+      { method: 'POST', connectionId, body: { type: 'error', error: { code: 'VALIDATION_ERROR', message: expect.any(String), field: 'names[0]' } } },
+    ]);
+    expect(bundle.items).toEqual([]);
+  });
+
+  it('$disconnect: removes every subscription of the connection, found through the byConnection index', async () => {
+    const connectionId = 'dIsCoNnEcT0Aa1=';
+    const { bundle } = await watchSideBySide(async (w) => {
+      await w.invoke('watch-subscribe', socketEvent('subscribe', connectionId, { action: 'subscribe', names: ['infra-watch.d1', 'infra-watch.d2'], prefixes: ['infra-watch-d.'] }));
+      const before = (await w.subscriptionsOf(connectionId)).length;
+      const result = await w.invoke('watch-disconnect', socketEvent('$disconnect', connectionId));
+      return { before, result, after: await w.subscriptionsOf(connectionId) };
+    });
+    expect(bundle).toEqual({ before: 3, result: { statusCode: 200 }, after: [] });
+  });
+
+  it('stream: turns a grant into an acquired event, posted to the name and prefix subscribers, with no batch item failure', async () => {
+    const direct = 'sTrEaMdIrEcT0Aa1=';
+    const prefixed = 'sTrEaMpReFiX0Aa1=';
+    const bystander = 'sTrEaMoThEr0Aa1=';
+    const name = 'infra-stream.job';
+    const { bundle } = await watchSideBySide(async (w) => {
+      await w.invoke('watch-subscribe', socketEvent('subscribe', direct, { action: 'subscribe', names: [name] }));
+      await w.invoke('watch-subscribe', socketEvent('subscribe', prefixed, { action: 'subscribe', prefixes: ['infra-stream.'] }));
+      await w.invoke('watch-subscribe', socketEvent('subscribe', bystander, { action: 'subscribe', names: ['infra-stream.other'] }));
+      const mark = w.mark();
+      const result = await w.invoke('watch-stream', streamEvent({ newItem: leaseItem(name, { holder: 'worker-a' }) }));
+      return { result, posts: w.posts(mark) };
+    });
+    expect(bundle.result).toEqual({ batchItemFailures: [] });
+    const event = {
+      type: 'acquired',
+      name,
+      holder: 'worker-a',
+      token: 1_767_225_600_000_001,
+      expiresAt: 1_767_225_615_000,
+      atMs: 1_767_225_600_000,
+    };
+    expect(bundle.posts).toEqual(
+      [direct, prefixed].map((connectionId) => ({ method: 'POST', connectionId, body: { type: 'event', event } })).sort((a, b) => a.connectionId.localeCompare(b.connectionId)),
+    );
+  });
+
+  it('stream: turns a release into a released event naming the previous holder', async () => {
+    const connectionId = 'rElEaSe0Aa1=';
+    const name = 'infra-release.job';
+    const held = leaseItem(name, { holder: 'worker-a' });
+    const { bundle } = await watchSideBySide(async (w) => {
+      await w.invoke('watch-subscribe', socketEvent('subscribe', connectionId, { action: 'subscribe', names: [name] }));
+      const mark = w.mark();
+      const { holder: _holder, ...released } = held;
+      await w.invoke('watch-stream', streamEvent({ oldItem: held, newItem: { ...released, releasedAt: 1_767_225_605_000, availableAt: 1_767_225_605_000 } }));
+      return w.posts(mark);
+    });
+    expect(bundle).toEqual([
+      { method: 'POST', connectionId, body: { type: 'event', event: { type: 'released', name, holder: 'worker-a', token: held.token, atMs: 1_767_225_605_000 } } },
+    ]);
+  });
+
+  it('stream: drops the subscriptions of a connection the management API reports gone (410)', async () => {
+    const connectionId = 'gOnE0Aa1=';
+    const name = 'infra-gone.job';
+    const { bundle } = await watchSideBySide(async (w) => {
+      await w.invoke('watch-subscribe', socketEvent('subscribe', connectionId, { action: 'subscribe', names: [name], prefixes: ['infra-gone.'] }));
+      const before = (await w.subscriptionsOf(connectionId)).length;
+      management.gone.add(connectionId);
+      try {
+        const result = await w.invoke('watch-stream', streamEvent({ newItem: leaseItem(name, { holder: 'worker-a' }) }));
+        return { before, result, after: await w.subscriptionsOf(connectionId) };
+      } finally {
+        management.gone.delete(connectionId);
+      }
+    });
+    expect(bundle).toEqual({ before: 2, result: { batchItemFailures: [] }, after: [] });
   });
 });
