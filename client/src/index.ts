@@ -1,6 +1,7 @@
 /**
  * leasehold — the client SDK: a typed client for the v1 lease API, leader election with fail-closed
- * local deadlines, `withLease` for one-off jobs, leader observation, and leader metrics.
+ * local deadlines (push-driven following over the watch, handoff, health checks), `withLease` for
+ * one-off jobs, leader observation, and leader metrics.
  * Fencing helpers for DynamoDB live in the optional subpath `leasehold/dynamodb`.
  */
 export * from './protocol/index.js';
@@ -11,6 +12,19 @@ export { createLeader, type Leader, type LeaderOptions } from './leader.js';
 export { LeadershipLostError, type LeaderEvent, type LossReason, type TermInfo, type TermOptions } from './term.js';
 export { withLease, type WithLeaseOptions, type WithLeaseResult } from './with-lease.js';
 export { observe, type LeaderChange, type ObserveOptions } from './observe.js';
+export {
+  createWatch,
+  type WatchClient,
+  type WatchFilter,
+  type WatchListener,
+  type WatchOptions,
+  type WatchReconnectOptions,
+  type WatchState,
+  type WatchSubscription,
+  type WebSocketFactory,
+  type WebSocketLike,
+} from './watch.js';
+export { DEFAULT_UNHEALTHY_AFTER, defaultHealthCheckTimeoutMs, type HealthCheck, type HealthCheckFailure, type HealthOptions } from './health.js';
 export { LeaderMetrics, PROMETHEUS_CONTENT_TYPE, type MetricName, type MetricSample } from './metrics.js';
 export { ManualClock, systemClock, type CancelTimer, type MonotonicClock } from './clock.js';
 export { DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_TTL_MS, defaultDriftMarginMs, defaultPauseThresholdMs, type TimingOptions } from './timing.js';

@@ -27,17 +27,34 @@
  * fencing `token` and are fenced where they land (see `leasehold/dynamodb` and the SQL predicate).
  *
  * A follower does not poll on a fixed period: after losing the race it waits the server's
- * `retryAfterMs` plus a little jitter, and after a network error it backs off exponentially.
+ * `retryAfterMs` plus a little jitter, and after a network error it backs off exponentially. With
+ * a watch, a pushed `released` (or a `handoff` naming this holder) cuts that wait short; pushes
+ * are hints only, so a dead socket makes a follower slower, never unsafe or stuck: an expiry is
+ * never pushed and the scheduled retry always runs.
+ *
+ * With a `healthCheck`, the leader checks before every renewal and steps down (reason
+ * `unhealthy`, releasing at once) after `unhealthyAfter` failures in a row; not leading, it
+ * campaigns only right after a check passes (see `health.ts`).
  */
 import { delay } from './clock.js';
-import type { AcquireResult, LeaseApi } from './lease-client.js';
-import { LeaseLostError, type Grant } from './protocol/index.js';
+import { FollowerSignals } from './follower.js';
+import { HealthMonitor, resolveHealth, type HealthOptions } from './health.js';
+import { LeaseClient, type AcquireResult, type LeaseApi } from './lease-client.js';
+import { LeaseLostError, isLeaseLostError, validateHandoffRequest, type Grant, type HandoffResponse } from './protocol/index.js';
 import { Term, createTermContext, releaseQuietly, type LossReason, type TermContext, type TermInfo, type TermOptions } from './term.js';
 import { backoffMs, heldJitterWindowMs, jitter, type Timing } from './timing.js';
+import { createWatch, type WatchClient, type WatchSubscription } from './watch.js';
 
-export interface LeaderOptions extends TermOptions {
+export interface LeaderOptions extends TermOptions, HealthOptions {
   /** Lease name. Required. */
   name: string;
+  /**
+   * Push-driven following. A WatchClient (shared; the leader does not close it), or the watch URL
+   * (`ws://…/v1/watch` locally, the WebSocket API's `wss://…/{stage}` in AWS), for which the
+   * leader opens its own socket, signed with the LeaseClient's `signer`, and closes it on
+   * `stop()`. Default: none (followers retry on the server's schedule only).
+   */
+  watch?: WatchClient | string | URL;
   /** Called when a term starts. Default: none. Errors are reported as `error` events. */
   onElected?: (term: TermInfo) => void | Promise<void>;
   /** Called when a term ends, with the reason. Default: none. Errors are reported as `error` events. */
@@ -57,6 +74,15 @@ export interface Leader {
   resign(): Promise<void>;
   /** Releases if leading and stops everything for good. */
   stop(): Promise<void>;
+  /**
+   * For deploys (drain, hand off, exit): steps down (the term's signal aborts, `onLost` hears
+   * `released`), then releases the lease reserving it for holder `to` for `windowMs` (default
+   * 5000), so a follower of that name takes over at once. Campaigning stays off, as after
+   * `resign()`. Rejects if not leading, or if `to`/`windowMs` break the protocol's rules (before
+   * stepping down). If the handoff request fails, the lease is released plainly and the error
+   * rethrown.
+   */
+  handoff(to: string, options?: { windowMs?: number }): Promise<HandoffResponse>;
   /** True while this process leads and the local deadline has not passed. Synchronous, one clock read. */
   isLeader(): boolean;
   /** Fencing token of the current term; undefined when not leading. */
@@ -95,6 +121,11 @@ class LeaderImpl implements Leader {
   private waiters: Array<{ resolve(term: TermInfo): void; reject(error: unknown): void }> = [];
   private readonly background = new Set<Promise<void>>();
   private readonly onAbort = () => void this.stop();
+  private readonly health: HealthMonitor | undefined;
+  private readonly watch: WatchClient | undefined;
+  private readonly ownsWatch: boolean;
+  private watchSub: WatchSubscription | undefined;
+  private readonly follower: FollowerSignals;
 
   constructor(client: LeaseApi, options: LeaderOptions) {
     if (typeof options !== 'object' || options === null) throw new TypeError('Expected leader options with `name` and `holder`.');
@@ -103,6 +134,21 @@ class LeaderImpl implements Leader {
     this.holder = this.ctx.holder;
     this.timing = this.ctx.timing;
     this.options = options;
+    const health = resolveHealth(options, this.timing);
+    this.health = health === undefined ? undefined : new HealthMonitor(this.ctx, health);
+    this.follower = new FollowerSignals(this.ctx.clock, this.holder, this.ctx.random);
+    const watch = options.watch;
+    this.ownsWatch = typeof watch === 'string' || watch instanceof URL;
+    if (watch === undefined) {
+      this.watch = undefined;
+    } else if (typeof watch === 'string' || watch instanceof URL) {
+      const signer = client instanceof LeaseClient ? client.signer : undefined;
+      this.watch = createWatch({ url: watch, clock: this.ctx.clock, random: this.ctx.random, ...(signer ? { signer } : {}) });
+    } else if (typeof watch === 'object' && watch !== null && typeof (watch as Partial<WatchClient>).subscribe === 'function') {
+      this.watch = watch;
+    } else {
+      throw new TypeError(`Expected \`watch\` to be a WatchClient or a ws:// or wss:// URL, got ${typeof watch}.`);
+    }
     this.lastSignal = AbortSignal.abort(new LeaseLostError(this.name, null, 'this process has not been elected'));
     if (options.signal?.aborted) this.stopped = true;
     else options.signal?.addEventListener('abort', this.onAbort, { once: true });
@@ -131,6 +177,7 @@ class LeaderImpl implements Leader {
   start(): void {
     if (this.stopped) throw new Error(`The leader of lease "${this.name}" was stopped; create a new one.`);
     this.wantCampaign = true;
+    this.follow();
     if (this.term === undefined) this.runCampaign();
   }
 
@@ -165,15 +212,52 @@ class LeaderImpl implements Leader {
     return this.stepOff('released');
   }
 
-  stop(): Promise<void> {
+  async stop(): Promise<void> {
     this.stopped = true;
     this.options.signal?.removeEventListener('abort', this.onAbort);
-    return this.stepOff('stopped');
+    await this.stepOff('stopped');
+    if (this.ownsWatch) this.watch?.close();
   }
 
-  /** resign/stop: no more campaigning; if leading, stop the work first, then release. */
-  private async stepOff(reason: 'released' | 'stopped'): Promise<void> {
+  async handoff(to: string, options: { windowMs?: number } = {}): Promise<HandoffResponse> {
+    const client = this.ctx.client;
+    const send = client.handoff;
+    if (typeof send !== 'function') {
+      throw new TypeError('Expected the client to have a `handoff` method (LeaseClient has one).');
+    }
+    const term = this.term;
+    if (term === undefined || !term.isValid()) throw new Error(`Cannot hand off lease "${this.name}": this process is not leading it.`);
+    // Checked before stepping down: a bad target must not cost the lease.
+    const request = validateHandoffRequest({
+      leaseId: term.lease.leaseId,
+      token: term.token,
+      to,
+      ...(options.windowMs !== undefined ? { windowMs: options.windowMs } : {}),
+    });
+    let outcome: { response: HandoffResponse } | { error: unknown } | undefined;
+    await this.stepOff('released', async (grant) => {
+      try {
+        const response = await send.call(client, this.name, { ...request, leaseId: grant.leaseId, token: grant.token }, { timeoutMs: this.timing.requestTimeoutMs });
+        outcome = { response };
+      } catch (error) {
+        outcome = { error };
+        // Not handed off (or its answer was lost): release plainly so nobody waits for the expiry.
+        // After a handoff that did happen, this release is a harmless repeat.
+        if (!isLeaseLostError(error)) await releaseQuietly(this.ctx, grant);
+      }
+    });
+    if (outcome === undefined) throw new Error(`Cannot hand off lease "${this.name}": the term ended before the handoff.`);
+    if ('error' in outcome) throw outcome.error;
+    return outcome.response;
+  }
+
+  /**
+   * resign/stop/handoff: no more campaigning; if leading, stop the work first (the term's signal
+   * aborts), then give the lease up (release, or `giveUp`).
+   */
+  private async stepOff(reason: 'released' | 'stopped', giveUp: (grant: Grant) => Promise<void> = (grant) => releaseQuietly(this.ctx, grant)): Promise<void> {
     this.wantCampaign = false;
+    this.unfollow();
     this.campaignAbort?.abort();
     const waiters = this.waiters.splice(0);
     for (const waiter of waiters) {
@@ -181,7 +265,7 @@ class LeaderImpl implements Leader {
     }
     const term = this.term;
     const pending: Promise<void>[] = [...this.background];
-    if (term !== undefined && term.end(reason)) pending.push(releaseQuietly(this.ctx, term.lease));
+    if (term !== undefined && term.end(reason)) pending.push(giveUp(term.lease));
     if (this.campaignLoop) pending.push(this.campaignLoop);
     await Promise.all(pending);
   }
@@ -205,24 +289,63 @@ class LeaderImpl implements Leader {
     this.campaignLoop = loop;
   }
 
+  /** Subscribes to the watch (if any) while campaigning is wanted. A failure only costs the pushes. */
+  private follow(): void {
+    if (this.watch === undefined || this.watchSub !== undefined) return;
+    const { name, holder } = this;
+    try {
+      this.watchSub = this.watch.subscribe(
+        { names: [name] },
+        {
+          event: (event) => this.follower.onEvent(event),
+          live: () => {
+            this.ctx.emit({ type: 'watch', name, holder, live: true });
+            this.follower.onLive();
+          },
+          down: (error) => {
+            this.follower.onDown();
+            this.ctx.emit({ type: 'watch', name, holder, live: false, error });
+          },
+        },
+      );
+    } catch (error) {
+      this.ctx.emit({ type: 'watch', name, holder, live: false, error });
+    }
+  }
+
+  private unfollow(): void {
+    this.watchSub?.close();
+    this.watchSub = undefined;
+  }
+
   /**
-   * The follower loop: 1. send an acquire; 2. won → start a term and return; 3. held → wait the
-   * server's retryAfterMs plus jitter; 4. failed → back off exponentially (up to renewEveryMs).
+   * The follower loop: 1. with a health check, campaign only right after it passes (else check
+   * again in renewEveryMs); 2. send an acquire; 3. won → start a term and return; 4. held → wait
+   * the server's retryAfterMs plus jitter, or less when the watch pushes a release; 5. failed →
+   * back off exponentially (up to renewEveryMs).
    */
   private async campaignUntilElected(signal: AbortSignal): Promise<void> {
     const { clock, random } = this.ctx;
     let failures = 0;
     while (this.wantCampaign && !signal.aborted && this.term === undefined) {
+      if (this.health !== undefined && !(await this.health.check(signal))) {
+        if (!(await delay(clock, this.timing.renewEveryMs, signal))) return;
+        continue;
+      }
+      if (!this.wantCampaign || signal.aborted) return;
       const sendTimeMs = clock.nowMs();
       let result: AcquireResult;
+      this.follower.sending(this.watchSub?.live ?? false);
       try {
         result = await this.ctx.client.acquire(this.name, this.ctx.request, { signal, timeoutMs: this.timing.requestTimeoutMs });
       } catch (error) {
+        this.follower.answered();
         if (signal.aborted) return;
         this.ctx.emit({ type: 'error', name: this.name, holder: this.holder, operation: 'acquire', error });
         if (!(await delay(clock, backoffMs(failures++, ACQUIRE_BACKOFF_BASE_MS, this.timing.renewEveryMs, random), signal))) return;
         continue;
       }
+      this.follower.answered(result.lease.token);
       if (result.acquired) {
         if (!this.wantCampaign || signal.aborted) {
           await releaseQuietly(this.ctx, result.lease);
@@ -234,13 +357,21 @@ class LeaderImpl implements Leader {
         continue;
       }
       failures = 0;
+      this.ctx.emit({ type: 'following', name: this.name, holder: this.holder, leader: result.lease.holder, token: result.lease.token, retryAfterMs: result.retryAfterMs });
       const waitMs = result.retryAfterMs + jitter(random, heldJitterWindowMs(result.retryAfterMs));
-      if (!(await delay(clock, waitMs, signal))) return;
+      if (!(await this.follower.wait(waitMs, signal))) return;
     }
   }
 
   private elect(grant: Grant, sendTimeMs: number): boolean {
-    const term = Term.begin(this.ctx, grant, sendTimeMs, (ended, reason) => this.onTermEnded(ended, reason));
+    const health = this.health;
+    const term = Term.begin(
+      this.ctx,
+      grant,
+      sendTimeMs,
+      (ended, reason) => this.onTermEnded(ended, reason),
+      health ? { beforeRenew: (signal, limitMs, token) => health.keepLeading(signal, limitMs, token) } : {},
+    );
     if (term === undefined) {
       this.track(releaseQuietly(this.ctx, grant));
       return false;

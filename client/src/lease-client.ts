@@ -55,13 +55,15 @@ export type AcquireResult =
 export type GrantRef = Pick<Grant, 'leaseId' | 'token'>;
 
 /**
- * The narrow view of the API that `createLeader` and `withLease` need: three verbs. LeaseClient
- * implements it; tests implement it with a fake.
+ * The narrow view of the API that `createLeader` and `withLease` need: three verbs, plus
+ * `handoff` for `leader.handoff()`. LeaseClient implements it; tests implement it with a fake.
  */
 export interface LeaseApi {
   acquire(name: string, request: AcquireRequest, call?: CallOptions): Promise<AcquireResult>;
   renew(name: string, request: RenewRequest, call?: CallOptions): Promise<Grant>;
   release(name: string, grant: GrantRef, call?: CallOptions): Promise<PublicLease>;
+  /** Needed only by `leader.handoff()`. */
+  handoff?(name: string, request: HandoffRequest, call?: CallOptions): Promise<HandoffResponse>;
 }
 
 /**
@@ -70,6 +72,8 @@ export interface LeaseApi {
  * code and the lease name; `LeaseLostError` means a lease you held is gone and its work must stop.
  */
 export class LeaseClient implements LeaseApi {
+  /** The signer of this client's requests; a leader given a watch URL signs its socket with it too. */
+  readonly signer: RequestSigner | undefined;
   private readonly transport: HttpTransport;
 
   constructor(options: LeaseClientOptions) {
@@ -77,6 +81,7 @@ export class LeaseClient implements LeaseApi {
       throw new TypeError('Expected LeaseClient options with an `endpoint`.');
     }
     this.transport = new HttpTransport(options);
+    this.signer = options.signer;
   }
 
   /**
@@ -163,7 +168,8 @@ export class LeaseClient implements LeaseApi {
 
   /**
    * Leader changes of `name` (holder and token), starting with the current state. Polls are
-   * scheduled from the lease's `remainingMs`, not on a fixed period. Ends when `signal` aborts.
+   * scheduled from the lease's `remainingMs`, not on a fixed period; with a `watch`, a pushed
+   * change is read at once. Ends when `signal` aborts.
    */
   observe(name: string, options: ObserveOptions = {}): AsyncGenerator<LeaderChange, void, undefined> {
     return observe(this, name, { clock: this.transport.clock, random: this.transport.random, ...options });

@@ -11,6 +11,7 @@ export type MetricName =
   | 'leader_lost_total'
   | 'leader_renewals_total'
   | 'leader_renewal_failures_total'
+  | 'leader_health_check_failures_total'
   | 'leader_is_leader';
 
 interface LeaseCounters {
@@ -18,10 +19,11 @@ interface LeaseCounters {
   lost: Record<LossReason, number>;
   renewals: number;
   renewalFailures: number;
+  healthCheckFailures: number;
   isLeader: 0 | 1;
 }
 
-const REASONS: readonly LossReason[] = ['superseded', 'expired', 'released', 'stopped', 'paused'];
+const REASONS: readonly LossReason[] = ['superseded', 'expired', 'released', 'stopped', 'paused', 'unhealthy'];
 
 const FAMILIES: ReadonlyArray<{
   name: MetricName;
@@ -33,7 +35,7 @@ const FAMILIES: ReadonlyArray<{
   {
     name: 'leader_lost_total',
     type: 'counter',
-    help: 'Terms ended, by reason (superseded, expired, released, stopped, paused).',
+    help: 'Terms ended, by reason (superseded, expired, released, stopped, paused, unhealthy).',
     read: (c) => REASONS.map((reason) => [{ reason }, c.lost[reason]]),
   },
   { name: 'leader_renewals_total', type: 'counter', help: 'Successful renewals of a held lease.', read: (c) => [[{}, c.renewals]] },
@@ -42,6 +44,12 @@ const FAMILIES: ReadonlyArray<{
     type: 'counter',
     help: 'Failed renewal attempts (each is retried until the deadline).',
     read: (c) => [[{}, c.renewalFailures]],
+  },
+  {
+    name: 'leader_health_check_failures_total',
+    type: 'counter',
+    help: 'Failed health checks: returned false, threw, or timed out.',
+    read: (c) => [[{}, c.healthCheckFailures]],
   },
   { name: 'leader_is_leader', type: 'gauge', help: '1 while this process leads the lease, else 0.', read: (c) => [[{}, c.isLeader]] },
 ];
@@ -76,6 +84,11 @@ export class LeaderMetrics {
         lease.lost[event.reason] += 1;
         lease.isLeader = 0;
         break;
+      case 'healthCheckFailed':
+        lease.healthCheckFailures += 1;
+        break;
+      case 'following':
+      case 'watch':
       case 'error':
         break;
     }
@@ -119,9 +132,10 @@ export class LeaderMetrics {
     if (counters === undefined) {
       counters = {
         acquired: 0,
-        lost: { superseded: 0, expired: 0, released: 0, stopped: 0, paused: 0 },
+        lost: { superseded: 0, expired: 0, released: 0, stopped: 0, paused: 0, unhealthy: 0 },
         renewals: 0,
         renewalFailures: 0,
+        healthCheckFailures: 0,
         isLeader: 0,
       };
       this.leases.set(lease, counters);

@@ -11,6 +11,7 @@ import {
   type Grant,
   type JsonValue,
 } from './protocol/index.js';
+import type { HealthCheckFailure } from './health.js';
 import { backoffMs, resolveTiming, type Timing, type TimingOptions } from './timing.js';
 
 /**
@@ -31,14 +32,28 @@ export type LossReason =
   /** `stop()` was called (or the leader's `signal` aborted). */
   | 'stopped'
   /** A timer fired far later than scheduled: the process was frozen, so nothing it believes is current. */
-  | 'paused';
+  | 'paused'
+  /** The leader's health check failed `unhealthyAfter` times in a row: it stepped down and released the lease. */
+  | 'unhealthy';
 
 export type LeaderEvent =
   | { type: 'elected'; name: string; holder: string; token: number }
   | { type: 'renewed'; name: string; holder: string; token: number }
   | { type: 'renewFailed'; name: string; holder: string; token: number; error: unknown }
   | { type: 'lost'; name: string; holder: string; token: number; reason: LossReason }
-  | { type: 'error'; name: string; holder: string; operation: 'acquire' | 'release' | 'onElected' | 'onLost'; error: unknown };
+  /** An acquire lost the race: who leads (null while reserved or in lock-delay), and when the next try is due. */
+  | { type: 'following'; name: string; holder: string; leader: string | null; token: number; retryAfterMs: number }
+  /** A health check failed; `consecutive` counts failures in a row, `token` is set while leading. */
+  | { type: 'healthCheckFailed'; name: string; holder: string; token?: number; failure: HealthCheckFailure; consecutive: number; error?: unknown }
+  /** The leader's watch subscription went live (pushes arrive) or down (followers fall back to their schedule). */
+  | { type: 'watch'; name: string; holder: string; live: boolean; error?: unknown }
+  | {
+      type: 'error';
+      name: string;
+      holder: string;
+      operation: 'acquire' | 'release' | 'handoff' | 'healthCheck' | 'onElected' | 'onLost';
+      error: unknown;
+    };
 
 /** What user code gets for a term: the fencing token, a signal that aborts when the term ends, and the grant. */
 export interface TermInfo {
@@ -53,6 +68,7 @@ const LOSS_TEXT: Record<LossReason, string> = {
   released: 'this process released it',
   stopped: 'the leader was stopped',
   paused: 'this process was frozen (a timer fired far later than scheduled), so it stepped down',
+  unhealthy: 'its health check failed too many times in a row, so it stepped down and released it',
 };
 
 /** The reason a term's signal aborts with, and what `withLease` throws when its lease is lost. */
@@ -126,6 +142,15 @@ export function createTermContext(client: LeaseApi, name: string, options: TermO
 /** First retry of a failed renewal; doubles up to a quarter of `renewEveryMs`. */
 const RENEW_RETRY_BASE_MS = 50;
 
+/** Optional steps of a term. */
+export interface TermHooks {
+  /**
+   * Runs before each scheduled renewal (not before the quick retries of a failed one), with the
+   * term's signal and the time left to the deadline. Resolving false ends the term as `unhealthy`.
+   */
+  beforeRenew?: (signal: AbortSignal, limitMs: number, token: number) => Promise<boolean>;
+}
+
 export class Term {
   readonly token: number;
   private grant: Grant;
@@ -141,10 +166,16 @@ export class Term {
    * Starts a term for a grant whose acquire was sent at `sendTimeMs`, or returns undefined if the
    * answer arrived too late to be trusted (the deadline already passed).
    */
-  static begin(ctx: TermContext, grant: Grant, sendTimeMs: number, onEnd: (term: Term, reason: LossReason) => void): Term | undefined {
+  static begin(
+    ctx: TermContext,
+    grant: Grant,
+    sendTimeMs: number,
+    onEnd: (term: Term, reason: LossReason) => void,
+    hooks: TermHooks = {},
+  ): Term | undefined {
     const deadlineMs = sendTimeMs + validForMs(ctx, grant) - ctx.timing.driftMarginMs;
     if (ctx.clock.nowMs() >= deadlineMs) return undefined;
-    return new Term(ctx, grant, sendTimeMs, deadlineMs, onEnd);
+    return new Term(ctx, grant, sendTimeMs, deadlineMs, onEnd, hooks);
   }
 
   private constructor(
@@ -153,6 +184,7 @@ export class Term {
     sendTimeMs: number,
     deadlineMs: number,
     private readonly onEnd: (term: Term, reason: LossReason) => void,
+    private readonly hooks: TermHooks,
   ) {
     this.grant = grant;
     this.token = grant.token;
@@ -231,13 +263,28 @@ export class Term {
     });
   }
 
-  private scheduleRenew(delayMs: number): void {
+  /** Schedules the next renewal; a retry of a failed one skips the `beforeRenew` step. */
+  private scheduleRenew(delayMs: number, retry = false): void {
     this.cancelRenewTimer?.();
     const scheduledAtMs = this.ctx.clock.nowMs() + Math.max(0, delayMs);
     this.cancelRenewTimer = this.ctx.clock.setTimer(delayMs, () => {
       this.cancelRenewTimer = undefined;
-      if (this.stillValidAtTimer(scheduledAtMs)) void this.renew();
+      if (this.stillValidAtTimer(scheduledAtMs)) void (retry ? this.renew() : this.checkThenRenew());
     });
+  }
+
+  /** The scheduled renewal: the `beforeRenew` step (the health check) first, if there is one. */
+  private async checkThenRenew(): Promise<void> {
+    const beforeRenew = this.hooks.beforeRenew;
+    if (beforeRenew !== undefined) {
+      const keep = await beforeRenew(this.signal, this.deadlineMs - this.ctx.clock.nowMs(), this.token);
+      if (!this.stillValidNow()) return;
+      if (!keep) {
+        this.end('unhealthy');
+        return;
+      }
+    }
+    await this.renew();
   }
 
   /**
@@ -267,7 +314,7 @@ export class Term {
       }
       this.ctx.emit({ type: 'renewFailed', name, holder, token: this.token, error });
       const retryMs = backoffMs(this.failures++, RENEW_RETRY_BASE_MS, Math.max(RENEW_RETRY_BASE_MS, timing.renewEveryMs / 4), this.ctx.random);
-      this.scheduleRenew(Math.min(retryMs, this.deadlineMs - clock.nowMs()));
+      this.scheduleRenew(Math.min(retryMs, this.deadlineMs - clock.nowMs()), true);
       return;
     }
     if (this.inflight === inflight) this.inflight = undefined;

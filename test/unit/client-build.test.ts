@@ -58,7 +58,7 @@ describe('the client build', () => {
       const dynamodb = await import(${JSON.stringify(pathToFileURL(join(outDir, 'dynamodb/index.js')).href)});
       const protocol = await import(${JSON.stringify(pathToFileURL(join(outDir, 'protocol/index.js')).href)});
       console.log(JSON.stringify({
-        main: ['LeaseClient', 'createLeader', 'withLease', 'sigv4Signer', 'LeaderMetrics', 'LeaseLostError'].filter((k) => typeof main[k] !== 'function'),
+        main: ['LeaseClient', 'createLeader', 'withLease', 'createWatch', 'sigv4Signer', 'LeaderMetrics', 'LeaseLostError'].filter((k) => typeof main[k] !== 'function'),
         dynamodb: ['fencePut', 'fenceUpdate', 'fenceDelete', 'isFencedOut'].filter((k) => typeof dynamodb[k] !== 'function'),
         protocol: ['errorFromBody', 'validateName'].filter((k) => typeof protocol[k] !== 'function'),
       }));`;

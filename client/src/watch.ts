@@ -1,0 +1,662 @@
+import { systemClock, type CancelTimer, type MonotonicClock } from './clock.js';
+import {
+  UnavailableError,
+  ValidationError,
+  WATCH_LIMITS,
+  errorFromBody,
+  validateSubscribeMessage,
+  type LeaseEvent,
+  type SubscribeMessage,
+} from './protocol/index.js';
+import type { RequestSigner } from './signing.js';
+import { backoffMs, expectNonNegative, expectPositive } from './timing.js';
+
+/**
+ * The watch: one WebSocket to leasehold's watch endpoint, shared by any number of consumers
+ * (followers, `observe`, your own code), each subscribed to lease names and name prefixes.
+ *
+ * What is pushed: `acquired`, `released`, `handoff` (and `renewed` on request), from the lease
+ * table's stream. What is NOT pushed: an expiry. It writes nothing, so nothing can announce it.
+ * A push is therefore only ever a hint that lets a consumer act *sooner*: followers keep their
+ * scheduled retry at `retryAfterMs` and `observe` keeps its `remainingMs` schedule, so a dead
+ * socket costs speed, never safety or liveness.
+ *
+ * The socket is opened on the first subscription and closed when the last one closes. When it
+ * drops, it is reopened with exponential backoff and jitter and every subscription is sent again;
+ * consumers hear `down` and then `live`, and since events may have been missed in between, a
+ * consumer should re-read (or re-try) on `live`. Subscribe messages go one at a time and each must
+ * be confirmed within `timeoutMs`; while idle, one subscription is re-sent every `keepaliveMs`,
+ * which keeps API Gateway's idle timeout (10 minutes) away and proves the socket still answers.
+ */
+
+/** The part of a WebSocket the watch uses: the WHATWG API, which `ws` also implements. */
+export interface WebSocketLike {
+  readonly readyState: number;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  onopen: ((event: unknown) => void) | null;
+  onmessage: ((event: { data: unknown }) => void) | null;
+  onclose: ((event: { code?: number; reason?: string }) => void) | null;
+  onerror: ((event: unknown) => void) | null;
+}
+
+/** Opens a socket. `headers` (the signature, when signed) go on the HTTP upgrade request. */
+export type WebSocketFactory = (url: string, init: { headers: Record<string, string> }) => WebSocketLike | Promise<WebSocketLike>;
+
+export interface WatchReconnectOptions {
+  /** Backoff before the first reconnect; doubles after each failure. Default 500. */
+  baseDelayMs?: number;
+  /** Largest backoff. Default 30000. */
+  maxDelayMs?: number;
+}
+
+export interface WatchOptions {
+  /**
+   * The watch endpoint. Locally `ws://127.0.0.1:8787/v1/watch`; in AWS the WebSocket API's URL,
+   * `wss://{api}.execute-api.{region}.amazonaws.com/{stage}`. Required.
+   */
+  url: string | URL;
+  /**
+   * Signs the upgrade request (GET, the URL's host and path, no body), e.g. `sigv4Signer()` for
+   * the WebSocket API's IAM authorization on `$connect`. Default: unsigned.
+   */
+  signer?: RequestSigner;
+  /**
+   * Opens the socket. Default: the platform's `WebSocket` when there is one and nothing needs
+   * signing, else the `ws` package (loaded on first use), which can send the signed headers.
+   */
+  webSocket?: WebSocketFactory;
+  /** Time limit to open the socket, and for the server to confirm each subscribe message. Default 10000. */
+  timeoutMs?: number;
+  /** Reconnect backoff (with jitter: half fixed, half random). Default `{ baseDelayMs: 500, maxDelayMs: 30000 }`. */
+  reconnect?: WatchReconnectOptions;
+  /** Re-send one subscription this often while idle; 0 turns it off. Default 300000 (under API Gateway's 10-minute idle timeout). */
+  keepaliveMs?: number;
+  /** Connection failures and error replies, for logs. Default: none. */
+  onError?: (error: unknown) => void;
+  /** Aborting it is `close()`. Default: none. */
+  signal?: AbortSignal;
+  /** Default: `performance.now()` and platform timers. */
+  clock?: MonotonicClock;
+  /** Source of jitter, in [0, 1). Default `Math.random`. */
+  random?: () => number;
+}
+
+/** What a consumer watches: exact names and name prefixes (at least one of either). */
+export interface WatchFilter {
+  names?: readonly string[];
+  prefixes?: readonly string[];
+  /** Also deliver `renewed` events (one per renewal: noisy). Default false. */
+  renewed?: boolean;
+}
+
+export interface WatchListener {
+  /** A lease event that matches the filter. */
+  event(event: LeaseEvent): void;
+  /**
+   * The server confirmed the subscription: changes are pushed from now on. Called again after
+   * every reconnect; events may have been missed while the socket was down, so re-read on it.
+   */
+  live?(): void;
+  /** The socket dropped (or could not be opened); no pushes until `live` is called again. */
+  down?(error: unknown): void;
+}
+
+export interface WatchSubscription {
+  /** True while the server has confirmed this subscription on an open socket. */
+  readonly live: boolean;
+  /** Stops delivery to this consumer. The socket closes with the last subscription. Idempotent. */
+  close(): void;
+}
+
+export type WatchState =
+  /** No subscriptions, no socket. */
+  | 'idle'
+  /** Opening the socket. */
+  | 'connecting'
+  /** Open, subscriptions not all confirmed yet. */
+  | 'subscribing'
+  /** Open and every subscription confirmed. */
+  | 'live'
+  /** The socket dropped or could not be opened; waiting before the next attempt. */
+  | 'reconnecting'
+  /** `close()` was called. */
+  | 'closed';
+
+export interface WatchClient {
+  readonly url: URL;
+  readonly state: WatchState;
+  /** Delivers matching events to `listener` (a function receives events only). Throws ValidationError for a bad filter. */
+  subscribe(filter: WatchFilter, listener: WatchListener | ((event: LeaseEvent) => void)): WatchSubscription;
+  /**
+   * Matching events as an async iterator; ends when `signal` aborts or the watch is closed. Events
+   * are buffered while the consumer is busy; more than `maxBuffered` (default 1000) ends the
+   * iteration with an error rather than growing without bound.
+   */
+  events(filter: WatchFilter, options?: { signal?: AbortSignal; maxBuffered?: number }): AsyncGenerator<LeaseEvent, void, undefined>;
+  /** Closes the socket and ends every subscription for good. */
+  close(): void;
+}
+
+/** Creates a watch; nothing connects until the first `subscribe`. Validates its options at once. */
+export function createWatch(options: WatchOptions): WatchClient {
+  return new Watch(options);
+}
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+const DEFAULT_KEEPALIVE_MS = 300_000;
+const DEFAULT_RECONNECT: Required<WatchReconnectOptions> = { baseDelayMs: 500, maxDelayMs: 30_000 };
+const DEFAULT_MAX_BUFFERED = 1_000;
+/** WebSocket readyState OPEN. */
+const OPEN = 1;
+
+interface Sub {
+  names: ReadonlySet<string>;
+  prefixes: readonly string[];
+  renewed: boolean;
+  /** Subscription keys this consumer needs confirmed: `n:<name>` and `p:<prefix>`. */
+  keys: readonly string[];
+  listener: WatchListener;
+  live: boolean;
+  onEnd?: () => void;
+}
+
+/** One socket and what was subscribed on it. A new Connection per attempt; stale ones are ignored. */
+interface Connection {
+  socket: WebSocketLike | undefined;
+  open: boolean;
+  /** Keys sent (confirmed or not) on this socket, with their `renewed` flag. */
+  requested: Map<string, boolean>;
+  confirmed: Map<string, boolean>;
+  queue: Array<{ message: SubscribeMessage; keys: Array<[string, boolean]> }>;
+  inflight: { keys: Array<[string, boolean]> } | undefined;
+  cancelTimer: CancelTimer | undefined;
+  cancelKeepalive: CancelTimer | undefined;
+}
+
+class Watch implements WatchClient {
+  readonly url: URL;
+  private readonly signer: RequestSigner | undefined;
+  private readonly factory: WebSocketFactory;
+  private readonly timeoutMs: number;
+  private readonly keepaliveMs: number;
+  private readonly reconnect: Required<WatchReconnectOptions>;
+  private readonly onError: ((error: unknown) => void) | undefined;
+  private readonly clock: MonotonicClock;
+  private readonly random: () => number;
+  private readonly subs = new Set<Sub>();
+  private current: Connection | undefined;
+  private stateValue: WatchState = 'idle';
+  private failures = 0;
+  private cancelRetry: CancelTimer | undefined;
+
+  constructor(options: WatchOptions) {
+    if (typeof options !== 'object' || options === null) throw new TypeError('Expected watch options with a `url`.');
+    this.url = parseWatchUrl(options.url);
+    this.signer = options.signer;
+    this.factory = options.webSocket ?? defaultWebSocket;
+    if (typeof this.factory !== 'function') throw new TypeError(`Expected \`webSocket\` to be a function, got ${typeof this.factory}.`);
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    expectPositive('timeoutMs', this.timeoutMs);
+    this.keepaliveMs = options.keepaliveMs ?? DEFAULT_KEEPALIVE_MS;
+    expectNonNegative('keepaliveMs', this.keepaliveMs);
+    this.reconnect = { ...DEFAULT_RECONNECT, ...options.reconnect };
+    expectPositive('reconnect.baseDelayMs', this.reconnect.baseDelayMs);
+    expectPositive('reconnect.maxDelayMs', this.reconnect.maxDelayMs);
+    this.onError = options.onError;
+    this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? Math.random;
+    if (options.signal?.aborted) this.stateValue = 'closed';
+    else options.signal?.addEventListener('abort', () => this.close(), { once: true });
+  }
+
+  get state(): WatchState {
+    return this.stateValue;
+  }
+
+  subscribe(filter: WatchFilter, listener: WatchListener | ((event: LeaseEvent) => void)): WatchSubscription {
+    const sub = this.add(filter, typeof listener === 'function' ? { event: listener } : listener);
+    return {
+      get live() {
+        return sub.live;
+      },
+      close: () => this.remove(sub),
+    };
+  }
+
+  async *events(filter: WatchFilter, options: { signal?: AbortSignal; maxBuffered?: number } = {}): AsyncGenerator<LeaseEvent, void, undefined> {
+    const maxBuffered = options.maxBuffered ?? DEFAULT_MAX_BUFFERED;
+    expectPositive('maxBuffered', maxBuffered);
+    const signal = options.signal;
+    if (signal?.aborted) return;
+    const buffer: LeaseEvent[] = [];
+    let ended = false;
+    let overflow = false;
+    let notify: (() => void) | undefined;
+    const poke = () => {
+      notify?.();
+      notify = undefined;
+    };
+    const sub = this.add(filter, {
+      event: (event) => {
+        if (buffer.length >= maxBuffered) {
+          overflow = true;
+          this.remove(sub);
+        } else {
+          buffer.push(event);
+        }
+        poke();
+      },
+    });
+    sub.onEnd = () => {
+      ended = true;
+      poke();
+    };
+    const onAbort = () => {
+      ended = true;
+      poke();
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        const next = buffer.shift();
+        if (next !== undefined) {
+          yield next;
+          continue;
+        }
+        if (overflow) throw new RangeError(`The watch consumer fell more than ${maxBuffered} events behind (\`maxBuffered\`); the iteration ended.`);
+        if (ended || signal?.aborted) return;
+        await new Promise<void>((resolve) => (notify = resolve));
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      this.remove(sub);
+    }
+  }
+
+  close(): void {
+    if (this.stateValue === 'closed') return;
+    this.stateValue = 'closed';
+    this.cancelRetry?.();
+    this.cancelRetry = undefined;
+    this.dropConnection();
+    const subs = [...this.subs];
+    this.subs.clear();
+    for (const sub of subs) {
+      sub.live = false;
+      sub.onEnd?.();
+    }
+  }
+
+  // ── consumers ──────────────────────────────────────────────────────────────────────────────
+
+  private add(filter: WatchFilter, listener: WatchListener): Sub {
+    if (this.stateValue === 'closed') throw new Error(`The watch of ${this.url.origin} was closed; create a new one.`);
+    if (typeof filter !== 'object' || filter === null) throw new TypeError('Expected a watch filter with `names` or `prefixes`.');
+    if (typeof listener?.event !== 'function') throw new TypeError('Expected a listener function or an object with an `event` method.');
+    const names = listOf(filter.names, 'names');
+    const prefixes = listOf(filter.prefixes, 'prefixes');
+    if (names.length === 0 && prefixes.length === 0) throw new ValidationError('names', 'at least one name or prefix is required');
+    if (filter.renewed !== undefined && typeof filter.renewed !== 'boolean') {
+      throw new TypeError(`Expected \`renewed\` to be a boolean, got ${String(filter.renewed)}.`);
+    }
+    const sub: Sub = {
+      names: new Set(names),
+      prefixes,
+      renewed: filter.renewed === true,
+      keys: [...new Set([...names.map((n) => `n:${n}`), ...prefixes.map((p) => `p:${p}`)])],
+      listener,
+      live: false,
+    };
+    this.subs.add(sub);
+    const conn = this.current;
+    if (conn?.open && sub.keys.every((key) => covers(conn.confirmed.get(key), sub.renewed))) {
+      // Everything it needs is confirmed already (another consumer watches the same names): it is
+      // live from this instant; `live` is called once the caller has its subscription in hand.
+      sub.live = true;
+      queueMicrotask(() => {
+        if (sub.live && this.subs.has(sub)) this.call(() => sub.listener.live?.());
+      });
+    } else if (conn?.open) {
+      this.request(conn, sub.keys.filter((key) => !covers(conn.requested.get(key), sub.renewed)).map((key) => [key, sub.renewed] as [string, boolean]));
+      this.stateValue = 'subscribing';
+      this.pump(conn);
+    } else if (conn === undefined && this.cancelRetry === undefined) {
+      this.connect();
+    }
+    return sub;
+  }
+
+  private remove(sub: Sub): void {
+    if (!this.subs.delete(sub)) return;
+    sub.live = false;
+    sub.onEnd?.();
+    if (this.subs.size === 0 && this.stateValue !== 'closed') {
+      // Nobody listens: close the socket (which also ends its subscriptions on the server).
+      this.cancelRetry?.();
+      this.cancelRetry = undefined;
+      this.dropConnection();
+      this.stateValue = 'idle';
+      this.failures = 0;
+    }
+  }
+
+  private dispatch(event: LeaseEvent): void {
+    for (const sub of [...this.subs]) {
+      if (event.type === 'renewed' && !sub.renewed) continue;
+      if (!sub.names.has(event.name) && !sub.prefixes.some((p) => event.name.startsWith(p))) continue;
+      this.call(() => sub.listener.event(event));
+    }
+  }
+
+  /** Marks consumers live whose keys are all confirmed on this connection, and tells them. */
+  private refreshLive(conn: Connection): void {
+    if (conn !== this.current || !conn.open) return;
+    for (const sub of [...this.subs]) {
+      if (sub.live || !sub.keys.every((key) => covers(conn.confirmed.get(key), sub.renewed))) continue;
+      sub.live = true;
+      this.call(() => sub.listener.live?.());
+    }
+    if (conn.queue.length === 0 && conn.inflight === undefined) {
+      this.stateValue = 'live';
+      this.failures = 0;
+      this.armKeepalive(conn);
+    }
+  }
+
+  /** A consumer's callback must not break the watch: a throw goes to `onError`. */
+  private call(fn: () => void): void {
+    try {
+      fn();
+    } catch (error) {
+      this.report(error);
+    }
+  }
+
+  private report(error: unknown): void {
+    try {
+      this.onError?.(error);
+    } catch {
+      // A broken hook must not break the watch.
+    }
+  }
+
+  // ── the socket ─────────────────────────────────────────────────────────────────────────────
+
+  private connect(): void {
+    const conn: Connection = {
+      socket: undefined,
+      open: false,
+      requested: new Map(),
+      confirmed: new Map(),
+      queue: [],
+      inflight: undefined,
+      cancelTimer: undefined,
+      cancelKeepalive: undefined,
+    };
+    this.current = conn;
+    this.stateValue = 'connecting';
+    conn.cancelTimer = this.clock.setTimer(this.timeoutMs, () =>
+      this.fail(conn, new UnavailableError(`The watch could not connect to ${this.url.origin} within ${this.timeoutMs} ms.`)),
+    );
+    void this.open(conn);
+  }
+
+  private async open(conn: Connection): Promise<void> {
+    let socket: WebSocketLike;
+    try {
+      const headers = this.signer ? await this.signer({ method: 'GET', url: new URL(this.url), headers: {}, body: undefined }) : {};
+      if (conn !== this.current) return;
+      socket = await this.factory(this.url.href, { headers });
+    } catch (error) {
+      this.fail(conn, error);
+      return;
+    }
+    if (conn !== this.current) {
+      closeQuietly(socket);
+      return;
+    }
+    conn.socket = socket;
+    socket.onopen = () => this.opened(conn);
+    socket.onmessage = (event) => this.received(conn, event.data);
+    socket.onerror = (event) => this.fail(conn, socketError(this.url, event));
+    socket.onclose = (event) =>
+      this.fail(conn, new UnavailableError(`The watch socket to ${this.url.origin} closed (code ${event?.code ?? 'unknown'}${event?.reason ? `: ${event.reason}` : ''}).`));
+    // A socket may have opened, or failed, before its handlers were attached.
+    if (socket.readyState === OPEN) this.opened(conn);
+    else if (socket.readyState > OPEN) this.fail(conn, new UnavailableError(`The watch socket to ${this.url.origin} closed before it opened.`));
+  }
+
+  private opened(conn: Connection): void {
+    if (conn !== this.current || conn.open) return;
+    conn.open = true;
+    conn.cancelTimer?.();
+    conn.cancelTimer = undefined;
+    this.stateValue = 'subscribing';
+    const wanted = new Map<string, boolean>();
+    for (const sub of this.subs) for (const key of sub.keys) wanted.set(key, (wanted.get(key) ?? false) || sub.renewed);
+    this.request(conn, [...wanted]);
+    this.pump(conn);
+    this.refreshLive(conn);
+  }
+
+  /** Queues subscribe messages for keys, split by `renewed` and by the per-message limits. */
+  private request(conn: Connection, keys: Array<[string, boolean]>): void {
+    for (const renewed of [false, true]) {
+      const group = keys.filter(([, r]) => r === renewed);
+      const names = group.filter(([key]) => key.startsWith('n:')).map(([key]) => key.slice(2));
+      const prefixes = group.filter(([key]) => key.startsWith('p:')).map(([key]) => key.slice(2));
+      while (names.length > 0 || prefixes.length > 0) {
+        const batchNames = names.splice(0, WATCH_LIMITS.namesPerMessage);
+        const batchPrefixes = prefixes.splice(0, WATCH_LIMITS.prefixesPerMessage);
+        const message: SubscribeMessage = { action: 'subscribe', names: batchNames, prefixes: batchPrefixes, ...(renewed ? { renewed: true } : {}) };
+        const batchKeys: Array<[string, boolean]> = [
+          ...batchNames.map((n) => [`n:${n}`, renewed] as [string, boolean]),
+          ...batchPrefixes.map((p) => [`p:${p}`, renewed] as [string, boolean]),
+        ];
+        for (const [key] of batchKeys) conn.requested.set(key, (conn.requested.get(key) ?? false) || renewed);
+        conn.queue.push({ message, keys: batchKeys });
+      }
+    }
+  }
+
+  /** Sends the next subscribe message if none awaits its confirmation. One at a time: replies carry no id. */
+  private pump(conn: Connection): void {
+    if (conn !== this.current || !conn.open || conn.inflight !== undefined) return;
+    const next = conn.queue.shift();
+    if (next === undefined) return;
+    conn.cancelKeepalive?.();
+    conn.cancelKeepalive = undefined;
+    conn.inflight = { keys: next.keys };
+    conn.cancelTimer = this.clock.setTimer(this.timeoutMs, () =>
+      this.fail(conn, new UnavailableError(`The watch at ${this.url.origin} did not confirm a subscription within ${this.timeoutMs} ms.`)),
+    );
+    try {
+      conn.socket?.send(JSON.stringify(next.message));
+    } catch (error) {
+      this.fail(conn, error);
+    }
+  }
+
+  private received(conn: Connection, data: unknown): void {
+    if (conn !== this.current) return;
+    const message = parseMessage(data);
+    if (message === undefined) return; // not ours: ignore what this SDK version does not know
+    if (message.type === 'event') {
+      this.dispatch(message.event);
+      return;
+    }
+    const inflight = conn.inflight;
+    if (inflight === undefined) {
+      if (message.type === 'error') this.report(errorFromBody(message.error));
+      return;
+    }
+    conn.inflight = undefined;
+    conn.cancelTimer?.();
+    conn.cancelTimer = undefined;
+    if (message.type === 'error') {
+      // The subscription was not recorded: start over on a new socket after a backoff.
+      this.fail(conn, errorFromBody(message.error));
+      return;
+    }
+    for (const [key, renewed] of inflight.keys) conn.confirmed.set(key, (conn.confirmed.get(key) ?? false) || renewed);
+    this.pump(conn);
+    this.refreshLive(conn);
+  }
+
+  private armKeepalive(conn: Connection): void {
+    if (this.keepaliveMs === 0 || conn.cancelKeepalive !== undefined) return;
+    conn.cancelKeepalive = this.clock.setTimer(this.keepaliveMs, () => {
+      conn.cancelKeepalive = undefined;
+      if (conn !== this.current || !conn.open || conn.inflight !== undefined || conn.queue.length > 0) return;
+      const first = conn.confirmed.entries().next();
+      if (first.done) return;
+      // Re-sending a confirmed key changes nothing on the server (same item, same flag) and must be confirmed in time.
+      this.request(conn, [first.value]);
+      this.pump(conn);
+    });
+  }
+
+  /** The socket failed, closed, or timed out: tell consumers, then reconnect after a backoff. */
+  private fail(conn: Connection, error: unknown): void {
+    if (conn !== this.current) return;
+    this.dropConnection();
+    this.report(error);
+    for (const sub of [...this.subs]) {
+      const wasLive = sub.live;
+      sub.live = false;
+      if (wasLive || this.failures === 0) this.call(() => sub.listener.down?.(error));
+    }
+    if (this.subs.size === 0 || this.stateValue === 'closed') return;
+    this.stateValue = 'reconnecting';
+    const delayMs = backoffMs(this.failures++, this.reconnect.baseDelayMs, this.reconnect.maxDelayMs, this.random);
+    this.cancelRetry = this.clock.setTimer(delayMs, () => {
+      this.cancelRetry = undefined;
+      if (this.stateValue === 'reconnecting' && this.subs.size > 0) this.connect();
+    });
+  }
+
+  private dropConnection(): void {
+    const conn = this.current;
+    if (conn === undefined) return;
+    this.current = undefined;
+    conn.cancelTimer?.();
+    conn.cancelKeepalive?.();
+    if (conn.socket) {
+      conn.socket.onopen = null;
+      conn.socket.onmessage = null;
+      conn.socket.onclose = null;
+      // Keep an error handler: `ws` throws an 'error' event that nobody listens to.
+      conn.socket.onerror = () => undefined;
+      closeQuietly(conn.socket);
+    }
+  }
+}
+
+/**
+ * Checks each entry with the server's own rule (the protocol's subscribe validation, one entry at a
+ * time), without its per-message limits: a long list is sent in as many messages as it needs.
+ */
+function listOf(value: readonly string[] | undefined, field: 'names' | 'prefixes'): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new ValidationError(field, 'must be an array');
+  return value.map((entry: unknown, i) => {
+    try {
+      validateSubscribeMessage({ action: 'subscribe', [field]: [entry] });
+    } catch (error) {
+      if (error instanceof ValidationError) throw new ValidationError(`${field}[${i}]`, error.rule);
+      throw error;
+    }
+    return entry as string;
+  });
+}
+
+/** A key sent with `renewed: sent` serves a consumer that needs `renewed: needed`. */
+function covers(sent: boolean | undefined, needed: boolean): boolean {
+  return sent !== undefined && (sent || !needed);
+}
+
+function parseWatchUrl(input: string | URL): URL {
+  let url: URL;
+  try {
+    url = new URL(input);
+  } catch {
+    throw new TypeError(`Expected \`url\` to be an absolute ws:// or wss:// URL, got "${String(input)}".`);
+  }
+  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') {
+    throw new TypeError(`Expected \`url\` to be an absolute ws:// or wss:// URL, got "${String(input)}".`);
+  }
+  if (url.hash) throw new TypeError(`Expected \`url\` without a fragment, got "${String(input)}".`);
+  return url;
+}
+
+type ParsedMessage =
+  | { type: 'subscribed' }
+  | { type: 'event'; event: LeaseEvent }
+  | { type: 'error'; error: { code: string; message: string; field?: string } };
+
+/** Parses a server message; undefined for anything this SDK does not understand. */
+function parseMessage(data: unknown): ParsedMessage | undefined {
+  let text: string;
+  if (typeof data === 'string') text = data;
+  else if (data instanceof ArrayBuffer || ArrayBuffer.isView(data)) text = new TextDecoder().decode(data as ArrayBuffer | ArrayBufferView);
+  else return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== 'object' || parsed === null) return undefined;
+  const message = parsed as { type?: unknown; event?: unknown; error?: unknown };
+  if (message.type === 'subscribed') return { type: 'subscribed' };
+  if (message.type === 'event' && isLeaseEvent(message.event)) return { type: 'event', event: message.event };
+  if (message.type === 'error' && typeof message.error === 'object' && message.error !== null) {
+    const error = message.error as { code?: unknown; message?: unknown; field?: unknown };
+    if (typeof error.code === 'string' && typeof error.message === 'string') {
+      return { type: 'error', error: { code: error.code, message: error.message, ...(typeof error.field === 'string' ? { field: error.field } : {}) } };
+    }
+  }
+  return undefined;
+}
+
+function isLeaseEvent(value: unknown): value is LeaseEvent {
+  if (typeof value !== 'object' || value === null) return false;
+  const e = value as Partial<Record<keyof LeaseEvent, unknown>>;
+  return (
+    (e.type === 'acquired' || e.type === 'released' || e.type === 'handoff' || e.type === 'renewed') &&
+    typeof e.name === 'string' &&
+    typeof e.token === 'number' &&
+    (e.holder === null || typeof e.holder === 'string') &&
+    (e.type !== 'handoff' || typeof e.to === 'string')
+  );
+}
+
+function socketError(url: URL, event: unknown): unknown {
+  const inner = (event as { error?: unknown } | undefined)?.error;
+  const detail = inner instanceof Error ? `: ${(inner as { code?: string }).code ?? inner.message}` : '';
+  return new UnavailableError(`The watch socket to ${url.origin} failed${detail}.`, { cause: inner ?? event });
+}
+
+function closeQuietly(socket: WebSocketLike): void {
+  try {
+    socket.close();
+  } catch {
+    // Closing a socket that never opened may throw in some implementations; it is gone either way.
+  }
+}
+
+type WebSocketConstructor = new (url: string, options?: { headers?: Record<string, string> }) => WebSocketLike;
+
+/**
+ * The platform's WebSocket when it exists and nothing needs signing (it cannot send headers);
+ * otherwise `ws`, loaded only now so that users without a watch never load it.
+ */
+async function defaultWebSocket(url: string, init: { headers: Record<string, string> }): Promise<WebSocketLike> {
+  const platform = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+  if (platform !== undefined && Object.keys(init.headers).length === 0) return new platform(url);
+  const ws = (await import('ws')) as unknown as { default?: WebSocketConstructor; WebSocket?: WebSocketConstructor };
+  const WebSocketImpl = ws.WebSocket ?? ws.default;
+  if (WebSocketImpl === undefined) throw new TypeError('The `ws` package did not export a WebSocket class.');
+  return new WebSocketImpl(url, { headers: init.headers });
+}
