@@ -15,6 +15,7 @@ import { errorResponse, jsonResponse } from '../functions/http/responses.js';
 import type { HandlerDeps, RouteHandler } from '../functions/http/route.js';
 import { matchRoute, type RouteId } from '../functions/http/routes.js';
 import { createDeps } from '../functions/runtime.js';
+import { servePage } from './page/serve.js';
 import { createSigV4Verifier, type SigV4VerifierOptions } from './sigv4-verifier.js';
 import { TokenBucket, type ThrottleOptions } from './throttle.js';
 import { startStreamPoller, type StreamPoller } from './stream-poller.js';
@@ -170,6 +171,9 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
   const queryAt = rawUrl.indexOf('?');
   const rawPath = queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
   const rawQueryString = queryAt === -1 ? '' : rawUrl.slice(queryAt + 1);
+
+  // The live lease page (GET / from a browser, and its assets under /page/).
+  if (servePage(method, rawPath, req, res)) return;
 
   if (method === 'GET' && rawPath === '/openapi.json') {
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(ctx.openapi);

@@ -82,9 +82,19 @@ describe('the client package', () => {
     expect(escaping).toEqual([]);
   });
 
-  it('imports only packages it declares, and no Node built-ins', () => {
+  it('imports only packages it declares, and Node built-ins only in the CLI (client/src/cli runs on Node only)', () => {
     const declared = new Set([...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})]);
-    expect(bare.filter((i) => !declared.has(packageName(i.specifier)))).toEqual([]);
+    const allowed = (i: { file: string; specifier: string }) =>
+      declared.has(packageName(i.specifier)) || (i.file.startsWith(`cli${sep}`) && i.specifier.startsWith('node:'));
+    expect(bare.filter((i) => !allowed(i))).toEqual([]);
+  });
+
+  it('keeps the CLI out of the SDK: no module outside client/src/cli imports from it', () => {
+    const cliDir = join(SRC, 'cli');
+    const intoCli = imports.filter(
+      (i) => !i.file.startsWith(`cli${sep}`) && i.specifier.startsWith('.') && resolve(SRC, dirname(i.file), i.specifier).startsWith(cliDir),
+    );
+    expect(intoCli).toEqual([]);
   });
 
   it('imports the DynamoDB SDK only from client/src/dynamodb', () => {

@@ -1,0 +1,116 @@
+/// <reference types="node" />
+import { constants as osConstants } from 'node:os';
+import { ErrorCode, isLeaseholdError, type LeaseholdError } from '../protocol/index.js';
+
+/**
+ * Exit codes of the `leasehold` command. Scripts branch on them, so a code never changes meaning
+ * once published. `run` exits with its command's own status instead (128 + N when a signal N
+ * killed it), except where noted.
+ */
+export const ExitCode = {
+  /** Done. */
+  OK: 0,
+  /** The service failed (500 INTERNAL), or a bug in this tool. */
+  INTERNAL: 1,
+  /** Bad flags or arguments, or the service rejected the input (VALIDATION_ERROR, 413, 415). */
+  INVALID: 2,
+  /** The lease is held by someone else (acquire lost the race; `run --wait` gave up). */
+  HELD: 3,
+  /** The grant is no longer current (renew/release answered LEASE_LOST; `run` lost leadership). */
+  LOST: 4,
+  /** The lease was never acquired (describe answered LEASE_NOT_FOUND). */
+  NOT_FOUND: 5,
+  /** The service could not be used: network error, timeout, 503, 429, or not a leasehold endpoint. */
+  UNAVAILABLE: 6,
+  /** The service refused the credentials (401 UNAUTHORIZED, 403 FORBIDDEN). */
+  UNAUTHORIZED: 7,
+} as const;
+
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** The table printed by `--help`. */
+export const EXIT_CODE_HELP = `Exit codes:
+  0  ok
+  1  internal error (the service answered 500, or a bug in this tool)
+  2  invalid input: bad flags or arguments, or the service refused the input (400, 413, 415)
+  3  held: the lease is held by someone else (acquire lost the race; run --wait gave up)
+  4  lost: the grant is no longer current (renew/release); run lost leadership and killed its command
+  5  not found: the lease was never acquired (describe)
+  6  unreachable: network error or timeout, 503 UNAVAILABLE, 429 THROTTLED after retries,
+     or the endpoint is not a leasehold v1 API (404 ROUTE_NOT_FOUND, 405)
+  7  unauthorized: 401 UNAUTHORIZED or 403 FORBIDDEN (SigV4 credentials, IAM policy)
+  run: the command's own exit status, or 128+N if signal N ended it (130 SIGINT, 143 SIGTERM,
+       137 SIGKILL); 2, 3, 6 or 7 if the command never started; 4 if leadership was lost.`;
+
+/** A mistake in the command line: printed with a pointer to `--help`, exit 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+  constructor(
+    message: string,
+    readonly command?: string,
+  ) {
+    super(message);
+  }
+}
+
+const EXIT_BY_CODE: Record<ErrorCode, ExitCode> = {
+  VALIDATION_ERROR: ExitCode.INVALID,
+  PAYLOAD_TOO_LARGE: ExitCode.INVALID,
+  UNSUPPORTED_MEDIA_TYPE: ExitCode.INVALID,
+  LEASE_HELD: ExitCode.HELD,
+  LEASE_LOST: ExitCode.LOST,
+  LEASE_NOT_FOUND: ExitCode.NOT_FOUND,
+  ROUTE_NOT_FOUND: ExitCode.UNAVAILABLE,
+  METHOD_NOT_ALLOWED: ExitCode.UNAVAILABLE,
+  THROTTLED: ExitCode.UNAVAILABLE,
+  UNAVAILABLE: ExitCode.UNAVAILABLE,
+  UNAUTHORIZED: ExitCode.UNAUTHORIZED,
+  FORBIDDEN: ExitCode.UNAUTHORIZED,
+  INTERNAL: ExitCode.INTERNAL,
+};
+
+/** What to do about each error code, printed after the SDK's message (which says what happened). */
+const HINT_BY_CODE: Record<ErrorCode, string> = {
+  VALIDATION_ERROR: 'Fix the argument named above; `leasehold <command> --help` lists the rules.',
+  PAYLOAD_TOO_LARGE: 'The request body is over 8 KiB: shorten --metadata (at most 2,048 bytes of JSON).',
+  UNSUPPORTED_MEDIA_TYPE: 'The endpoint refused a JSON body: is --endpoint a leasehold API?',
+  LEASE_HELD: 'Try again after the time above, or wait for it with `leasehold run --wait`.',
+  LEASE_LOST: 'The grant is gone (expired, released, or taken over): stop the work it protected and acquire again.',
+  LEASE_NOT_FOUND: 'Check the name (`leasehold list --prefix …`); a lease exists once it has been acquired.',
+  ROUTE_NOT_FOUND: 'Is --endpoint (or LEASEHOLD_ENDPOINT) the API base URL, stage path included, e.g. https://abc123.execute-api.eu-west-1.amazonaws.com/prod?',
+  METHOD_NOT_ALLOWED: 'The endpoint does not speak the leasehold v1 API: check --endpoint.',
+  THROTTLED: 'The API rate limit was exceeded even after retries: try again later, or ask for a higher stage limit.',
+  UNAVAILABLE: 'Is the service running and reachable? Locally: `npm start` serves http://127.0.0.1:8787. Check --endpoint / LEASEHOLD_ENDPOINT.',
+  UNAUTHORIZED: 'The request was not signed, or its signature is stale: use --sigv4 (or LEASEHOLD_SIGV4=1) with AWS credentials (AWS_PROFILE, environment, SSO or an instance/task role), and check the clock.',
+  FORBIDDEN: 'The credentials were refused: check --region and that their IAM policy allows execute-api:Invoke on this API and this lease name.',
+  INTERNAL: 'The service failed; the details are in its logs (CloudWatch, or the local server console).',
+};
+
+export function exitCodeFor(error: unknown): ExitCode {
+  if (error instanceof UsageError) return ExitCode.INVALID;
+  if (isLeaseholdError(error)) return EXIT_BY_CODE[error.code];
+  // The SDK's own option checks (a bad --ttl relation, a bad region) are input mistakes.
+  if (error instanceof RangeError || error instanceof TypeError) return ExitCode.INVALID;
+  return ExitCode.INTERNAL;
+}
+
+export function hintFor(error: LeaseholdError): string {
+  return HINT_BY_CODE[error.code];
+}
+
+/** Codes that mean the configuration is wrong: retrying the same request cannot help. */
+export const CONFIGURATION_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  ErrorCode.VALIDATION_ERROR,
+  ErrorCode.PAYLOAD_TOO_LARGE,
+  ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+  ErrorCode.ROUTE_NOT_FOUND,
+  ErrorCode.METHOD_NOT_ALLOWED,
+  ErrorCode.UNAUTHORIZED,
+  ErrorCode.FORBIDDEN,
+]);
+
+/** `run`'s status for a command that a signal ended: 128 + the signal's number, as shells do. */
+export function statusForSignal(signal: NodeJS.Signals): number {
+  // The platform's table: SIGINT 2, SIGKILL 9, SIGTERM 15 on Linux and macOS.
+  return 128 + (osConstants.signals[signal] ?? 0);
+}

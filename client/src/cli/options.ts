@@ -1,0 +1,157 @@
+/// <reference types="node" />
+import { hostname } from 'node:os';
+import { parseArgs } from 'node:util';
+import { LeaseClient } from '../lease-client.js';
+import { HOLDER_PATTERN, LIMITS, NAME_PATTERN } from '../protocol/index.js';
+import { sigv4Signer, type RequestSigner } from '../signing.js';
+import { createWatch, type WatchClient } from '../watch.js';
+import { UsageError } from './exit-codes.js';
+
+/**
+ * What every command shares: duration parsing, the connection flags (endpoint, SigV4, region,
+ * profile, timeout) with their environment fallbacks, and strict argument parsing that turns every
+ * mistake into a UsageError naming the command.
+ */
+
+export const DEFAULT_ENDPOINT = 'http://127.0.0.1:8787';
+
+/** The subset of parseArgs options the commands use: single-valued strings and booleans. */
+export type OptionsSpec = Record<string, { readonly type: 'string' | 'boolean'; readonly short?: string }>;
+export type OptionValues<T extends OptionsSpec> = { [K in keyof T]?: T[K]['type'] extends 'string' ? string : boolean };
+
+export const CONNECTION_OPTIONS = {
+  endpoint: { type: 'string' },
+  sigv4: { type: 'boolean' },
+  region: { type: 'string' },
+  profile: { type: 'string' },
+  timeout: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies OptionsSpec;
+
+export const CONNECTION_HELP = `Connection (every command):
+  --endpoint URL   API base URL, stage path included (env LEASEHOLD_ENDPOINT; default ${DEFAULT_ENDPOINT})
+  --sigv4          sign requests with AWS SigV4 for API Gateway IAM auth (env LEASEHOLD_SIGV4=1);
+                   automatic when the endpoint's host ends with .amazonaws.com
+  --region R       signing region (env AWS_REGION; default: from an execute-api host name)
+  --profile P      AWS profile for the credentials (env AWS_PROFILE); the default chain also reads
+                   environment keys, SSO, web identity and ECS/EC2 roles
+  --timeout D      time limit of each HTTP attempt (default 5s); network errors, 429 and 503 are
+                   retried 3 times with backoff
+  -h, --help       this help`;
+
+export interface ConnectionValues {
+  endpoint?: string | undefined;
+  sigv4?: boolean | undefined;
+  region?: string | undefined;
+  profile?: string | undefined;
+  timeout?: string | undefined;
+}
+
+/** Strict parseArgs: unknown flags, missing values and stray arguments are UsageErrors for `command`. */
+export function parseCommandLine<T extends OptionsSpec>(command: string, argv: string[], options: T): { values: OptionValues<T>; positionals: string[] } {
+  try {
+    const parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+    return { values: parsed.values as OptionValues<T>, positionals: parsed.positionals };
+  } catch (error) {
+    const message = error instanceof Error ? error.message.replace(/^TypeError \[[A-Z_]+\]: /, '') : String(error);
+    throw new UsageError(message.replace(/\. To specify a positional argument starting with a '-'.*$/, '.'), command);
+  }
+}
+
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
+const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
+
+/** `15s`, `1500ms`, `2m`, `1.5s`, `1h` → milliseconds (an integer). A bare number is refused: say the unit. */
+export function parseDuration(value: string, flag: string, command?: string): number {
+  const match = DURATION.exec(value.trim());
+  if (match === null) {
+    throw new UsageError(`--${flag} must be a duration with a unit, like 15s, 1500ms or 2m (got "${value}").`, command);
+  }
+  const ms = Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
+  if (!Number.isInteger(ms)) throw new UsageError(`--${flag} must be a whole number of milliseconds (got "${value}").`, command);
+  return ms;
+}
+
+/** A lease ttl: a duration within the service's limits (1s to 1h). */
+export function parseTtl(value: string, command: string): number {
+  const ms = parseDuration(value, 'ttl', command);
+  if (ms < LIMITS.ttlMinMs || ms > LIMITS.ttlMaxMs) {
+    throw new UsageError(`--ttl must be from 1s to 1h (got ${value}).`, command);
+  }
+  return ms;
+}
+
+export function requireName(positionals: string[], command: string): string {
+  const [name, ...rest] = positionals;
+  if (name === undefined) throw new UsageError('the lease NAME is missing.', command);
+  if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}" (one lease NAME only).`, command);
+  if (!NAME_PATTERN.test(name)) {
+    throw new UsageError(`NAME must be 1-200 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit (got "${name}").`, command);
+  }
+  return name;
+}
+
+export function checkHolder(holder: string, command: string): string {
+  if (!HOLDER_PATTERN.test(holder)) {
+    throw new UsageError(`--holder must be 1-128 printable ASCII characters without spaces (got "${holder}").`, command);
+  }
+  return holder;
+}
+
+/** `run` and `sidecar` default to `${hostname}:${pid}`: unique per process, readable in `describe`. */
+export function defaultHolder(command: string): string {
+  const holder = `${hostname()}:${process.pid}`;
+  if (!HOLDER_PATTERN.test(holder)) {
+    throw new UsageError(`the default holder "${holder}" (hostname:pid) is not a valid holder: pass --holder.`, command);
+  }
+  return holder;
+}
+
+export interface Connection {
+  client: LeaseClient;
+  endpoint: URL;
+  /** The SigV4 signer when requests are signed; the watch's upgrade request is signed with it too. */
+  signer: RequestSigner | undefined;
+}
+
+/** Builds the client from the flags and the environment (flags win). */
+export function connect(values: ConnectionValues, command: string, env: NodeJS.ProcessEnv = process.env): Connection {
+  const raw = values.endpoint ?? env.LEASEHOLD_ENDPOINT ?? DEFAULT_ENDPOINT;
+  let endpoint: URL;
+  try {
+    endpoint = new URL(raw);
+  } catch {
+    throw new UsageError(`--endpoint must be an absolute http(s) URL (got "${raw}").`, command);
+  }
+  if ((endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:') || endpoint.search || endpoint.hash) {
+    throw new UsageError(`--endpoint must be an http(s) URL without query or fragment (got "${raw}").`, command);
+  }
+  const host = endpoint.hostname.toLowerCase();
+  const signed = values.sigv4 === true || isTrue(env.LEASEHOLD_SIGV4) || host.endsWith('.amazonaws.com') || host.endsWith('.amazonaws.com.cn');
+  if (values.profile !== undefined) env.AWS_PROFILE = values.profile; // read by the default credential chain
+  const region = values.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
+  const timeoutMs = values.timeout === undefined ? undefined : parseDuration(values.timeout, 'timeout', command);
+  if (timeoutMs !== undefined && timeoutMs <= 0) throw new UsageError('--timeout must be more than 0.', command);
+  const signer = signed ? sigv4Signer(region ? { region } : {}) : undefined;
+  const client = new LeaseClient({ endpoint, ...(signer ? { signer } : {}), ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
+  return { client, endpoint, signer };
+}
+
+/** The watch for push-driven following (`--watch` or LEASEHOLD_WATCH_URL), signed like the API; undefined without one. */
+export function watchFrom(value: string | undefined, connection: Connection, command: string, env: NodeJS.ProcessEnv = process.env): WatchClient | undefined {
+  const url = value ?? (env.LEASEHOLD_WATCH_URL || undefined);
+  if (url === undefined) return undefined;
+  if (!/^wss?:\/\/[^/\s]+/.test(url)) throw new UsageError(`--watch must be a ws:// or wss:// URL (got "${url}").`, command);
+  return createWatch({ url, ...(connection.signer ? { signer: connection.signer } : {}) });
+}
+
+function isTrue(value: string | undefined): boolean {
+  return value !== undefined && ['1', 'true', 'yes', 'on'].includes(value.toLowerCase());
+}
+
+/** Reads all of stdin as text (for `--from-stdin`). */
+export async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -1,0 +1,162 @@
+import { createServer } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../support/local-server.js';
+import { cli } from './support.js';
+
+/**
+ * The one-shot commands as real processes against the local server: what they print, and the exit
+ * codes scripts rely on (0 ok, 2 invalid, 3 held, 4 lost, 5 not found, 6 unreachable, 7 unauthorized).
+ */
+
+let server: TestServer;
+let signed: TestServer;
+let seq = 0;
+const KEY = { accessKeyId: 'AKIDCLITEST', secretAccessKey: 'cli-test-secret' };
+const REGION = 'eu-west-1';
+
+beforeAll(async () => {
+  [server, signed] = await Promise.all([startTestServer(), startTestServer({ sigv4: { credentials: [KEY], region: REGION } })]);
+});
+afterAll(async () => {
+  await Promise.all([server.close(), signed.close()]);
+});
+
+function unique(label: string): string {
+  seq += 1;
+  return `cli:${label}-${seq}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+const at = () => ['--endpoint', server.url];
+
+/** A port nobody listens on: bound once by the OS, then released. */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+describe('leasehold acquire, renew, release', { timeout: 60_000 }, () => {
+  it('acquire prints the grant with its token and lease id and exits 0; a second holder gets exit 3 naming the holder', async () => {
+    const name = unique('acquire');
+    const first = await cli(['acquire', name, '--holder', 'worker-1', '--ttl', '30s', ...at()]);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(new RegExp(`acquired ${name} as worker-1: token \\d+`));
+    expect(first.stdout).toMatch(/lease id\s+[0-9a-f]{32}/);
+
+    const second = await cli(['acquire', name, '--holder', 'worker-2', ...at()]);
+    expect(second.code).toBe(3);
+    expect(second.stderr).toMatch(new RegExp(`${name} is held by worker-1 \\(token \\d+\\); it may be acquired in \\d`));
+  });
+
+  it('acquire --json piped into renew and release --from-stdin; renewing a released grant exits 4', async () => {
+    const name = unique('pipe');
+    const acquired = await cli(['acquire', name, '--holder', 'worker-1', '--ttl', '10s', '--json', ...at()]);
+    expect(acquired.code).toBe(0);
+    const grant = JSON.parse(acquired.stdout) as { acquired: boolean; lease: { token: number; leaseId: string } };
+    expect(grant.acquired).toBe(true);
+
+    const renewed = await cli(['renew', name, '--from-stdin', '--json', ...at()], { stdin: acquired.stdout });
+    expect(renewed.code).toBe(0);
+    expect(JSON.parse(renewed.stdout).lease).toMatchObject({ token: grant.lease.token, holder: 'worker-1' });
+
+    const released = await cli(['release', name, '--lease-id', grant.lease.leaseId, '--token', String(grant.lease.token), ...at()]);
+    expect(released.code).toBe(0);
+    expect(released.stdout).toContain(`released ${name}`);
+
+    const late = await cli(['renew', name, '--from-stdin', '--json', ...at()], { stdin: acquired.stdout });
+    expect(late.code).toBe(4);
+    expect(JSON.parse(late.stdout)).toMatchObject({ error: { code: 'LEASE_LOST' } });
+    expect(late.stderr).toContain('stop the work it protected');
+  });
+
+  it('acquire --json reports a lost race as {"acquired": false} on stdout with exit 3', async () => {
+    const name = unique('json-held');
+    await cli(['acquire', name, '--holder', 'worker-1', ...at()]);
+    const lost = await cli(['acquire', name, '--holder', 'worker-2', '--json', ...at()]);
+    expect(lost.code).toBe(3);
+    expect(JSON.parse(lost.stdout)).toMatchObject({ acquired: false, lease: { holder: 'worker-1' } });
+  });
+});
+
+describe('leasehold describe and list', { timeout: 60_000 }, () => {
+  it('describe shows holder, token and transitions (exit 0); an unknown lease exits 5', async () => {
+    const name = unique('describe');
+    await cli(['acquire', name, '--holder', 'worker-1', ...at()]);
+    const shown = await cli(['describe', name, ...at()]);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/holder\s+worker-1/);
+    expect(shown.stdout).toMatch(/transitions\s+1/);
+    expect(shown.stdout).not.toContain('lease id');
+
+    const missing = await cli(['describe', unique('missing'), ...at()]);
+    expect(missing.code).toBe(5);
+    expect(missing.stderr).toContain('was never acquired');
+  });
+
+  it('list --prefix prints a table of the matching leases; --json prints them as JSON', async () => {
+    const prefix = `${unique('list')}:`;
+    await Promise.all(['a', 'b'].map((n) => cli(['acquire', `${prefix}${n}`, '--holder', `worker-${n}`, ...at()])));
+    const table = await cli(['list', '--prefix', prefix, ...at()]);
+    expect(table.code).toBe(0);
+    const lines = table.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^NAME\s+HOLDER\s+TOKEN\s+EXPIRES IN\s+TRANSITIONS$/);
+    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 2))).toEqual([
+      [`${prefix}a`, 'worker-a'],
+      [`${prefix}b`, 'worker-b'],
+    ]);
+    const json = await cli(['list', '--prefix', prefix, '--json', ...at()]);
+    expect((JSON.parse(json.stdout) as { leases: Array<{ name: string }> }).leases.map((l) => l.name)).toEqual([`${prefix}a`, `${prefix}b`]);
+  });
+});
+
+describe('leasehold errors and exit codes', { timeout: 60_000 }, () => {
+  it('bad input exits 2 with a message naming the flag', async () => {
+    const results = await Promise.all([
+      cli(['acquire', 'x', '--holder', 'has space', ...at()]),
+      cli(['acquire', 'x', '--holder', 'w', '--ttl', '15', ...at()]),
+      cli(['acquire', 'bad/name', '--holder', 'w', ...at()]),
+      cli(['list', '--bogus']),
+      cli(['frobnicate']),
+    ]);
+    expect(results.map((r) => r.code)).toEqual([2, 2, 2, 2, 2]);
+    expect(results[0]?.stderr).toContain('--holder must be 1-128 printable ASCII characters without spaces');
+    expect(results[1]?.stderr).toContain('--ttl must be a duration with a unit, like 15s, 1500ms or 2m');
+    expect(results[2]?.stderr).toContain('NAME must be 1-200 characters');
+    expect(results[3]?.stderr).toContain("Unknown option '--bogus'");
+    expect(results[4]?.stderr).toContain('unknown command "frobnicate"');
+  });
+
+  it('an unreachable endpoint exits 6 with a hint; LEASEHOLD_ENDPOINT is honoured', async () => {
+    const closed = `http://127.0.0.1:${await freePort()}`; // nothing listens there
+    const result = await cli(['describe', 'x', '--timeout', '2s'], { env: { LEASEHOLD_ENDPOINT: closed } });
+    expect(result.code).toBe(6);
+    expect(result.stderr).toContain(`could not reach ${closed}: ECONNREFUSED`);
+    expect(result.stderr).toContain('Is the service running and reachable?');
+  });
+
+  it('an unsigned request to an IAM-protected endpoint exits 7; with --sigv4 and credentials it succeeds', async () => {
+    const name = unique('sigv4');
+    const unsigned = await cli(['acquire', name, '--holder', 'w', '--endpoint', signed.url]);
+    expect(unsigned.code).toBe(7);
+    expect(unsigned.stderr).toContain('use --sigv4');
+
+    const env = { AWS_ACCESS_KEY_ID: KEY.accessKeyId, AWS_SECRET_ACCESS_KEY: KEY.secretAccessKey, AWS_PROFILE: '', AWS_CONFIG_FILE: '/dev/null', AWS_SHARED_CREDENTIALS_FILE: '/dev/null' };
+    const ok = await cli(['acquire', name, '--holder', 'w', '--endpoint', signed.url, '--sigv4', '--region', REGION], { env });
+    expect(ok.code).toBe(0);
+    const wrongRegion = await cli(['describe', name, '--endpoint', signed.url, '--region', 'us-east-1'], { env: { ...env, LEASEHOLD_SIGV4: '1' } });
+    expect(wrongRegion.code).toBe(7);
+    expect(wrongRegion.stderr).toContain('check --region');
+  });
+
+  it('every command has --help with its usage and the exit codes', async () => {
+    const commands = ['describe', 'list', 'acquire', 'renew', 'release', 'run', 'sidecar'];
+    const helps = await Promise.all([cli(['--help']), ...commands.map((c) => cli([c, '--help']))]);
+    for (const [i, help] of helps.entries()) {
+      expect(help.code).toBe(0);
+      expect(help.stdout).toContain(i === 0 ? 'Usage: leasehold <command>' : `Usage: leasehold ${commands[i - 1]}`);
+      expect(help.stdout).toContain('Exit codes:');
+    }
+  });
+});
