@@ -1,0 +1,408 @@
+/**
+ * `npm run bench` — leasehold's benchmark (issue 8): operation latency against the bare DynamoDB
+ * request, etcd and Redis side by side at the same TTL, crash failover and graceful handover between
+ * real processes, request cost, cold start of the Lambda bundles, and one process holding many
+ * leases. Everything runs on this machine in one run, so the ratios are meaningful.
+ *
+ *   npm run bench                  full run (~15–20 min): BENCHMARKS.md, bench/results/latest.json, docs/failover.svg
+ *   npm run bench -- --quick       short run (a few minutes): bench/results/quick.{md,json,svg}
+ *   npm run bench -- --only failover,handover
+ *
+ * Nothing but 127.0.0.1 is contacted (Debian's package mirror aside, when etcd or Redis must be
+ * installed). Every child process is stopped by PID at the end.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { parseArgs } from 'node:util';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { createDocumentClient } from '../functions/dynamodb-client.js';
+import { ensureLeaseTable, ensureSubscriptionTable } from '../functions/lease-table.js';
+import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal } from '../local/dynamodb/dynamodb-local.js';
+import { measureColdStart } from './cold-start.js';
+import { measureRequestCost } from './cost.js';
+import { measureFailover, measureHandover, type ElectionTarget } from './elections.js';
+import { measureEtcdLatency, measureOperationLatency, measureRedisLatency } from './latency.js';
+import { loadAverageNow, machineInfo } from './machine.js';
+import { ensurePeerBinaries, startEtcd, startRedis, type PeerServer } from './peers.js';
+import { REPO_ROOT, bundleWorkers, killAllChildren, startServerProcess } from './processes.js';
+import {
+  failoverSvg,
+  renderColdStart,
+  renderCost,
+  renderFailover,
+  renderHandover,
+  renderHeader,
+  renderLatency,
+  renderMarkdown,
+  renderPeers,
+  renderScale,
+  renderTargets,
+  type BenchResults,
+  type HandoverVariant,
+} from './report.js';
+import { measureScale } from './scale.js';
+import { seededRandom } from './stats.js';
+
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+process.env.POWERTOOLS_LOG_LEVEL ??= 'WARN';
+
+const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart'] as const;
+type Section = (typeof SECTIONS)[number];
+
+interface Plan {
+  sequentialCount: number;
+  concurrentCount: number;
+  warmupCount: number;
+  peerCount: number;
+  failoverTrials: number;
+  handoverTrials: number;
+  electionTtlMs: number;
+  costTtlMs: number;
+  costTerms: number;
+  coldStartRuns: number;
+  scale: Array<{ leases: number; ttlMs: number; windowMs: number }>;
+}
+
+const FULL: Plan = {
+  sequentialCount: 600,
+  concurrentCount: 2_000,
+  warmupCount: 2_000,
+  peerCount: 1_000,
+  failoverTrials: 32,
+  handoverTrials: 50,
+  electionTtlMs: 2_000,
+  costTtlMs: 3_000,
+  costTerms: 20,
+  coldStartRuns: 7,
+  scale: [
+    { leases: 1_000, ttlMs: 60_000, windowMs: 60_000 },
+    { leases: 10_000, ttlMs: 300_000, windowMs: 100_000 },
+  ],
+};
+
+const QUICK: Plan = {
+  sequentialCount: 100,
+  concurrentCount: 320,
+  warmupCount: 300,
+  peerCount: 200,
+  failoverTrials: 6,
+  handoverTrials: 6,
+  electionTtlMs: 2_000,
+  costTtlMs: 3_000,
+  costTerms: 5,
+  coldStartRuns: 3,
+  scale: [{ leases: 1_000, ttlMs: 30_000, windowMs: 30_000 }],
+};
+
+const HELP = `Usage: npm run bench -- [--quick] [--only SECTIONS] [--seed N]
+
+  --quick          short run (a few minutes, smaller counts); writes bench/results/quick.{md,json,svg}
+                   instead of BENCHMARKS.md, bench/results/latest.json and docs/failover.svg
+  --only LIST      comma-separated sections: ${SECTIONS.join(', ')}
+  --seed N         seed of the random kill and handover points (default: random)`;
+
+function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+function print(lines: string[]): void {
+  process.stdout.write(`\n${lines.join('\n')}\n`);
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      quick: { type: 'boolean', default: false },
+      only: { type: 'string' },
+      seed: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
+  const quick = values.quick ?? false;
+  const plan = quick ? QUICK : FULL;
+  const only = new Set<Section>((values.only?.split(',').map((s) => s.trim()).filter(Boolean) as Section[] | undefined) ?? SECTIONS);
+  for (const s of only) if (!SECTIONS.includes(s)) throw new Error(`unknown section "${s}" (expected ${SECTIONS.join(', ')})`);
+  const seed = values.seed !== undefined ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
+  const random = seededRandom(seed);
+  const runId = randomUUID().slice(0, 8);
+  const started = performance.now();
+
+  const outputs = quick
+    ? { md: 'bench/results/quick.md', json: 'bench/results/quick.json', svg: 'bench/results/quick-failover.svg' }
+    : { md: 'BENCHMARKS.md', json: 'bench/results/latest.json', svg: 'docs/failover.svg' };
+
+  const results: BenchResults = {
+    version: 1,
+    mode: quick ? 'quick' : 'full',
+    startedAt: new Date().toISOString(),
+    command: `npm run bench${quick ? ' -- --quick' : ''}${values.only ? ` --only ${values.only}` : ''}`,
+    machine: machineInfo(),
+    setup: [
+      'Processes: DynamoDB Local (Java), the local leasehold server (Node, the Lambda handler modules behind node:http, ' +
+        'no request logging, Powertools metrics off, log level WARN) and the load generator / harness (Node) are three ' +
+        'processes sharing the same cores; election candidates and the scale test are further Node processes.',
+      'Other work may share the machine (in development, other test suites ran at the same time): compare rows ' +
+        'within this run rather than with other machines.',
+      `Random kill and handover points from seed ${seed}.`,
+    ],
+    peers: { skipped: [], installed: [] },
+    errors: {},
+  };
+
+  log(`leasehold bench (${quick ? 'quick' : 'full'}), run ${runId}, seed ${seed}`);
+  print(renderHeader(results));
+
+  let db: DynamoDBLocal | undefined;
+  let etcd: PeerServer | undefined;
+  let redis: PeerServer | undefined;
+  let server: Awaited<ReturnType<typeof startServerProcess>> | undefined;
+  const onSignal = () => {
+    killAllChildren();
+    process.exit(130);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  const section = async (key: string, title: string, fn: () => Promise<void>): Promise<void> => {
+    const t0 = performance.now();
+    log(`\n▶ ${title}`);
+    try {
+      await fn();
+    } catch (error) {
+      results.errors[key] = error instanceof Error ? error.message : String(error);
+      log(`  ✗ ${title} failed: ${results.errors[key]}`);
+    }
+    log(`  (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+  };
+
+  try {
+    log('starting DynamoDB Local…');
+    db = await startDynamoDBLocal();
+    const raw = new DynamoDBClient({ endpoint: db.endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+    const tables = { leases: 'bench-leases', election: 'bench-election-leases', subscriptions: 'bench-subscriptions' };
+    await ensureLeaseTable(raw, tables.leases);
+    await ensureLeaseTable(raw, tables.election);
+    await ensureSubscriptionTable(raw, tables.subscriptions);
+    raw.destroy();
+    const doc = createDocumentClient({ endpoint: db.endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+    const scripts = await bundleWorkers();
+
+    const needsPeers = only.has('peers') || only.has('failover') || only.has('handover');
+    if (needsPeers) {
+      const availability = await ensurePeerBinaries(log);
+      results.peers.installed = availability.installed;
+      if (availability.etcd.available) {
+        results.peers.etcd = availability.etcd.version;
+        etcd = await startEtcd().catch((error: unknown) => {
+          results.peers.skipped.push(`etcd: could not start (${(error as Error).message})`);
+          return undefined;
+        });
+      } else results.peers.skipped.push(`etcd: ${availability.etcd.reason} — etcd rows are skipped`);
+      if (availability.redis.available) {
+        results.peers.redis = availability.redis.version;
+        redis = await startRedis().catch((error: unknown) => {
+          results.peers.skipped.push(`Redis: could not start (${(error as Error).message})`);
+          return undefined;
+        });
+      } else results.peers.skipped.push(`Redis: ${availability.redis.reason} — Redis rows are skipped`);
+      for (const s of results.peers.skipped) log(`  skipped: ${s}`);
+    }
+
+    // Sections on the plain server (no watch: its stream poller would add load).
+    if (only.has('latency') || only.has('scale')) {
+      server = await startServerProcess({ BENCH_DYNAMODB_ENDPOINT: db.endpoint, BENCH_TABLE: tables.leases });
+      log(`local server at ${server.url} (pid ${server.child.pid})`);
+    }
+
+    if (only.has('latency')) {
+      await section('latency', '1. Operation latency and throughput', async () => {
+        const cells = await measureOperationLatency({
+          apiUrl: (server as { url: string }).url,
+          doc,
+          tableName: tables.leases,
+          sequentialCount: plan.sequentialCount,
+          concurrentCount: plan.concurrentCount,
+          warmupCount: plan.warmupCount,
+          runId,
+          log,
+        });
+        results.latency = { sequentialCount: plan.sequentialCount, concurrentCount: plan.concurrentCount, cells };
+      });
+      print(renderLatency(results));
+    }
+
+    if (only.has('peers')) {
+      await section('peerLatency', '2. Peers: acquire and renew latency', async () => {
+        results.peerLatency = [];
+        if (etcd) results.peerLatency.push(...(await measureEtcdLatency(etcd.url, plan.peerCount, plan.electionTtlMs / 1000, runId)));
+        if (redis) results.peerLatency.push(...(await measureRedisLatency(redis.port, plan.peerCount, plan.electionTtlMs, runId)));
+      });
+      print(renderPeers(results));
+    }
+
+    if (only.has('scale')) {
+      await section('scale', '6. Scale', async () => {
+        results.scale = [];
+        for (const s of plan.scale) {
+          log(`  ${s.leases} leases, ttl ${s.ttlMs} ms, window ${s.windowMs} ms…`);
+          results.scale.push(
+            await measureScale({ script: scripts.scale, endpoint: (server as { url: string }).url, ...s, prefix: `bench-${runId}-scale-${s.leases}`, log }),
+          );
+        }
+      });
+      if (quick && results.scale) results.setup.push('Quick run: scale measured with 1,000 leases only (the full run adds 10,000).');
+    }
+
+    await server?.stop();
+    server = undefined;
+
+    // Elections: the server with the watch (WebSocket /v1/watch fed by the table's stream).
+    if (only.has('failover') || only.has('handover') || only.has('cost')) {
+      server = await startServerProcess({
+        BENCH_DYNAMODB_ENDPOINT: db.endpoint,
+        BENCH_TABLE: tables.election,
+        BENCH_SUBSCRIPTION_TABLE: tables.subscriptions,
+      });
+      log(`local server with the watch at ${server.url} (pid ${server.child.pid})`);
+      const ttlMs = plan.electionTtlMs;
+      const renewEveryMs = ttlMs / 3;
+      const leasehold = (watch: 'none' | 'sdk'): ElectionTarget => ({
+        label: watch === 'none' ? 'leasehold' : 'leasehold + watch',
+        system: 'leasehold',
+        config: { system: 'leasehold', ttlMs, endpoint: (server as { url: string }).url, watch },
+        renewEveryMs,
+      });
+      const peersTargets: ElectionTarget[] = [];
+      if (etcd) peersTargets.push({ label: `etcd ${results.peers.etcd ?? ''}`.trim(), system: 'etcd', config: { system: 'etcd', ttlMs, etcdUrl: etcd.url }, renewEveryMs });
+      if (redis) {
+        peersTargets.push({
+          label: `Redis ${results.peers.redis ?? ''} (SET NX PX)`.trim(),
+          system: 'redis',
+          config: { system: 'redis', ttlMs, redisPort: redis.port, redisRetryMs: 200 },
+          renewEveryMs,
+        });
+      }
+
+      if (only.has('cost')) {
+        await section('cost', '4. Request cost', async () => {
+          results.cost = await measureRequestCost({
+            endpoint: (server as { url: string }).url,
+            ttlMs: plan.costTtlMs,
+            terms: plan.costTerms,
+            name: `bench-${runId}-cost`,
+            watchUrl: `${(server as { url: string }).url.replace(/^http/, 'ws')}/v1/watch`,
+          });
+        });
+        print(renderCost(results));
+      }
+
+      if (only.has('failover')) {
+        await section('failover', '3. Crash failover', async () => {
+          results.failover = [];
+          for (const target of [leasehold('none'), ...peersTargets]) {
+            log(`  ${target.label}: ${plan.failoverTrials} kills…`);
+            try {
+              const { trials, disturbances } = await measureFailover({ script: scripts.candidate, target, trials: plan.failoverTrials, random, runId, log });
+              results.failover.push({ label: target.label, system: target.system, ttlMs, trials, disturbances });
+            } catch (error) {
+              results.failover.push({ label: target.label, system: target.system, ttlMs, trials: [], error: (error as Error).message });
+              log(`  ✗ ${target.label}: ${(error as Error).message}`);
+            }
+          }
+          for (const s of results.peers.skipped) results.failover.push({ label: s.split(':')[0] as string, system: 'skipped', ttlMs, trials: [], skipped: s });
+        });
+        print(renderFailover(results));
+      }
+
+      if (only.has('handover')) {
+        await section('handover', '3b. Graceful handover', async () => {
+          results.handover = [];
+          const variants: Array<{ target: ElectionTarget; mode: 'resign' | 'handoff'; watch: HandoverVariant['watch']; note?: string }> = [
+            { target: leasehold('none'), mode: 'resign', watch: 'none', note: 'follower retries at retryAfterMs' },
+            { target: leasehold('sdk'), mode: 'resign', watch: 'sdk', note: "createLeader's `watch` option: the follower acquires when `released` is pushed" },
+            { target: leasehold('sdk'), mode: 'handoff', watch: 'sdk', note: '`leader.handoff(to)`; the follower acquires when `handoff` is pushed' },
+            ...peersTargets.map((target) => ({
+              target,
+              mode: 'resign' as const,
+              watch: 'n/a' as const,
+              note: target.system === 'etcd' ? 'Campaign.resign(): revokes the lease; the follower watches the key' : 'Lua compare-and-DEL; the follower retries SET NX every 200 ms',
+            })),
+          ];
+          for (const v of variants) {
+            const label = `${v.target.label}${v.mode === 'handoff' ? ', handoff' : ''}`;
+            log(`  ${label}: ${plan.handoverTrials} handovers…`);
+            try {
+              const { trials, disturbances } = await measureHandover({ script: scripts.candidate, target: v.target, trials: plan.handoverTrials, mode: v.mode, random, runId, log });
+              results.handover.push({ label, system: v.target.system, mode: v.mode, watch: v.watch, trials, disturbances, ...(v.note ? { note: v.note } : {}) });
+            } catch (error) {
+              results.handover.push({ label, system: v.target.system, mode: v.mode, watch: v.watch, trials: [], error: (error as Error).message });
+              log(`  ✗ ${label}: ${(error as Error).message}`);
+            }
+          }
+        });
+        print(renderHandover(results));
+      }
+      await server.stop();
+      server = undefined;
+    }
+
+    await etcd?.stop();
+    await redis?.stop();
+    etcd = undefined;
+    redis = undefined;
+
+    if (only.has('scale')) print(renderScale(results));
+
+    if (only.has('coldstart')) {
+      await section('coldStart', '5. Cold start', async () => {
+        results.coldStart = await measureColdStart({ runs: plan.coldStartRuns, log });
+      });
+      print(renderColdStart(results));
+    }
+    doc.destroy();
+  } finally {
+    await server?.stop().catch(() => undefined);
+    await etcd?.stop().catch(() => undefined);
+    await redis?.stop().catch(() => undefined);
+    await db?.stop().catch(() => undefined);
+    killAllChildren();
+  }
+
+  results.machine.loadAverageAtEnd = loadAverageNow();
+  results.finishedAt = new Date().toISOString();
+  results.durationSec = (performance.now() - started) / 1000;
+  print(renderTargets(results));
+
+  const write = (path: string, content: string) => {
+    const absolute = join(REPO_ROOT, path);
+    mkdirSync(dirname(absolute), { recursive: true });
+    writeFileSync(absolute, content);
+    log(`wrote ${relative(process.cwd(), absolute) || path}`);
+  };
+  let markdown = renderMarkdown(results);
+  if (quick) markdown = markdown.replace('](docs/failover.svg)', '](quick-failover.svg)').replace('](bench/results/quick.json)', '](quick.json)');
+  write(outputs.md, markdown);
+  write(outputs.json, `${JSON.stringify(results, null, 2)}\n`);
+  if (results.failover && results.failover.some((s) => s.trials.length > 0)) {
+    write(
+      outputs.svg,
+      failoverSvg(
+        results.failover.map((s) => ({ label: s.label, failover: s.trials.map((t) => t.failoverMs), floor: s.trials.map((t) => t.floorMs) })),
+        `Crash failover at TTL ${plan.electionTtlMs} ms: kill -9 → next leader elected (${results.startedAt.slice(0, 10)}, ${results.mode} run)`,
+      ),
+    );
+  }
+  log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+}
+
+main().catch((error: unknown) => {
+  killAllChildren();
+  console.error(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.exit(1);
+});

@@ -1,0 +1,122 @@
+import { randomBytes } from 'node:crypto';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { wallNowMs } from './clock.js';
+
+/**
+ * The bare DynamoDB requests behind each operation, for the "raw" baseline: the same UpdateItem
+ * (same SET list, same condition, ALL_NEW / ALL_OLD) and the same consistent GetItem that
+ * functions/lease-store.ts sends, but without input validation, without mapping the item to a
+ * grant and without any HTTP. A failed condition counts as a completed request, as it does for the
+ * store (one request either way).
+ */
+
+const ACQUIRE_CONDITION =
+  'attribute_not_exists(pk) OR (availableAt < :now AND (attribute_not_exists(reservedFor) OR reservedFor = :holder OR reservedUntil < :now))';
+const RENEW_CONDITION = 'leaseId = :leaseId AND #token = :token AND attribute_exists(holder) AND expiresAt >= :now';
+const RELEASE_CONDITION = 'leaseId = :leaseId AND #token = :token AND attribute_exists(holder)';
+const WEEK_MS = 7 * 24 * 3600 * 1000;
+
+async function conditional(send: () => Promise<unknown>): Promise<'ok' | 'conflict'> {
+  try {
+    await send();
+    return 'ok';
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException || (error as { name?: string }).name === 'ConditionalCheckFailedException') return 'conflict';
+    throw error;
+  }
+}
+
+export class RawLeaseRequests {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  acquire(name: string, holder: string, ttlMs: number): Promise<'ok' | 'conflict'> {
+    const now = wallNowMs();
+    const expiresAt = now + ttlMs;
+    return conditional(() =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: name },
+          UpdateExpression:
+            'SET holder = :holder, leaseId = :leaseId, #token = if_not_exists(#token, :tokenBase) + :one, ' +
+            'transitions = if_not_exists(transitions, :zero) + :one, ttlMs = :ttlMs, lockDelayMs = :lockDelayMs, ' +
+            'holdMs = :holdMs, expiresAt = :expiresAt, availableAt = :availableAt, acquiredAt = :now, renewedAt = :now, ' +
+            'expireItemAt = :expireItemAt, requestId = :requestId REMOVE releasedAt, reservedFor, reservedUntil, metadataJson',
+          ConditionExpression: ACQUIRE_CONDITION,
+          ExpressionAttributeNames: { '#token': 'token' },
+          ExpressionAttributeValues: {
+            ':now': now,
+            ':holder': holder,
+            ':leaseId': randomBytes(16).toString('hex'),
+            ':tokenBase': now * 1000,
+            ':one': 1,
+            ':zero': 0,
+            ':ttlMs': ttlMs,
+            ':lockDelayMs': 0,
+            ':holdMs': ttlMs,
+            ':expiresAt': expiresAt,
+            ':availableAt': expiresAt,
+            ':expireItemAt': Math.ceil((expiresAt + WEEK_MS) / 1000),
+            ':requestId': randomBytes(16).toString('hex'),
+          },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      ),
+    );
+  }
+
+  renew(name: string, leaseId: string, token: number, ttlMs: number): Promise<'ok' | 'conflict'> {
+    const now = wallNowMs();
+    return conditional(() =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: name },
+          UpdateExpression:
+            'SET ttlMs = :ttlMs, holdMs = lockDelayMs + :ttlMs, expiresAt = :expiresAt, availableAt = lockDelayMs + :expiresAt, ' +
+            'renewedAt = :now, expireItemAt = :expireItemAt',
+          ConditionExpression: RENEW_CONDITION,
+          ExpressionAttributeNames: { '#token': 'token' },
+          ExpressionAttributeValues: {
+            ':now': now,
+            ':leaseId': leaseId,
+            ':token': token,
+            ':ttlMs': ttlMs,
+            ':expiresAt': now + ttlMs,
+            ':expireItemAt': Math.ceil((now + ttlMs + WEEK_MS) / 1000),
+          },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      ),
+    );
+  }
+
+  release(name: string, leaseId: string, token: number): Promise<'ok' | 'conflict'> {
+    const now = wallNowMs();
+    return conditional(() =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: name },
+          UpdateExpression: 'SET availableAt = :now, releasedAt = :now, expireItemAt = :expireItemAt REMOVE holder, requestId',
+          ConditionExpression: RELEASE_CONDITION,
+          ExpressionAttributeNames: { '#token': 'token' },
+          ExpressionAttributeValues: { ':now': now, ':leaseId': leaseId, ':token': token, ':expireItemAt': Math.ceil((now + WEEK_MS) / 1000) },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      ),
+    );
+  }
+
+  async describe(name: string): Promise<'ok' | 'conflict'> {
+    const out = await this.client.send(new GetCommand({ TableName: this.tableName, Key: { pk: name }, ConsistentRead: true }));
+    return out.Item ? 'ok' : 'conflict';
+  }
+}

@@ -1,0 +1,89 @@
+import { Worker } from './processes.js';
+
+/** Section 6: one SDK process holding N leases (see bench/workers/scale.ts). */
+
+export interface ScaleResult {
+  leases: number;
+  ttlMs: number;
+  renewEveryMs: number;
+  rampMs: number;
+  windowMs: number;
+  renewals: number;
+  renewalsPerSec: number;
+  /** leases / renewEvery: what the SDK should sustain. */
+  expectedRenewalsPerSec: number;
+  renewFailures: number;
+  lost: Record<string, number>;
+  lostTotal: number;
+  leadingAtEnd: number;
+  /** CPU time (user + system) of the SDK process per lease per second held, in microseconds. */
+  cpuMicrosPerLeasePerSec: number;
+  /** Share of one core used by the SDK process during the window. */
+  cpuCorePercent: number;
+  rssBytesPerLease: number;
+  heapBytesPerLease: number;
+  rssMiB: number;
+}
+
+export async function measureScale(options: {
+  script: string;
+  endpoint: string;
+  leases: number;
+  ttlMs: number;
+  windowMs: number;
+  prefix: string;
+  log: (line: string) => void;
+}): Promise<ScaleResult> {
+  const worker = new Worker(
+    options.script,
+    { endpoint: options.endpoint, leases: options.leases, ttlMs: options.ttlMs, windowMs: options.windowMs, prefix: options.prefix },
+    { nodeArgs: ['--expose-gc'] },
+  );
+  try {
+    // Ramp-up over one renewal period; every 500 elections must come within 2 minutes.
+    for (let elected = 0; elected < options.leases; ) {
+      const since = worker.events.length;
+      const progress = await worker.waitFor((e) => e.ev === 'progress', 120_000, since, `progress of the ramp-up (${elected} of ${options.leases} elected)`);
+      elected = progress.elected as number;
+      if (elected % 2_500 === 0 || elected === options.leases) options.log(`    ${elected} of ${options.leases} leases held`);
+    }
+    const r = (await worker.waitFor((e) => e.ev === 'result', options.windowMs + 120_000, 0, 'the scale result')) as unknown as {
+      leases: number;
+      ttlMs: number;
+      rampMs: number;
+      windowMs: number;
+      renewals: number;
+      renewFailures: number;
+      lost: Record<string, number>;
+      leadingAtEnd: number;
+      cpuUserMs: number;
+      cpuSystemMs: number;
+      memory: { before: { rss: number; heapUsed: number }; held: { rss: number; heapUsed: number }; after: { rss: number; heapUsed: number } };
+    };
+    const renewEveryMs = r.ttlMs / 3;
+    const cpuMs = r.cpuUserMs + r.cpuSystemMs;
+    const lostTotal = Object.values(r.lost).reduce((a, b) => a + b, 0);
+    return {
+      leases: r.leases,
+      ttlMs: r.ttlMs,
+      renewEveryMs,
+      rampMs: r.rampMs,
+      windowMs: r.windowMs,
+      renewals: r.renewals,
+      renewalsPerSec: (r.renewals / r.windowMs) * 1000,
+      expectedRenewalsPerSec: (r.leases / renewEveryMs) * 1000,
+      renewFailures: r.renewFailures,
+      lost: r.lost,
+      lostTotal,
+      leadingAtEnd: r.leadingAtEnd,
+      cpuMicrosPerLeasePerSec: (cpuMs * 1000) / r.leases / (r.windowMs / 1000),
+      cpuCorePercent: (cpuMs / r.windowMs) * 100,
+      rssBytesPerLease: (r.memory.after.rss - r.memory.before.rss) / r.leases,
+      heapBytesPerLease: (r.memory.after.heapUsed - r.memory.before.heapUsed) / r.leases,
+      rssMiB: r.memory.after.rss / 2 ** 20,
+    };
+  } finally {
+    worker.kill();
+    await worker.closed;
+  }
+}

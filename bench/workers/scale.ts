@@ -1,0 +1,97 @@
+/**
+ * Section 6: one process holding many leases with the SDK (`createLeader`, one per name, sharing one
+ * LeaseClient). Ramps up evenly over one renewal period (so that the renewals that follow are
+ * spread evenly too, as they are in a process that has run for a while), then holds every lease for
+ * a fixed window and measures CPU (process.cpuUsage), memory (RSS and heap, after a GC), renewals
+ * and losses. Prints progress lines and one `{"ev":"result",...}`. Run with `node --expose-gc`.
+ */
+import { LeaseClient, createLeader, type Leader } from '../../client/src/index.js';
+import { benchNowMs, sleep } from '../clock.js';
+
+interface ScaleConfig {
+  endpoint: string;
+  leases: number;
+  ttlMs: number;
+  windowMs: number;
+  prefix: string;
+}
+
+const config = JSON.parse(process.env.BENCH_WORKER_CONFIG ?? '{}') as ScaleConfig;
+const gc = (globalThis as { gc?: () => void }).gc;
+
+function memory(): { rss: number; heapUsed: number } {
+  gc?.();
+  gc?.();
+  const m = process.memoryUsage();
+  return { rss: m.rss, heapUsed: m.heapUsed };
+}
+
+const before = memory();
+const client = new LeaseClient({ endpoint: config.endpoint });
+let renewals = 0;
+let renewFailures = 0;
+const lost: Record<string, number> = {};
+let errors = 0;
+const leaders: Leader[] = [];
+
+const rampStarted = performance.now();
+const rampOverMs = config.ttlMs / 3;
+const campaigns: Promise<unknown>[] = [];
+let elected = 0;
+for (let j = 0; j < config.leases; j++) {
+  // Leader j starts at j/N of the renewal period.
+  await sleep(rampStarted + (j * rampOverMs) / config.leases - performance.now());
+  const leader = createLeader(client, {
+    name: `${config.prefix}:${j}`,
+    holder: `scale-${process.pid}`,
+    ttlMs: config.ttlMs,
+    onEvent: (event) => {
+      if (event.type === 'renewed') renewals += 1;
+      else if (event.type === 'renewFailed') renewFailures += 1;
+      else if (event.type === 'lost') lost[event.reason] = (lost[event.reason] ?? 0) + 1;
+      else if (event.type === 'error') errors += 1;
+    },
+  });
+  leaders.push(leader);
+  campaigns.push(
+    leader.campaign().then(() => {
+      elected += 1;
+      if (elected % 500 === 0 || elected === config.leases) {
+        process.stdout.write(`${JSON.stringify({ ev: 'progress', at: benchNowMs(), elected })}\n`);
+      }
+    }),
+  );
+}
+await Promise.all(campaigns);
+const rampMs = performance.now() - rampStarted;
+const held = memory();
+
+const cpu0 = process.cpuUsage();
+const t0 = performance.now();
+const renewals0 = renewals;
+await sleep(config.windowMs);
+const cpu = process.cpuUsage(cpu0);
+const windowMs = performance.now() - t0;
+const windowRenewals = renewals - renewals0;
+const after = memory();
+const leading = leaders.filter((l) => l.isLeader()).length;
+
+process.stdout.write(
+  `${JSON.stringify({
+    ev: 'result',
+    at: benchNowMs(),
+    leases: config.leases,
+    ttlMs: config.ttlMs,
+    rampMs,
+    windowMs,
+    renewals: windowRenewals,
+    renewFailures,
+    lost,
+    errors,
+    leadingAtEnd: leading,
+    cpuUserMs: cpu.user / 1000,
+    cpuSystemMs: cpu.system / 1000,
+    memory: { before, held, after },
+  })}\n`,
+);
+process.exit(0);

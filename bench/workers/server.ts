@@ -1,0 +1,34 @@
+/**
+ * The local leasehold server (the real handler modules behind node:http) in its own process, so the
+ * load generator and the server do not share an event loop. Prints one JSON line
+ * `{"ready":true,"url":...}` and serves until SIGTERM.
+ *
+ * Environment: BENCH_DYNAMODB_ENDPOINT, BENCH_TABLE, BENCH_SUBSCRIPTION_TABLE (enables the watch).
+ */
+import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
+import { startLocalServer } from '../../local/server.js';
+
+const endpoint = process.env.BENCH_DYNAMODB_ENDPOINT;
+const tableName = process.env.BENCH_TABLE;
+if (!endpoint || !tableName) throw new Error('BENCH_DYNAMODB_ENDPOINT and BENCH_TABLE are required');
+const subscriptionTableName = process.env.BENCH_SUBSCRIPTION_TABLE;
+
+const server = await startLocalServer({
+  port: 0,
+  tableName,
+  region: LOCAL_REGION,
+  dynamodbEndpoint: endpoint,
+  credentials: LOCAL_CREDENTIALS,
+  logRequests: false,
+  ...(subscriptionTableName ? { watch: { subscriptionTableName } } : {}),
+});
+process.stdout.write(`${JSON.stringify({ ready: true, url: server.url })}\n`);
+
+const stop = () => {
+  void server.close().finally(() => process.exit(0));
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+// Exit with the parent: stdin closes when the harness goes away.
+process.stdin.on('end', stop);
+process.stdin.resume();

@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import type { LatencyCell } from '../../bench/latency.js';
+import { checkTargets, escapeXml, failoverSvg, fmtMs, renderMarkdown, type BenchResults } from '../../bench/report.js';
+
+/** A minimal XML well-formedness check: tags nest and close, attributes are quoted, no raw `&` or `<`. */
+function assertWellFormedXml(xml: string): void {
+  const stack: string[] = [];
+  const tag = /<(\/?)([A-Za-z][\w:-]*)((?:\s+[\w:-]+="[^"<]*")*)\s*(\/?)>/g;
+  let last = 0;
+  for (let m = tag.exec(xml); m !== null; m = tag.exec(xml)) {
+    const text = xml.slice(last, m.index);
+    expect(text, `stray markup before <${m[2]}>`).not.toMatch(/[<>]/);
+    expect(text, 'an unescaped ampersand').not.toMatch(/&(?!amp;|lt;|gt;|quot;|apos;)/);
+    last = m.index + m[0].length;
+    const [, closing, name, , selfClosing] = m;
+    if (selfClosing) continue;
+    if (closing) expect(stack.pop(), `</${name}> closes the wrong element`).toBe(name);
+    else stack.push(name as string);
+  }
+  expect(xml.slice(last).trim()).toBe('');
+  expect(stack).toEqual([]);
+}
+
+function latencyCell(op: LatencyCell['op'], via: LatencyCell['via'], p50Ms: number): LatencyCell {
+  return { op, via, names: 'distinct', concurrency: 1, count: 100, p50Ms, p99Ms: p50Ms * 3, meanMs: p50Ms, opsPerSec: 1000 / p50Ms, conflicts: 0, errors: 0 };
+}
+
+function fixture(): BenchResults {
+  return {
+    version: 1,
+    mode: 'full',
+    startedAt: '2026-11-22T05:00:00.000Z',
+    durationSec: 600,
+    command: 'npm run bench',
+    machine: {
+      cpuModel: 'Test CPU',
+      cores: 2,
+      memoryGiB: 24,
+      os: 'Debian',
+      node: 'v20.20.2',
+      java: 'openjdk 17',
+      dynamodbLocal: 'DynamoDB Local',
+      loadAverageAtStart: 1,
+      loadAverageAtEnd: 2,
+    },
+    setup: ['three processes'],
+    peers: { etcd: '3.4.23', redis: '7.0.15', skipped: [], installed: [] },
+    latency: {
+      sequentialCount: 100,
+      concurrentCount: 300,
+      cells: [latencyCell('acquire', 'api', 2.4), latencyCell('acquire', 'bare', 2), latencyCell('renew', 'api', 3), latencyCell('renew', 'bare', 2)],
+    },
+    failover: [
+      {
+        label: 'leasehold',
+        system: 'leasehold',
+        ttlMs: 2000,
+        trials: [1, 2, 3].map((i) => ({ trial: i, sinceRenewalMs: 100, floorMs: 1500 + i, failoverMs: 1540 + i, excessMs: 39 })),
+      },
+      {
+        label: 'etcd <3.4> & co',
+        system: 'etcd',
+        ttlMs: 2000,
+        trials: [1, 2, 3].map((i) => ({ trial: i, sinceRenewalMs: 100, floorMs: 1500 + i, failoverMs: 1800 + i, excessMs: 299 })),
+      },
+    ],
+    errors: { coldStart: 'esbuild failed' },
+  };
+}
+
+describe('bench report', () => {
+  it('checks each target against the measured numbers: overhead per configuration, failover against floor and etcd', () => {
+    const checks = checkTargets(fixture());
+    expect(checks.map((c) => [c.target.split(' ').slice(0, 5).join(' '), c.met])).toEqual([
+      ['Operation overhead ≤ 1.3× the', false],
+      ['Crash failover p50 within 100', true],
+      ['Crash failover p50 not worse', true],
+    ]);
+    expect(checks[0]?.measured).toContain('acquire 1.20×, renew 1.50×');
+    expect(checks[0]?.measured).toContain('1 of 2 configurations within 1.3×');
+  });
+
+  it('renders every section, saying why one was not measured', () => {
+    const markdown = renderMarkdown(fixture());
+    for (const heading of ['# leasehold benchmarks', '## Machine', '## Targets', '## 1. Operation latency', '## 2. Peers', '## 3. Crash failover', '## 5. Cold start', '## 6. Scale']) {
+      expect(markdown).toContain(heading);
+    }
+    expect(markdown).toContain('Not measured: esbuild failed');
+    expect(markdown).toContain('2 cores (Test CPU)');
+    expect(markdown).toContain('![Crash failover distributions](docs/failover.svg)');
+  });
+
+  it('writes a well-formed SVG with one failover row and one floor row per system, labels escaped', () => {
+    const results = fixture();
+    const svg = failoverSvg(
+      (results.failover ?? []).map((s) => ({ label: s.label, failover: s.trials.map((t) => t.failoverMs), floor: s.trials.map((t) => t.floorMs) })),
+      'Crash failover & floor',
+    );
+    assertWellFormedXml(svg);
+    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+    expect(svg).toContain('etcd &lt;3.4&gt; &amp; co: failover');
+    expect(svg).toContain('leasehold: floor');
+    expect(svg.match(/<circle /g)).toHaveLength(12);
+  });
+
+  it('writes a well-formed SVG even when no system has a trial', () => {
+    assertWellFormedXml(failoverSvg([{ label: 'etcd', failover: [], floor: [] }], 'empty'));
+  });
+
+  it('escapes the five XML special characters and formats milliseconds by magnitude', () => {
+    expect(escapeXml(`<a href="x">'&'</a>`)).toBe('&lt;a href=&quot;x&quot;&gt;&apos;&amp;&apos;&lt;/a&gt;');
+    expect([fmtMs(1.234), fmtMs(12.34), fmtMs(1234.5), fmtMs(Number.NaN)]).toEqual(['1.23', '12.3', '1,235', '–']);
+  });
+});
