@@ -24,13 +24,35 @@ export type FaultMode =
   | { kind: 'delay'; ms: number }
   | { kind: 'lose-answers'; closeClientAfterMs?: number; closeWith?: 'reset' | 'fin' };
 
+export interface ProxyTarget {
+  host: string;
+  port: number;
+}
+
 export interface FaultProxyOptions {
-  targetHost: string;
-  targetPort: number;
+  /** The one target (or give `targets`). */
+  targetHost?: string;
+  targetPort?: number;
+  /**
+   * Several targets, e.g. instances of the API behind a load balancer: each new connection goes to
+   * the next one, round-robin.
+   */
+  targets?: readonly ProxyTarget[];
+  /**
+   * When a target refuses a connection (nothing was sent to it yet), try the next one, as a load
+   * balancer does; the client sees its connection close only if every target refuses. Default
+   * false: the client's connection is closed at once.
+   */
+  skipRefusingTargets?: boolean;
   /** Port to listen on; default 0 (any free port). */
   listenPort?: number;
   /** Address to listen on; default 127.0.0.1. */
   listenHost?: string;
+  /**
+   * Called with every chunk a client sends, as it arrives and before the mode applies to it (the
+   * chaos harness freezes a worker right after its request leaves it this way). Default: none.
+   */
+  onClientData?: (data: Buffer) => void;
 }
 
 export interface FaultProxyStats {
@@ -53,6 +75,12 @@ export interface FaultProxy {
 }
 
 export async function createFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
+  const targets: readonly ProxyTarget[] =
+    options.targets ?? (options.targetHost !== undefined && options.targetPort !== undefined ? [{ host: options.targetHost, port: options.targetPort }] : []);
+  if (targets.length === 0) throw new TypeError('Expected `targetHost` and `targetPort`, or a non-empty `targets` list.');
+  let nextTarget = 0;
+  const pickTarget = (): ProxyTarget => targets[nextTarget++ % targets.length]!;
+  const connectAttempts = options.skipRefusingTargets ? targets.length : 1;
   let mode: FaultMode = { kind: 'pass' };
   const connections = new Set<ProxiedConnection>();
   const stats: FaultProxyStats = { connectionsAccepted: 0, connectionsOpen: 0, bytesToTarget: 0, bytesToClient: 0, answerBytesDropped: 0 };
@@ -60,7 +88,7 @@ export async function createFaultProxy(options: FaultProxyOptions): Promise<Faul
   const server: Server = createServer({ allowHalfOpen: true }, (client) => {
     stats.connectionsAccepted += 1;
     stats.connectionsOpen += 1;
-    const connection = new ProxiedConnection(client, options, () => mode, stats);
+    const connection = new ProxiedConnection(client, pickTarget, connectAttempts, options.onClientData, () => mode, stats);
     connections.add(connection);
     client.once('close', () => {
       connections.delete(connection);
@@ -152,20 +180,27 @@ class Direction {
 
 class ProxiedConnection {
   private upstream: Socket | undefined;
+  private upstreamConnected = false;
   private readonly toTarget: Direction;
   private readonly toClient: Direction;
   private closeTimer: NodeJS.Timeout | undefined;
 
+  private connectAttemptsLeft: number;
+
   constructor(
     private readonly client: Socket,
-    private readonly target: FaultProxyOptions,
+    private readonly pickTarget: () => ProxyTarget,
+    connectAttempts: number,
+    onClientData: ((data: Buffer) => void) | undefined,
     private readonly currentMode: () => FaultMode,
     private readonly stats: FaultProxyStats,
   ) {
-    this.toTarget = new Direction(() => this.upstream, currentMode, (n) => (stats.bytesToTarget += n));
+    this.connectAttemptsLeft = connectAttempts;
+    this.toTarget = new Direction(() => this.connectedUpstream(), currentMode, (n) => (stats.bytesToTarget += n));
     this.toClient = new Direction(() => client, currentMode, (n) => (stats.bytesToClient += n));
 
     client.on('data', (data: Buffer) => {
+      onClientData?.(data);
       this.connectUpstream();
       this.toTarget.push({ data, dueAt: null });
     });
@@ -192,13 +227,32 @@ class ProxiedConnection {
   /** Connects to the target on first need: a partitioned connection never reaches it. */
   private connectUpstream(): void {
     if (this.upstream !== undefined || this.currentMode().kind === 'blackhole') return;
-    const upstream = createConnection({ host: this.target.targetHost, port: this.target.targetPort, allowHalfOpen: true });
+    const target = this.pickTarget();
+    this.connectAttemptsLeft -= 1;
+    const upstream = createConnection({ host: target.host, port: target.port, allowHalfOpen: true });
     this.upstream = upstream;
-    upstream.on('connect', () => this.toTarget.pump());
+    this.upstreamConnected = false;
+    upstream.on('connect', () => {
+      this.upstreamConnected = true;
+      this.toTarget.pump();
+    });
     upstream.on('data', (data: Buffer) => this.answer({ data, dueAt: null }));
     upstream.on('end', () => this.answer({ end: true, dueAt: null }));
-    // The target refused or reset: the client sees its connection close, as it would directly.
-    upstream.on('error', () => this.destroy());
+    upstream.on('error', (error: NodeJS.ErrnoException) => {
+      // Refused before anything was sent: another target may take it (skipRefusingTargets).
+      if (!this.upstreamConnected && error.code === 'ECONNREFUSED' && this.connectAttemptsLeft > 0 && !this.client.destroyed) {
+        this.upstream = undefined;
+        this.connectUpstream();
+        return;
+      }
+      // The target refused or reset: the client sees its connection close, as it would directly.
+      this.destroy();
+    });
+  }
+
+  /** The upstream socket once connected (bytes wait in the queue until then). */
+  private connectedUpstream(): Socket | undefined {
+    return this.upstreamConnected ? this.upstream : undefined;
   }
 
   private answer(item: Item): void {

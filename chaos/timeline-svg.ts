@@ -14,6 +14,10 @@ export interface TimelineOptions {
   ttlMs?: number | null;
   /** Width of the plot area in px. Default 1000. */
   plotWidth?: number;
+  /** `all` (default): a row for every (lease, process) with operations; `leaders`: only rows with a leadership bar or a write. */
+  rows?: 'all' | 'leaders';
+  /** A line of text under the axis (the run's settings, say). Default: none. */
+  caption?: string;
 }
 
 export interface LeadershipBar {
@@ -33,6 +37,10 @@ const LANE_HEIGHT = 13;
 const TOP = 14 + LABEL_LANES * LANE_HEIGHT;
 /** Width of one character of the 11px monospace font, to keep labels from overlapping. */
 const CHAR_WIDTH = 6.7;
+const LEGEND = [
+  'bars: who believed it led (token t…), from its grant to its release, loss, kill or local deadline',
+  'ticks: fenced writes (green accepted, red rejected, grey no answer) · shaded: stop→cont, partition/delay/drop-answers→heal · dashed: kill, restarts, clock offsets',
+];
 const BANDED: Partial<Record<FaultKind, FaultKind>> = { stop: 'cont', partition: 'heal', 'drop-answers': 'heal', delay: 'heal' };
 
 export function renderTimelineSvg(records: readonly HistoryRecord[], options: TimelineOptions = {}): string {
@@ -42,16 +50,35 @@ export function renderTimelineSvg(records: readonly HistoryRecord[], options: Ti
     ...ops.flatMap((r) => [r.invokeMs, ...(r.completeMs === null ? [] : [r.completeMs])]),
     ...events.map((e) => e.atMs),
   ];
-  const t0 = times.length > 0 ? Math.min(...times) : 0;
-  const t1 = times.length > 0 ? Math.max(...times) : 1;
+  const t0 = times.length > 0 ? times.reduce((a, b) => Math.min(a, b)) : 0;
+  const t1 = times.length > 0 ? times.reduce((a, b) => Math.max(a, b)) : 1;
   const plotWidth = options.plotWidth ?? 1000;
   const scale = plotWidth / Math.max(1, t1 - t0);
   const x = (t: number) => round(LABEL_WIDTH + (t - t0) * scale);
 
   const bars = leadershipBars(ops, events, options.ttlMs ?? null, t1);
-  const rows = [...new Set(ops.filter((r) => r.op !== 'describe').map((r) => rowKey(r.lease, r.process)))].sort();
+  const writesByRow = new Map<string, OpRecord[]>();
+  for (const r of ops) {
+    if (r.op !== 'write') continue;
+    const key = rowKey(r.lease, r.process);
+    const list = writesByRow.get(key);
+    if (list) list.push(r);
+    else writesByRow.set(key, [r]);
+  }
+  const barsByRow = new Map<string, LeadershipBar[]>();
+  for (const bar of bars) {
+    const key = rowKey(bar.lease, bar.process);
+    const list = barsByRow.get(key);
+    if (list) list.push(bar);
+    else barsByRow.set(key, [bar]);
+  }
+  const rows =
+    options.rows === 'leaders'
+      ? [...new Set([...barsByRow.keys(), ...writesByRow.keys()])].sort()
+      : [...new Set(ops.filter((r) => r.op !== 'describe').map((r) => rowKey(r.lease, r.process)))].sort();
   const rowY = new Map(rows.map((key, i) => [key, TOP + i * ROW_HEIGHT]));
-  const height = TOP + rows.length * ROW_HEIGHT + 30;
+  const captionLines = [...LEGEND, ...(options.caption ? [options.caption] : [])];
+  const height = TOP + rows.length * ROW_HEIGHT + 30 + captionLines.length * LANE_HEIGHT;
   const width = LABEL_WIDTH + plotWidth + 20;
 
   const out: string[] = [];
@@ -62,15 +89,19 @@ export function renderTimelineSvg(records: readonly HistoryRecord[], options: Ti
   out.push(`<rect x="0" y="0" width="${width}" height="${height}" fill="#ffffff"/>`);
 
   // Axis: a tick per second (or per a coarser step on long runs).
+  const axisY = TOP + rows.length * ROW_HEIGHT + 20;
   const spanS = (t1 - t0) / 1000;
   const stepS = niceStep(spanS);
   out.push(`<g class="axis">`);
   for (let s = 0; s <= spanS + 1e-9; s += stepS) {
     const xs = x(t0 + s * 1000);
-    out.push(`<line x1="${xs}" y1="${TOP - 6}" x2="${xs}" y2="${height - 24}" stroke="#eeeeee"/>`);
-    out.push(`<text x="${xs}" y="${height - 10}" text-anchor="middle" fill="#666666">${round(s)}s</text>`);
+    out.push(`<line x1="${xs}" y1="${TOP - 6}" x2="${xs}" y2="${axisY - 14}" stroke="#eeeeee"/>`);
+    out.push(`<text x="${xs}" y="${axisY}" text-anchor="middle" fill="#666666">${round(s)}s</text>`);
   }
   out.push(`</g>`);
+  captionLines.forEach((line, i) => {
+    out.push(`<text class="caption" x="4" y="${axisY + (i + 1) * LANE_HEIGHT + 2}" fill="#444444">${escapeXml(line)}</text>`);
+  });
 
   out.push(`<g class="faults">`);
   const ended = new Set<EventRecord>();
@@ -104,7 +135,7 @@ export function renderTimelineSvg(records: readonly HistoryRecord[], options: Ti
     const y = rowY.get(key)!;
     out.push(`<g class="row" data-lease="${escapeXml(lease)}" data-process="${escapeXml(process)}">`);
     out.push(`<text x="4" y="${y + 14}" fill="#000000">${escapeXml(`${lease} / ${process}`)}</text>`);
-    for (const bar of bars.filter((b) => b.lease === lease && b.process === process)) {
+    for (const bar of barsByRow.get(key) ?? []) {
       const bx = x(bar.startMs);
       const bw = Math.max(1, x(bar.endMs) - bx);
       out.push(
@@ -114,7 +145,7 @@ export function renderTimelineSvg(records: readonly HistoryRecord[], options: Ti
       const label = tokenLabel(bar.token, bw);
       if (label !== '') out.push(`<text class="token" x="${bx + 3}" y="${y + 15}" fill="#000000">${label}</text>`);
     }
-    for (const w of ops.filter((r) => r.op === 'write' && r.lease === lease && r.process === process)) {
+    for (const w of writesByRow.get(key) ?? []) {
       const fill = w.accepted === true ? '#2e7d32' : w.accepted === false ? '#c62828' : '#9e9e9e';
       out.push(`<rect class="write" x="${x(w.invokeMs)}" y="${y + ROW_HEIGHT - 5}" width="2" height="5" fill="${fill}"/>`);
     }
@@ -137,24 +168,37 @@ export function leadershipBars(
 ): LeadershipBar[] {
   const bars: LeadershipBar[] = [];
   const seen = new Set<string>();
+  // Operations by (lease, process, token), so long histories stay linear.
+  const byTerm = new Map<string, OpRecord[]>();
+  for (const r of ops) {
+    const key = JSON.stringify([r.lease, r.process, r.token]);
+    const list = byTerm.get(key);
+    if (list) list.push(r);
+    else byTerm.set(key, [r]);
+  }
+  const kills = events.filter((e) => e.kind === 'kill');
   for (const acquire of ops) {
     if (acquire.op !== 'acquire' || acquire.outcome !== 'ok' || typeof acquire.token !== 'number') continue;
     const key = JSON.stringify([acquire.lease, acquire.process, acquire.token]);
     if (seen.has(key)) continue; // a same-grant retry
     seen.add(key);
     const startMs = acquire.completeMs as number;
-    const mine = ops.filter((r) => r.lease === acquire.lease && r.process === acquire.process && r.token === acquire.token);
+    const mine = byTerm.get(key) ?? [];
     const ends: { at: number; by: LeadershipBar['endedBy'] }[] = [{ at: historyEndMs, by: 'end-of-history' }];
     for (const r of mine) {
       if (r.op === 'release' && r.invokeMs >= startMs) ends.push({ at: r.invokeMs, by: 'release' });
       if (r.error === 'LEASE_LOST' && r.completeMs !== null) ends.push({ at: r.completeMs, by: 'lost' });
     }
-    for (const e of events) if (e.kind === 'kill' && e.target === acquire.process && e.atMs >= startMs) ends.push({ at: e.atMs, by: 'kill' });
+    for (const e of kills) if (e.target === acquire.process && e.atMs >= startMs) ends.push({ at: e.atMs, by: 'kill' });
     const deadlines = mine.map((r) => r.localDeadlineMs).filter((d): d is number => typeof d === 'number');
     const setters = mine.filter((r) => (r.op === 'acquire' || r.op === 'renew') && r.outcome === 'ok');
     const ttl = acquire.ttlMs ?? ttlMs;
     const deadline =
-      deadlines.length > 0 ? Math.max(...deadlines) : ttl !== null ? Math.max(...setters.map((r) => r.invokeMs + (r.ttlMs ?? ttl))) : undefined;
+      deadlines.length > 0
+        ? deadlines.reduce((a, b) => Math.max(a, b))
+        : ttl !== null
+          ? setters.reduce((a, r) => Math.max(a, r.invokeMs + (r.ttlMs ?? ttl)), -Infinity)
+          : undefined;
     if (deadline !== undefined) ends.push({ at: Math.max(startMs, deadline), by: 'deadline' });
     const end = ends.reduce((a, b) => (b.at < a.at ? b : a));
     bars.push({ lease: acquire.lease, process: acquire.process, token: acquire.token, startMs, endMs: end.at, endedBy: end.by });

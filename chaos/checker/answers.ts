@@ -37,3 +37,15 @@ export function effectOf(record: OpRecord): Effect {
   }
   return 'maybe';
 }
+
+/**
+ * For a `maybe`: the latest instant at which it can have taken effect, or null if it may take
+ * effect at any time (no answer). A `fail` is an answer from the service itself (UNAVAILABLE,
+ * INTERNAL, …): whatever the service did for that request, it did before it answered, so the
+ * effect, if any, lies between invoke and completion. (A harness must record answers from
+ * something in front of the service — a gateway timing out while the handler still runs — as
+ * `unknown`.)
+ */
+export function settledByMs(record: OpRecord): number | null {
+  return record.outcome === 'fail' && record.completeMs !== null ? record.completeMs : null;
+}

@@ -32,14 +32,13 @@ export function failoverStats(
       );
       if (released) continue;
       const deadlines = mine.map((e) => e.record.localDeadlineMs).filter((d): d is number => typeof d === 'number');
+      // reduce, not Math.max(...): a long term has more deadlines than a call may have arguments.
       const ledUntil =
         deadlines.length > 0
-          ? Math.max(...deadlines)
-          : Math.max(
-              ...mine
-                .filter((e) => (e.record.op === 'acquire' || e.record.op === 'renew') && e.record.outcome === 'ok' && e.record.token === current.token)
-                .map((e) => e.record.invokeMs + (e.record.ttlMs ?? ttlMs ?? Infinity)),
-            );
+          ? deadlines.reduce((a, b) => Math.max(a, b))
+          : mine
+              .filter((e) => (e.record.op === 'acquire' || e.record.op === 'renew') && e.record.outcome === 'ok' && e.record.token === current.token)
+              .reduce((a, e) => Math.max(a, e.record.invokeMs + (e.record.ttlMs ?? ttlMs ?? Infinity)), -Infinity);
       if (!(ledUntil >= t)) continue;
       const next = grants.find((g) => g.process !== current.process && g.token > current.token && g.completeMs > t);
       samples.push({

@@ -153,7 +153,7 @@ export function checkResource(ops: readonly OpEntry[], finalJobs: readonly Final
       continue;
     }
     if (row === undefined) continue;
-    const highest = Math.max(...accepted.map((e) => e.record.token as number));
+    const highest = accepted.reduce((a, e) => Math.max(a, e.record.token as number), -Infinity);
     if (accepted.length > 0 && (row.fenceToken === null || row.fenceToken < highest)) {
       violations.push({
         invariant: 'I5',

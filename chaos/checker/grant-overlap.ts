@@ -97,7 +97,7 @@ function intervalOf(grant: Grant, leaseOps: readonly OpEntry[], options: GrantOv
       effectOf(x.record) === 'maybe' ||
       !setters.some((y) => y !== x && effectOf(y.record) === 'ok' && y.record.invokeMs > (x.record.completeMs as number)),
   );
-  let endLower = Math.min(...possiblyLast.map(expiryLower));
+  let endLower = possiblyLast.map(expiryLower).reduce((a, b) => Math.min(a, b), Infinity);
   const evidence = [first, ...possiblyLast.filter((e) => e !== first)];
 
   // A release (answered or not) may have ended it earlier.

@@ -1,5 +1,5 @@
 import type { OpRecord } from '../history.js';
-import { effectOf } from './answers.js';
+import { effectOf, settledByMs } from './answers.js';
 import type { HistoryOp, Model, StepContext } from './linearizability.js';
 
 /**
@@ -50,7 +50,8 @@ import type { HistoryOp, Model, StepContext } from './linearizability.js';
  *   (validation, auth, throttling): no effect, left out. Any other failure (UNAVAILABLE, INTERNAL,
  *   network errors, no code): treated as `unknown`, because the write may have happened.
  * - `unknown`: may take effect at any moment after invoke, or never: the step offers only the
- *   states where it took effect. An unknown describe has no effect and is left out.
+ *   states where it took effect. An unknown describe has no effect and is left out. A `maybe`
+ *   the service answered (`fail` with UNAVAILABLE, INTERNAL) is the same, but only until its answer.
  *
  * A history must start with the lease name unused (the harness uses fresh names per run), and the
  * lease table must keep its items for the whole run (restart-db with a persistent table).
@@ -61,6 +62,12 @@ export interface LeaseModelOptions {
   clockSkewMs: number;
   /** ttl of acquires that do not record their own. */
   defaultTtlMs?: number;
+  /**
+   * The grants answered ok in the history (`answeredGrants(history)`): an unanswered acquire cannot
+   * have produced one of their tokens unless it is that grant (same holder and requestId), because a
+   * token names one grant. Lets the search skip branches that would fail when that grant comes.
+   */
+  answeredGrants?: ReadonlyMap<number, ReadonlyArray<{ holder: string | null; requestId: string | null }>>;
 }
 
 export interface LeaseOp {
@@ -77,7 +84,7 @@ export interface LeaseOp {
   serverNowMs: number | null;
   serverExpiresAtMs: number | null;
   invokeMs: number;
-  /** null for `maybe`: whatever the client saw, the server may act later. */
+  /** null for `maybe`: whatever the client saw, the server may act later — unless it answered (then its answer time). */
   completeMs: number | null;
 }
 
@@ -116,6 +123,9 @@ export const INITIAL_LEASE_STATE: LeaseState = {
  */
 export function toLeaseHistory(records: readonly OpRecord[], options: LeaseModelOptions): HistoryOp<LeaseOp>[] {
   const out: HistoryOp<LeaseOp>[] = [];
+  // A requestId matters only to an answered acquire that may be the same grant again; others are
+  // dropped, so unanswered acquires of one holder that differ only in it lead to equal states.
+  const answeredRequestIds = new Set(records.filter((r) => r.op === 'acquire' && r.outcome === 'ok' && r.requestId !== undefined).map((r) => r.requestId));
   records.forEach((r, index) => {
     if (r.op === 'write') return;
     const effect = effectOf(r);
@@ -125,17 +135,20 @@ export function toLeaseHistory(records: readonly OpRecord[], options: LeaseModel
     if (r.op === 'acquire' && ttlMs === null) {
       throw new Error(`an acquire of "${r.lease}" by ${r.process} records no ttlMs and no default ttl was given`);
     }
-    const completeMs = effect === 'maybe' ? null : r.completeMs;
+    // A `maybe` that the service answered (settled) took effect, if at all, before its answer.
+    const settleMs = effect === 'maybe' ? settledByMs(r) : null;
+    const completeMs = effect === 'maybe' ? settleMs : r.completeMs;
     out.push({
       invokeMs: r.invokeMs,
-      completeMs,
+      completeMs: effect === 'maybe' ? null : r.completeMs,
+      ...(settleMs !== null ? { settleMs } : {}),
       input: {
         index,
         kind: r.op,
         effect,
         holder: r.holder ?? null,
         token: r.token ?? null,
-        requestId: r.requestId ?? null,
+        requestId: r.requestId !== undefined && answeredRequestIds.has(r.requestId) ? r.requestId : null,
         ttlMs,
         lockDelayMs: r.lockDelayMs ?? 0,
         // An answer that did not arrive reported nothing.
@@ -155,8 +168,25 @@ interface Window {
   hi: number;
 }
 
+/** The grants answered ok in a lease history, by token, for `LeaseModelOptions.answeredGrants`. */
+export function answeredGrants(history: readonly HistoryOp<LeaseOp>[]): Map<number, Array<{ holder: string | null; requestId: string | null }>> {
+  const out = new Map<number, Array<{ holder: string | null; requestId: string | null }>>();
+  for (const { input } of history) {
+    if (input.kind !== 'acquire' || input.effect !== 'ok' || input.token === null) continue;
+    const list = out.get(input.token) ?? [];
+    list.push({ holder: input.holder, requestId: input.requestId });
+    out.set(input.token, list);
+  }
+  return out;
+}
+
 export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, LeaseOp> {
   const eps = options.clockSkewMs;
+  /** Could an unanswered acquire by this op have produced `token`? Not if an answered grant of another holder or request has it. */
+  const tokenFree = (token: number | null, op: LeaseOp): boolean => {
+    const owners = token === null ? undefined : options.answeredGrants?.get(token);
+    return owners === undefined || owners.some((g) => g.holder === op.holder && g.requestId !== null && g.requestId === op.requestId);
+  };
 
   /** When the server read its clock to decide (acquire / renew / release). */
   const decisionWindow = (op: LeaseOp, ctx: StepContext): Window =>
@@ -184,6 +214,10 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
         case 'describe':
           return describe(state, op);
       }
+    },
+    symmetryKey(op) {
+      if (op.effect !== 'maybe' || op.kind === 'describe') return null;
+      return JSON.stringify([op.kind, op.holder, op.token, op.requestId, op.ttlMs, op.lockDelayMs]);
     },
     isDead(state, op) {
       // Tokens only grow, so a renew or release of an older grant, or of a released one, can never
@@ -217,7 +251,7 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
     if (!s.exists || s.availLo < w.hi) {
       const expected = s.exists && s.token !== null ? s.token + 1 : null;
       const token = op.effect === 'maybe' ? expected : op.token;
-      if (op.effect === 'maybe' || expected === null || op.token === expected) {
+      if ((op.effect === 'maybe' && tokenFree(expected, op)) || (op.effect !== 'maybe' && (expected === null || op.token === expected))) {
         const earliest = s.exists ? Math.max(w.lo, s.availLo) : w.lo;
         let exp: Window | null = { lo: earliest + ttl, hi: w.hi + ttl };
         if (op.serverExpiresAtMs !== null) exp = intersect(exp, op.serverExpiresAtMs);

@@ -23,14 +23,23 @@
  *
  * The linearized set is kept as (highest linearized index m, indices below m not yet linearized),
  * which is short because only concurrent and unanswered operations leave holes; optional
- * operations the model declares dead (they can never take effect again) are dropped from the
- * holes so they do not grow the cache key forever.
+ * operations the model declares dead (they can never take effect again), and optional operations
+ * whose `settleMs` is before the invoke of a linearized one (their moment has passed), are dropped
+ * from the holes so they do not grow the cache key forever. Without that, a burst of failed
+ * requests whose effect is unknown (a database restart) multiplies the search by every way they
+ * could have been skipped.
  */
 
 export interface HistoryOp<I> {
   invokeMs: number;
   /** null: no answer; the operation may take effect at any time after invoke, or never. */
   completeMs: number | null;
+  /**
+   * For an optional operation (`completeMs: null`): the latest instant at which it can take effect,
+   * if that is known (the service answered it with an error: whatever it did, it did before). Once
+   * an operation invoked after this instant is linearized, the optional one is out for good.
+   */
+  settleMs?: number;
   input: I;
 }
 
@@ -47,6 +56,13 @@ export interface Model<S, I> {
   key(state: S): string;
   /** For optional operations: true if it can take effect neither in `state` nor in any later state. */
   isDead?(state: S, input: I): boolean;
+  /**
+   * For optional operations: equal keys mean the operations are interchangeable except for their time
+   * windows (same kind, same arguments). When several of them, as the next step, lead to the same
+   * state, only the one with the narrowest window is tried: the others stay optional for later, which
+   * allows everything the tried one would have. Null: not interchangeable with anything.
+   */
+  symmetryKey?(input: I): string | null;
 }
 
 export interface LinearizeOptions {
@@ -94,6 +110,8 @@ export function checkLinearizable<S, I>(
   const invoke = byInvoke.map((i) => ops[i]!.invokeMs);
   const complete = byInvoke.map((i) => ops[i]!.completeMs ?? Infinity);
   const required = byInvoke.map((i) => ops[i]!.completeMs !== null);
+  const settle = byInvoke.map((i) => (ops[i]!.completeMs === null ? (ops[i]!.settleMs ?? Infinity) : Infinity));
+  const symmetry = byInvoke.map((i) => (ops[i]!.completeMs === null ? (model.symmetryKey?.(ops[i]!.input) ?? null) : null));
   const input = byInvoke.map((i) => ops[i]!.input);
   const totalRequired = required.filter(Boolean).length;
 
@@ -140,11 +158,29 @@ export function checkLinearizable<S, I>(
 
     const children: Node<S>[] = [];
     const rejected: number[] = [];
+    /** (symmetry key, resulting state) → the optional candidate with the narrowest window so far. */
+    const narrowest = new Map<string, Node<S>>();
     for (const c of candidates) {
       const nexts = model.step(node.state, input[c]!, { latestMs });
       if (nexts.length === 0 && required[c]) rejected.push(c);
-      for (const next of nexts) children.push(advance(node, c, next));
+      for (const next of nexts) {
+        const child = advance(node, c, next);
+        const sym = symmetry[c];
+        if (sym === null || sym === undefined) {
+          children.push(child);
+          continue;
+        }
+        // Interchangeable optional operations reaching the same state: keep the one whose window
+        // [invoke, settle] lies inside the other's, so the wider one stays available for later.
+        const groupKey = `${sym}\u0000${model.key(next)}`;
+        const best = narrowest.get(groupKey);
+        if (best === undefined) narrowest.set(groupKey, child);
+        else if (invoke[c]! >= invoke[best.last]! && settle[c]! <= settle[best.last]!) narrowest.set(groupKey, child);
+        else if (!(invoke[best.last]! >= invoke[c]! && settle[best.last]! <= settle[c]!)) children.push(child); // not nested: keep both
+      }
     }
+    children.push(...narrowest.values());
+    children.sort((a, b) => Number(required[b.last]) - Number(required[a.last]) || candidates.indexOf(a.last) - candidates.indexOf(b.last));
     if (node.done > deepest.done || (node.done === deepest.done && deepestStuck.length === 0 && rejected.length > 0)) {
       deepest = node;
       deepestStuck = rejected;
@@ -171,7 +207,9 @@ export function checkLinearizable<S, I>(
     } else {
       holes = node.holes.filter((h) => h !== c);
     }
-    if (model.isDead) holes = holes.filter((h) => required[h] || !model.isDead!(state, input[h]!));
+    // Every later operation takes effect after this point, so after the invoke of op m.
+    const floorMs = invoke[m]!;
+    holes = holes.filter((h) => required[h] || (settle[h]! >= floorMs && !model.isDead?.(state, input[h]!)));
     return { m, holes, state, done: node.done + (required[c] ? 1 : 0), parent: node, last: c };
   }
 

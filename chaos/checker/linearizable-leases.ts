@@ -1,5 +1,5 @@
 import { byLease, type OpEntry } from './grants.js';
-import { createLeaseModel, describeLeaseState, toLeaseHistory } from './lease-model.js';
+import { answeredGrants, createLeaseModel, describeLeaseState, toLeaseHistory } from './lease-model.js';
 import { checkLinearizable } from './linearizability.js';
 import { INVARIANTS, type InvariantReport, type Violation } from './report.js';
 
@@ -34,7 +34,7 @@ export function checkLinearizableLeases(ops: readonly OpEntry[], options: Linear
       continue;
     }
     checked += history.length;
-    const result = checkLinearizable(createLeaseModel(modelOptions), history, { maxStates: options.maxStates });
+    const result = checkLinearizable(createLeaseModel({ ...modelOptions, answeredGrants: answeredGrants(history) }), history, { maxStates: options.maxStates });
     explored += result.statesExplored;
     if (result.kind === 'inconclusive') {
       inconclusive = true;

@@ -4,6 +4,7 @@ import type { HistoryRecord } from '../../chaos/history.js';
 import {
   acquireHeld,
   acquireOk,
+  acquireUnavailable,
   acquireUnknown,
   describeOk,
   releaseLost,
@@ -71,6 +72,18 @@ describe('I1 accepts what a correct server can do', () => {
     expect(report.status).toBe('pass');
   });
 
+  it('a token that skips a value when an acquire the server answered UNAVAILABLE took effect before its answer', () => {
+    const report = i1([acquireOk('a', [0, 10], 5), acquireUnavailable('b', [1_100, 1_110]), acquireOk('c', [2_200, 2_210], 7)]);
+    expect(report.status).toBe('pass');
+  });
+
+  it('many acquires answered UNAVAILABLE during an outage, none of which took effect, in few search states', () => {
+    const outage = Array.from({ length: 200 }, (_, k) => acquireUnavailable(`w${k % 5}`, [1_000 + k * 20, 1_300 + k * 20]));
+    const summary = checkHistory([acquireOk('a', [0, 10], 5), ...outage, acquireOk('b', [6_000, 6_010], 6), renewOk('b', [6_500, 6_510], 6)], { clockSkewMs: 0 });
+    expect(summary.invariants.I1.status).toBe('pass');
+    expect(summary.invariants.I1.notes[0]).toMatch(/; \d{1,4} search states/);
+  });
+
   it('a renew whose answer was lost extending the lease past what the answered renews show', () => {
     const report = i1([
       acquireOk('a', [0, 10], 5),
@@ -131,6 +144,12 @@ describe('I1 rejects what no correct server can do', () => {
 
   it('a token that skips a value with nothing to explain the gap', () => {
     expect(i1([acquireOk('a', [0, 10], 5), acquireOk('b', [1_100, 1_110], 7)]).status).toBe('fail');
+  });
+
+  it('a token that skips a value when the only acquire that could explain it was answered UNAVAILABLE before the previous grant', () => {
+    // b's acquire was settled (the server answered) at 8, before a's grant: it cannot be token 6.
+    const records = [acquireUnavailable('b', [0, 8]), acquireOk('a', [9, 20], 5), acquireOk('c', [2_000, 2_010], 7)];
+    expect(i1(records).status).toBe('fail');
   });
 
   it('a describe that shows a holder no grant produced', () => {

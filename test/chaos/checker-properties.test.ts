@@ -2,22 +2,32 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { checkHistory, type InvariantId } from '../../chaos/checker/index.js';
 import type { OpRecord } from '../../chaos/history.js';
-import { GrantsWhileHeldServer, ReleaseIgnoresTokenServer } from './support/broken-lease-servers.js';
-import { simulate, simulationConfig } from './support/simulated-history.js';
+import { GrantsWhileHeldServer, LateRenewMovesExpiryBackServer, ReleaseIgnoresTokenServer } from './support/broken-lease-servers.js';
+import { ReferenceLeaseServer } from './support/reference-lease-server.js';
+import type { FinalJobRow } from '../../chaos/checker/final-jobs.js';
+import { simulate, simulateWithJobs, simulationConfig, type SimStep, type SimulationConfig } from './support/simulated-history.js';
 
-const SERVER_SIDE: InvariantId[] = ['I1', 'I2', 'I3', 'I6', 'CLOCK'];
+const ALL: InvariantId[] = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'CLOCK'];
 
-function statuses(records: OpRecord[], clockSkewMs: number, ttlMs: number) {
-  const summary = checkHistory(records, { clockSkewMs, ttlMs, maxStates: 200_000 });
-  return Object.fromEntries(SERVER_SIDE.map((id) => [id, summary.invariants[id].status]));
+function statuses(records: OpRecord[], finalJobs: FinalJobRow[], clockSkewMs: number, ttlMs: number) {
+  const summary = checkHistory(records, { clockSkewMs, ttlMs, maxStates: 200_000, finalJobs });
+  return Object.fromEntries(ALL.map((id) => [id, summary.invariants[id].status]));
 }
 
 describe('checker properties', () => {
-  it('a history a correct server produced, with concurrency, lost answers and clock skew within the bound, passes I1, I2, I3, I6 and CLOCK', () => {
+  it('a history a correct server and fail-closed writers produced, with concurrency, lost answers and clock skew within the bound, passes every invariant', () => {
     fc.assert(
       fc.property(simulationConfig, (config) => {
-        const records = simulate(config);
-        expect(statuses(records, config.clockSkewMs, config.ttlMs)).toEqual({ I1: 'pass', I2: 'pass', I3: 'pass', I6: 'pass', CLOCK: 'pass' });
+        const { records, finalJobs } = simulateWithJobs(config);
+        expect(statuses(records, finalJobs, config.clockSkewMs, config.ttlMs)).toEqual({
+          I1: 'pass',
+          I2: 'pass',
+          I3: 'pass',
+          I4: 'pass',
+          I5: 'pass',
+          I6: 'pass',
+          CLOCK: 'pass',
+        });
       }),
       { numRuns: 300 },
     );
@@ -67,5 +77,51 @@ describe('checker properties', () => {
     }
     expect(misbehaved).toBeGreaterThan(100);
     expect(caught / misbehaved).toBeGreaterThanOrEqual(floor);
+  });
+});
+
+/**
+ * The finding that led to the `renewedAt <= :now` guard in functions/lease-store.ts, replayed: w0
+ * renews at t, then a renew of its that read the server clock 119 ms earlier lands; w1 acquires
+ * 902 ms after t (ttl 1000), and w0 writes, relying on its deadline t + 1000.
+ */
+describe('a renew applied late with an earlier clock', () => {
+  const step = (s: Partial<SimStep> & Pick<SimStep, 'actor' | 'action'>): SimStep => ({
+    gapMs: 0,
+    job: 0,
+    beforeMs: 0,
+    afterMs: 0,
+    readAt: 0,
+    offset: 0,
+    answer: 'ok',
+    reported: true,
+    gaveUp: false,
+    ...s,
+  });
+  const config: SimulationConfig = {
+    ttlMs: 1_000,
+    lockDelayMs: 0,
+    clockSkewMs: 0,
+    steps: [
+      step({ actor: 0, action: 'acquire' }),
+      step({ actor: 0, action: 'renew', gapMs: 500 }),
+      step({ actor: 0, action: 'renew', beforeMs: 120 }),
+      step({ actor: 1, action: 'acquire', gapMs: 900 }),
+      step({ actor: 0, action: 'write' }),
+    ],
+  };
+
+  it('is caught by I4 when the server lets it move expiresAt back (the lease store before its fix)', () => {
+    const server = new LateRenewMovesExpiryBackServer();
+    const { records, finalJobs } = simulateWithJobs(config, server);
+    expect(server.misbehaved).toBe(true);
+    const summary = checkHistory(records, { clockSkewMs: 0, ttlMs: 1_000, finalJobs });
+    expect(summary.invariants.I4.status).toBe('fail');
+    expect(summary.invariants.I4.violations[0]!.message).toMatch(/relied on token \d+ until .* but w1 was granted token/);
+  });
+
+  it('passes every invariant when the server answers it with the newer grant instead (the lease store now)', () => {
+    const { records, finalJobs } = simulateWithJobs(config, new ReferenceLeaseServer());
+    expect(statuses(records, finalJobs, 0, 1_000)).toEqual({ I1: 'pass', I2: 'pass', I3: 'pass', I4: 'pass', I5: 'pass', I6: 'pass', CLOCK: 'pass' });
   });
 });

@@ -205,4 +205,55 @@ describe('fault proxy', () => {
     const p = await proxy();
     expect(() => p.setMode({ kind: 'delay', ms: -1 })).toThrow('Expected `ms` of a delay mode to be a non-negative number, got -1.');
   });
+
+  it('spreads new connections over several targets, round-robin', async () => {
+    const other = await secondServer('other');
+    const p = await createFaultProxy({ targets: [{ host: '127.0.0.1', port: serverPort }, { host: '127.0.0.1', port: other.port }] });
+    opened.push(p);
+    const bodies = [(await send(p.port)).body, (await send(p.port)).body, (await send(p.port)).body];
+    expect(bodies.map((b) => (b === 'other' ? 'other' : 'main'))).toEqual(['main', 'other', 'main']);
+    await other.close();
+  });
+
+  it('skips a target that refuses the connection when asked to, as a load balancer does', async () => {
+    const deadPort = await freePortNumber();
+    const p = await createFaultProxy({ targets: [{ host: '127.0.0.1', port: deadPort }, { host: '127.0.0.1', port: serverPort }], skipRefusingTargets: true });
+    opened.push(p);
+    expect(await send(p.port)).toMatchObject({ status: 200 });
+    expect(await send(p.port)).toMatchObject({ status: 200 });
+  });
+
+  it('shows every chunk a client sends to onClientData before forwarding it', async () => {
+    const seen: string[] = [];
+    const p = await createFaultProxy({ targetHost: '127.0.0.1', targetPort: serverPort, onClientData: (data) => seen.push(data.toString('latin1')) });
+    opened.push(p);
+    await send(p.port, { body: 'hello' });
+    expect(seen.join('')).toMatch(/^POST \/ HTTP\/1\.1[\s\S]*hello$/);
+    expect(handled).toBe(1);
+  });
 });
+
+async function secondServer(body: string): Promise<{ port: number; close(): Promise<void> }> {
+  const other = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.end(body));
+  });
+  other.listen(0, '127.0.0.1');
+  await once(other, 'listening');
+  return {
+    port: (other.address() as AddressInfo).port,
+    close: () => new Promise<void>((resolve) => {
+      other.closeAllConnections();
+      other.close(() => resolve());
+    }),
+  };
+}
+
+async function freePortNumber(): Promise<number> {
+  const probe = createServer();
+  probe.listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}

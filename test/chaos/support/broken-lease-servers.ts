@@ -29,3 +29,24 @@ export class ReleaseIgnoresTokenServer extends ReferenceLeaseServer {
 }
 
 export type { RefGrant };
+
+/**
+ * The renew of functions/lease-store.ts before its fix: no `renewedAt <= :now` guard, so a renew
+ * that read its clock before a later renew landed moves expiresAt back.
+ */
+export class LateRenewMovesExpiryBackServer extends ReferenceLeaseServer {
+  misbehaved = false;
+
+  override renew(name: string, req: { leaseId: string; token: number; ttlMs?: number }, now: number): RefGrant | 'LEASE_LOST' {
+    const item = this.items.get(name);
+    if (!item || item.leaseId !== req.leaseId || item.token !== req.token || item.holder === undefined || item.expiresAt < now) {
+      return 'LEASE_LOST';
+    }
+    if (item.renewedAt > now) this.misbehaved = true;
+    if (req.ttlMs !== undefined) item.ttlMs = req.ttlMs;
+    item.expiresAt = now + item.ttlMs;
+    item.availableAt = item.expiresAt + item.lockDelayMs;
+    item.renewedAt = now;
+    return { token: item.token, holder: item.holder, leaseId: item.leaseId, expiresAt: item.expiresAt, acquiredAt: item.acquiredAt, renewedAt: item.renewedAt };
+  }
+}

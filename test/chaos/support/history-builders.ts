@@ -24,6 +24,10 @@ export const acquireHeld = (process: string, span: Span, extra: Extra = {}) =>
 export const acquireUnknown = (process: string, span: Span, extra: Extra = {}) =>
   op(process, 'acquire', span, 'unknown', { ttlMs: TTL, error: 'ETIMEDOUT', ...extra });
 
+/** An acquire the server answered with an error (503 UNAVAILABLE): it may have taken effect, but only before that answer. */
+export const acquireUnavailable = (process: string, span: readonly [number, number], extra: Extra = {}) =>
+  op(process, 'acquire', span, 'fail', { ttlMs: TTL, error: 'UNAVAILABLE', ...extra });
+
 export const renewOk = (process: string, span: Span, token: number, extra: Extra = {}) =>
   op(process, 'renew', span, 'ok', { token, ...extra });
 

@@ -72,6 +72,9 @@ export class ReferenceLeaseServer {
     if (!item || item.leaseId !== req.leaseId || item.token !== req.token || item.holder === undefined || item.expiresAt < now) {
       return 'LEASE_LOST';
     }
+    // A later renew already landed (this one read its clock earlier): answer with the current
+    // grant, write nothing — so expiresAt never moves back under the holder's newer deadline.
+    if (item.renewedAt > now) return grantOf(item);
     if (req.ttlMs !== undefined) item.ttlMs = req.ttlMs;
     item.expiresAt = now + item.ttlMs;
     item.availableAt = item.expiresAt + item.lockDelayMs;

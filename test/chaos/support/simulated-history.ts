@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import type { OpRecord } from '../../../chaos/history.js';
+import type { FinalJobRow } from '../../../chaos/checker/final-jobs.js';
 import { ReferenceLeaseServer } from './reference-lease-server.js';
 
 /**
@@ -9,6 +10,11 @@ import { ReferenceLeaseServer } from './reference-lease-server.js';
  * invoked some time before its linearization point, answered some time after, the server's clock
  * read by a host whose clock is off by up to ±skew, read a little before the write (after the
  * read, for describe), and some answers lost or requests dropped.
+ *
+ * Each actor also keeps the SDK's fail-closed deadline (send time of its last successful acquire
+ * or renew + what the answer says is left of the ttl, with no drift margin at all: the hardest
+ * case), records it on renews, releases and writes, and writes to a fenced resource only before
+ * it: a write sets a job's fence to the actor's token if the stored fence is not newer.
  */
 
 export interface SimulationConfig {
@@ -21,7 +27,9 @@ export interface SimulationConfig {
 export interface SimStep {
   gapMs: number;
   actor: number;
-  action: 'acquire' | 'retry-acquire' | 'renew' | 'release' | 'describe';
+  action: 'acquire' | 'retry-acquire' | 'renew' | 'release' | 'describe' | 'write';
+  /** write: which of three jobs. */
+  job: number;
   beforeMs: number;
   afterMs: number;
   /** Fraction of the window between invoke and the linearization point at which the server read its clock. */
@@ -40,7 +48,8 @@ const stepArbitrary = (ttlMs: number): fc.Arbitrary<SimStep> =>
   fc.record({
     gapMs: fc.oneof(fc.integer({ min: 0, max: Math.round(ttlMs / 4) }), fc.integer({ min: 0, max: Math.round(ttlMs * 1.6) })),
     actor: fc.integer({ min: 0, max: 3 }),
-    action: fc.constantFrom('acquire', 'acquire', 'retry-acquire', 'renew', 'renew', 'release', 'describe'),
+    action: fc.constantFrom('acquire', 'acquire', 'retry-acquire', 'renew', 'renew', 'release', 'describe', 'write'),
+    job: fc.integer({ min: 0, max: 2 }),
     beforeMs: fc.integer({ min: 0, max: 120 }),
     afterMs: fc.integer({ min: 0, max: 120 }),
     readAt: fc.double({ min: 0, max: 1, noNaN: true }),
@@ -69,6 +78,8 @@ export const LEASE_NAME = 'sim';
 
 interface ActorMemory {
   grant: { token: number; leaseId: string } | null;
+  /** The fail-closed deadline of its grant (harness time); null when it has none. */
+  deadlineMs: number | null;
   /** requestId of an acquire whose answer was lost, for a retry. */
   pendingRequestId: string | null;
   requests: number;
@@ -76,8 +87,14 @@ interface ActorMemory {
 
 /** `server` may be swapped for a deliberately broken one, to show the checker catches its bugs. */
 export function simulate(config: SimulationConfig, server = new ReferenceLeaseServer()): OpRecord[] {
-  const actors: ActorMemory[] = [0, 1, 2, 3].map(() => ({ grant: null, pendingRequestId: null, requests: 0 }));
+  return simulateWithJobs(config, server).records;
+}
+
+/** The history, and the fenced resource's final job table (for I5's final checks). */
+export function simulateWithJobs(config: SimulationConfig, server = new ReferenceLeaseServer()): { records: OpRecord[]; finalJobs: FinalJobRow[] } {
+  const actors: ActorMemory[] = [0, 1, 2, 3].map(() => ({ grant: null, deadlineMs: null, pendingRequestId: null, requests: 0 }));
   const records: OpRecord[] = [];
+  const fences = new Map<string, number>();
   let t = 1_700_000_000_000;
 
   for (const step of config.steps) {
@@ -95,8 +112,17 @@ export function simulate(config: SimulationConfig, server = new ReferenceLeaseSe
     const base = { type: 'op' as const, process, lease: LEASE_NAME, invokeMs };
     const unknown = { completeMs: step.gaveUp ? completeMs : null, outcome: 'unknown' as const, error: 'ETIMEDOUT' };
 
+    // The deadline the actor relies on at invoke time (null: it does not believe it leads).
+    const deadlineAtInvoke = me.grant !== null && me.deadlineMs !== null && me.deadlineMs > invokeMs ? me.deadlineMs : null;
+    /** After a successful acquire or renew: send time + what the answer says is left, as the SDK does. */
+    const extendDeadline = (expiresAt: number) => {
+      const validFor = Math.min(config.ttlMs, expiresAt - observedAt);
+      me.deadlineMs = Math.max(me.deadlineMs ?? -Infinity, invokeMs + validFor);
+    };
+
     let action = step.action;
     if ((action === 'renew' || action === 'release') && me.grant === null) action = 'describe';
+    if (action === 'write' && deadlineAtInvoke === null) action = 'describe';
     if (action === 'retry-acquire' && me.pendingRequestId === null) action = 'acquire';
 
     switch (action) {
@@ -115,8 +141,10 @@ export function simulate(config: SimulationConfig, server = new ReferenceLeaseSe
           records.push({ ...fields, ...unknown });
           me.pendingRequestId = requestId;
         } else if (result.acquired) {
+          if (me.grant?.token !== result.grant.token) me.deadlineMs = null;
           me.grant = { token: result.grant.token, leaseId: result.grant.leaseId };
           me.pendingRequestId = null;
+          extendDeadline(result.grant.expiresAt);
           records.push({
             ...fields,
             completeMs,
@@ -132,13 +160,15 @@ export function simulate(config: SimulationConfig, server = new ReferenceLeaseSe
       }
       case 'renew': {
         const grant = me.grant!;
-        const fields = { ...base, op: 'renew' as const, holder: process, token: grant.token };
+        const fields = { ...base, op: 'renew' as const, holder: process, token: grant.token, localDeadlineMs: deadlineAtInvoke };
         const result = applies ? server.renew(LEASE_NAME, grant, decidedAt) : 'LEASE_LOST';
         if (!answered) records.push({ ...fields, ...unknown });
         else if (result === 'LEASE_LOST') {
           me.grant = null;
+          me.deadlineMs = null;
           records.push({ ...fields, completeMs, outcome: 'fail', error: 'LEASE_LOST' });
         } else {
+          extendDeadline(result.expiresAt);
           records.push({
             ...fields,
             completeMs,
@@ -150,12 +180,25 @@ export function simulate(config: SimulationConfig, server = new ReferenceLeaseSe
       }
       case 'release': {
         const grant = me.grant!;
-        const fields = { ...base, op: 'release' as const, holder: process, token: grant.token };
+        const fields = { ...base, op: 'release' as const, holder: process, token: grant.token, localDeadlineMs: deadlineAtInvoke };
         const result = applies ? server.release(LEASE_NAME, grant, decidedAt) : 'LEASE_LOST';
         if (!answered) records.push({ ...fields, ...unknown });
         else if (result === 'LEASE_LOST') records.push({ ...fields, completeMs, outcome: 'fail', error: 'LEASE_LOST' });
         else records.push({ ...fields, completeMs, outcome: 'ok', ...(step.reported ? { serverExpiresAtMs: result.expiresAt } : {}) });
         me.grant = null;
+        me.deadlineMs = null;
+        break;
+      }
+      case 'write': {
+        // A fenced write to a job, sent before the actor's deadline: taken iff no newer token wrote it.
+        const token = me.grant!.token;
+        const job = `job-${step.job}`;
+        const fields = { ...base, op: 'write' as const, holder: process, token, job, charge: false, localDeadlineMs: deadlineAtInvoke };
+        const stored = fences.get(job);
+        const accepted = applies ? stored === undefined || stored <= token : false;
+        if (applies && accepted) fences.set(job, token);
+        if (!answered) records.push({ ...fields, ...unknown });
+        else records.push({ ...fields, completeMs, outcome: accepted ? 'ok' : 'fail', accepted, ...(accepted ? {} : { error: 'STALE_TOKEN' }) });
         break;
       }
       case 'describe': {
@@ -179,5 +222,6 @@ export function simulate(config: SimulationConfig, server = new ReferenceLeaseSe
       }
     }
   }
-  return records;
+  const finalJobs: FinalJobRow[] = [0, 1, 2].map((k) => ({ job: `job-${k}`, chargedCount: 0, fenceToken: fences.get(`job-${k}`) ?? null, ackedBy: null }));
+  return { records, finalJobs };
 }

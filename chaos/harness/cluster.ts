@@ -1,0 +1,296 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort, startDynamoDBLocal, type DynamoDBLocal } from '../../local/dynamodb/dynamodb-local.js';
+import { createFaultProxy, type FaultMode, type FaultProxy } from '../proxy.js';
+import type { ApiServerConfig } from './api-server.js';
+import type { WorkerConfig, WorkerMessage } from './worker.js';
+
+/**
+ * The processes of a chaos run and the means to hurt them: DynamoDB Local (on-disk data, so a
+ * `kill -9` and restart keeps the tables), N instances of the lease API (each its own process and
+ * clock offset, on a fixed port so a restart comes back where the proxies expect it), and the
+ * workers, each behind two fault proxies of its own (lease API, round-robin over the instances;
+ * DynamoDB). A killed worker restarts as a new incarnation with a new name (w3 → w3r2), so the
+ * history never mixes two processes under one name.
+ */
+
+const TSX_LOADER = import.meta.resolve('tsx');
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+
+/** Runs a TypeScript entry of this folder as a direct child (no tsx wrapper process: signals hit it). */
+function forkEntry(entry: string, env: Record<string, string>, logPath: string): ChildProcess {
+  const log = openSync(logPath, 'a');
+  try {
+    return fork(join(HERE, entry), [], {
+      execArgv: ['--import', TSX_LOADER],
+      // Its own process group: a Ctrl-C in the terminal reaches the harness only, which then ends
+      // the run cleanly (the child still dies with the harness: it exits when IPC disconnects).
+      detached: true,
+      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...env },
+      stdio: ['ignore', log, log, 'ipc'],
+    });
+  } finally {
+    closeSync(log); // the child has its own copy
+  }
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+/** Waits for a child's first IPC message of `type`; rejects if it exits first or after `timeoutMs`. */
+function waitForMessage(child: ChildProcess, type: string, what: string, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => done(new Error(`${what} did not start within ${timeoutMs} ms`)), timeoutMs);
+    const onMessage = (message: { type?: string }) => {
+      if (message?.type === type) done();
+    };
+    const onExit = (code: number | null, signal: string | null) => done(new Error(`${what} exited during start (code ${code}, signal ${signal})`));
+    const done = (error?: Error) => {
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      if (error) reject(error);
+      else resolve();
+    };
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+  });
+}
+
+export class DatabaseNode {
+  private handle: DynamoDBLocal | undefined;
+  constructor(
+    readonly port: number,
+    private readonly dataDir: string,
+  ) {}
+
+  get endpoint(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    this.handle = await startDynamoDBLocal({ port: this.port, dataDir: this.dataDir, exitWithParent: true });
+  }
+
+  /** Starts it again if it is not running (e.g. it died with a Ctrl-C from the terminal). */
+  async ensureRunning(): Promise<void> {
+    const child = this.handle?.process;
+    if (child && child.exitCode === null && child.signalCode === null) return;
+    await this.start();
+  }
+
+  /** kill -9, then start again on the same port and folder. Resolves when it answers again. */
+  async crashAndRestart(): Promise<void> {
+    const child = this.handle?.process;
+    if (child) {
+      child.kill('SIGKILL');
+      await exited(child);
+    }
+    await this.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.handle?.stop();
+  }
+
+  killNow(): void {
+    this.handle?.process.kill('SIGKILL');
+  }
+}
+
+export class ApiNode {
+  private child: ChildProcess | undefined;
+  readonly name: string;
+  constructor(
+    readonly index: number,
+    readonly port: number,
+    public clockOffsetMs: number,
+    private readonly config: { tableName: string; dynamodbEndpoint: string; logDir: string },
+  ) {
+    this.name = `api-${index + 1}`;
+  }
+
+  async start(): Promise<void> {
+    const env: ApiServerConfig = { port: this.port, clockOffsetMs: this.clockOffsetMs, tableName: this.config.tableName, dynamodbEndpoint: this.config.dynamodbEndpoint };
+    const child = forkEntry('api-server.ts', { CHAOS_API: JSON.stringify(env) }, join(this.config.logDir, `${this.name}.log`));
+    this.child = child;
+    await waitForMessage(child, 'listening', this.name, 60_000);
+  }
+
+  /** Sends `signal` and waits for the process to be gone. */
+  async kill(signal: NodeJS.Signals): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    await exited(child);
+    clearTimeout(timer);
+  }
+
+  killNow(): void {
+    this.child?.kill('SIGKILL');
+  }
+}
+
+export interface WorkerNodeOptions {
+  index: number;
+  leases: string[];
+  ttlMs: number;
+  apiPorts: number[];
+  dbPort: number;
+  journalDir: string;
+  logDir: string;
+  unsafeNoFence: boolean;
+  onMessage: (node: WorkerNode, message: WorkerMessage) => void;
+  onExit: (node: WorkerNode, incarnation: string, code: number | null, signal: string | null) => void;
+  /** Every chunk a client of this worker's proxies sends (for stop-while-in-flight). */
+  onRequestBytes: (node: WorkerNode, data: Buffer, via: 'api' | 'db') => void;
+}
+
+/** One worker slot: its proxies live as long as the run; its process may be killed and restarted. */
+export class WorkerNode {
+  readonly baseName: string;
+  private child: ChildProcess | undefined;
+  private incarnation = 0;
+  name: string;
+  apiProxy!: FaultProxy;
+  dbProxy!: FaultProxy;
+  /** Journals of every incarnation, for the merge. */
+  readonly journals: string[] = [];
+  alive = false;
+  stopped = false;
+
+  constructor(private readonly options: WorkerNodeOptions) {
+    this.baseName = `w${options.index + 1}`;
+    this.name = this.baseName;
+  }
+
+  get index(): number {
+    return this.options.index;
+  }
+
+  async openProxies(): Promise<void> {
+    this.apiProxy = await createFaultProxy({
+      targets: this.options.apiPorts.map((port) => ({ host: '127.0.0.1', port })),
+      // Like a load balancer: an instance that is down (restart-api) is skipped for new connections.
+      skipRefusingTargets: true,
+      onClientData: (data) => this.options.onRequestBytes(this, data, 'api'),
+    });
+    this.dbProxy = await createFaultProxy({
+      targetHost: '127.0.0.1',
+      targetPort: this.options.dbPort,
+      onClientData: (data) => this.options.onRequestBytes(this, data, 'db'),
+    });
+  }
+
+  /** Starts a new incarnation; resolves when it says it is ready. */
+  async start(): Promise<void> {
+    this.incarnation += 1;
+    this.name = this.incarnation === 1 ? this.baseName : `${this.baseName}r${this.incarnation}`;
+    const journalPath = join(this.options.journalDir, `${this.name}.jsonl`);
+    this.journals.push(journalPath);
+    const config: WorkerConfig = {
+      name: this.name,
+      apiUrl: `http://127.0.0.1:${this.apiProxy.port}`,
+      dbEndpoint: `http://127.0.0.1:${this.dbProxy.port}`,
+      leases: this.options.leases,
+      ttlMs: this.options.ttlMs,
+      journalPath,
+      unsafeNoFence: this.options.unsafeNoFence,
+    };
+    const child = forkEntry('worker.ts', { CHAOS_WORKER: JSON.stringify(config) }, join(this.options.logDir, `${this.name}.log`));
+    this.child = child;
+    this.stopped = false;
+    const incarnation = this.name;
+    child.on('message', (message: WorkerMessage) => this.options.onMessage(this, message));
+    child.once('exit', (code, signal) => {
+      if (this.child === child) this.alive = false;
+      this.options.onExit(this, incarnation, code, signal);
+    });
+    this.alive = true;
+    await waitForMessage(child, 'ready', this.name, 60_000);
+  }
+
+  pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  signal(signal: NodeJS.Signals): void {
+    if (!this.alive) return;
+    this.child?.kill(signal);
+    if (signal === 'SIGSTOP') this.stopped = true;
+    if (signal === 'SIGCONT') this.stopped = false;
+  }
+
+  /** kill -9; resolves when the process is gone. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (!child || !this.alive) return;
+    this.alive = false;
+    child.kill('SIGKILL');
+    await exited(child);
+  }
+
+  /** The clean end: SIGCONT (if stopped), SIGTERM (the worker releases its leases), SIGKILL after `graceMs`. */
+  async terminate(graceMs: number): Promise<void> {
+    const child = this.child;
+    if (!child || !this.alive) return;
+    if (this.stopped) this.signal('SIGCONT');
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    await exited(child);
+    clearTimeout(timer);
+    this.alive = false;
+  }
+
+  killNow(): void {
+    this.child?.kill('SIGCONT');
+    this.child?.kill('SIGKILL');
+  }
+
+  setNetwork(mode: FaultMode): void {
+    this.apiProxy.setMode(mode);
+    this.dbProxy.setMode(mode);
+  }
+
+  async closeProxies(): Promise<void> {
+    await Promise.all([this.apiProxy?.close(), this.dbProxy?.close()]);
+  }
+}
+
+/**
+ * `n` free ports for processes that are killed and restarted on the same port, chosen BELOW the
+ * kernel's ephemeral range. While such a port has no listener, clients keep reconnecting to it;
+ * were it an ephemeral port, one of those connects would sooner or later get it as its own source
+ * port and connect to itself (TCP simultaneous open), squatting the port so the restart cannot
+ * bind it — and the squatter "answers" requests with their own bytes.
+ */
+export async function reservePorts(n: number): Promise<number[]> {
+  let low = 32_768;
+  try {
+    low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || low;
+  } catch {
+    // not Linux: stay below the IANA ephemeral range's usual start
+  }
+  const from = Math.max(1_024, low - 12_000);
+  const ports = new Set<number>();
+  for (let attempt = 0; ports.size < n && attempt < 1_000; attempt += 1) {
+    const port = from + Math.floor(Math.random() * (low - from));
+    if (!ports.has(port) && (await canListen(port))) ports.add(port);
+  }
+  while (ports.size < n) ports.add(await freePort());
+  return [...ports];
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}

@@ -1,0 +1,172 @@
+import { seededRandom, type Random } from './random.js';
+
+/**
+ * The nemesis: what goes wrong, when, for how long. `planFaults` is a pure function of the seed and
+ * the run's settings, so a schedule can be replayed exactly; which process a fault hits may depend on
+ * the run (a fault aimed at "the leader of orders" hits whoever leads it at that moment).
+ *
+ * Fault kinds (`--faults`):
+ * - `stop`: SIGSTOP a worker for 1.25–2.5 × ttl (a GC pause longer than the lease), then SIGCONT.
+ * - `stop-in-flight`: the same, but the worker is stopped right after one of its proxies sees its
+ *   next request bytes, so the request is in flight while it is frozen (within 2 × ttl, else at once).
+ * - `kill`: SIGKILL a worker; a new incarnation starts 0.1–1.5 × ttl later.
+ * - `partition`: the worker's proxies (lease API and DynamoDB) blackhole its traffic for 1.5–3 × ttl.
+ * - `delay`: its proxies delay every chunk by ttl/4–ttl/2 each way (a round trip slower by about
+ *   ttl/2 to ttl) for 2–4 × ttl.
+ * - `drop-answers`: requests reach the servers, answers are dropped (the connection is reset 200 ms
+ *   later) for 0.5–2 × ttl: lost answers.
+ * - `restart-api`: SIGKILL one API instance, start it again 0.1–0.75 × ttl later.
+ * - `clock-offset`: restart one API instance (SIGTERM) with a new clock offset within the bound.
+ * - `restart-db`: kill -9 DynamoDB Local (on-disk data) and start it again at once.
+ *
+ * The first faults are every enabled kind once, in a seeded order (spaced to fit the duration), so
+ * any run long enough to hold them injects each kind at least once; then kinds are drawn by weight.
+ */
+
+export const FAULT_CHOICES = [
+  'stop',
+  'stop-in-flight',
+  'kill',
+  'partition',
+  'delay',
+  'drop-answers',
+  'restart-api',
+  'clock-offset',
+  'restart-db',
+] as const;
+export type FaultChoice = (typeof FAULT_CHOICES)[number];
+
+const WEIGHTS: Record<FaultChoice, number> = {
+  stop: 3,
+  'stop-in-flight': 2,
+  kill: 2,
+  partition: 3,
+  delay: 2,
+  'drop-answers': 2,
+  'restart-api': 1,
+  'clock-offset': 1,
+  'restart-db': 0.5,
+};
+
+/** Faults that hit one worker. */
+export const WORKER_FAULTS: ReadonlySet<FaultChoice> = new Set(['stop', 'stop-in-flight', 'kill', 'partition', 'delay', 'drop-answers']);
+
+/** Who a worker fault hits: the leader of a lease at that moment, or a given worker. */
+export type FaultTarget = { leaderOf: number } | { worker: number };
+
+export interface PlannedFault {
+  /** Offset from the start of the fault phase, ms. */
+  atMs: number;
+  kind: FaultChoice;
+  /** Worker faults: the intended target… */
+  target?: FaultTarget;
+  /** …and the workers to try instead, in order, if it is busy with another fault or nobody leads. */
+  fallback?: number[];
+  /** stop / partition / delay / drop-answers: how long; kill / restart-api: down time before the restart. */
+  durationMs: number;
+  /** delay: per direction. */
+  delayMs?: number;
+  /** restart-api / clock-offset: which API instance. */
+  instance?: number;
+  /** clock-offset: the instance's new offset. */
+  offsetMs?: number;
+}
+
+export interface PlanOptions {
+  seed: number;
+  durationMs: number;
+  ttlMs: number;
+  workers: number;
+  leases: number;
+  apiInstances: number;
+  clockSkewBoundMs: number;
+  faultEveryMs: number;
+  faults: readonly FaultChoice[];
+}
+
+/** Time at the start for the first leaders to be elected before anything breaks. */
+export function warmupMs(ttlMs: number): number {
+  return Math.max(3_000, 2 * ttlMs);
+}
+
+/**
+ * The largest clock offset the harness injects: the bound minus room for the few ms by which the
+ * processes' own clocks differ on one machine.
+ */
+export function injectableOffsetMs(clockSkewBoundMs: number): number {
+  return Math.max(0, clockSkewBoundMs - Math.min(10, clockSkewBoundMs / 2));
+}
+
+/** The API instances' clock offsets at the start: seeded, within the injectable bound. */
+export function initialOffsets(seed: number, apiInstances: number, clockSkewBoundMs: number): number[] {
+  const random = seededRandom(seed).fork('offsets');
+  return Array.from({ length: apiInstances }, () => drawOffset(random, clockSkewBoundMs));
+}
+
+function drawOffset(random: Random, clockSkewBoundMs: number): number {
+  const max = injectableOffsetMs(clockSkewBoundMs);
+  return Math.round(random.between(-max, max));
+}
+
+export function planFaults(options: PlanOptions): PlannedFault[] {
+  const random = seededRandom(options.seed).fork('nemesis');
+  const { ttlMs } = options;
+  const kinds = [...options.faults];
+  const start = warmupMs(ttlMs);
+  const end = options.durationMs - ttlMs;
+  // Every kind once first, spaced so that all of them fit into the run.
+  const firstRound = random.shuffle(kinds);
+  const firstGapMs = Math.max(200, Math.min(options.faultEveryMs, (end - start) / Math.max(1, firstRound.length)));
+
+  const plan: PlannedFault[] = [];
+  let t = start;
+  let lastDbRestart = -Infinity;
+  for (let i = 0; t < end; i += 1) {
+    let kind: FaultChoice;
+    if (i < firstRound.length) kind = firstRound[i]!;
+    else {
+      kind = random.weighted(kinds.map((k) => [k, WEIGHTS[k]] as const));
+      // DynamoDB Local takes seconds to come back; do not pile restarts onto each other.
+      if (kind === 'restart-db' && t - lastDbRestart < 10 * ttlMs && kinds.length > 1) {
+        kind = random.weighted(kinds.filter((k) => k !== 'restart-db').map((k) => [k, WEIGHTS[k]] as const));
+      }
+    }
+    if (kind === 'restart-db') lastDbRestart = t;
+    plan.push(plannedFault(kind, Math.round(t), random, options));
+    // The first round never runs past the end (its gaps are at most firstGapMs); later gaps vary ±50%.
+    t += i < firstRound.length - 1 ? firstGapMs * random.between(0.6, 1) : options.faultEveryMs * random.between(0.5, 1.5);
+  }
+  return plan;
+}
+
+function plannedFault(kind: FaultChoice, atMs: number, random: Random, options: PlanOptions): PlannedFault {
+  const { ttlMs } = options;
+  const ms = (lo: number, hi: number) => Math.round(random.between(lo, hi) * ttlMs);
+  const workerFault = (durationMs: number, extra: Partial<PlannedFault> = {}): PlannedFault => ({
+    atMs,
+    kind,
+    target: random.next() < 0.7 ? { leaderOf: random.int(0, options.leases - 1) } : { worker: random.int(0, options.workers - 1) },
+    fallback: random.shuffle(Array.from({ length: options.workers }, (_, i) => i)),
+    durationMs,
+    ...extra,
+  });
+  switch (kind) {
+    case 'stop':
+    case 'stop-in-flight':
+      return workerFault(ms(1.25, 2.5));
+    case 'kill':
+      return workerFault(ms(0.1, 1.5));
+    case 'partition':
+      return workerFault(ms(1.5, 3));
+    case 'delay':
+      return workerFault(ms(2, 4), { delayMs: ms(0.25, 0.5) });
+    case 'drop-answers':
+      return workerFault(ms(0.5, 2));
+    case 'restart-api':
+      return { atMs, kind, instance: random.int(0, options.apiInstances - 1), durationMs: ms(0.1, 0.75) };
+    case 'clock-offset':
+      return { atMs, kind, instance: random.int(0, options.apiInstances - 1), durationMs: 0, offsetMs: drawOffset(random, options.clockSkewBoundMs) };
+    case 'restart-db':
+      return { atMs, kind, durationMs: 0 };
+  }
+}

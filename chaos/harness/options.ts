@@ -1,0 +1,155 @@
+import { parseArgs } from 'node:util';
+import { FAULT_CHOICES, type FaultChoice } from './nemesis.js';
+
+/** Everything a chaos run is configured by. The nemesis schedule is a pure function of these. */
+export interface HarnessOptions {
+  /** Length of the fault phase, ms (then everything heals, the queue drains, and the run is checked). */
+  durationMs: number;
+  workers: number;
+  seed: number;
+  ttlMs: number;
+  leases: number;
+  /** API server processes (each with its own clock offset), behind every worker's proxy. */
+  apiInstances: number;
+  /** Bound on |server clock − harness clock| the checker assumes; injected offsets stay inside it. */
+  clockSkewBoundMs: number;
+  /** Jobs enqueued per lease per second. */
+  jobRate: number;
+  /** Mean time between the starts of two faults, ms. */
+  faultEveryMs: number;
+  /** Fault kinds the nemesis may use (default: all). */
+  faults: FaultChoice[];
+  outDir: string | undefined;
+  /** Debug: writes without the fence condition. The checker must report I5 (and I4) violations. */
+  unsafeNoFence: boolean;
+  /** Debug: API instance api-1 runs with this clock offset (beyond the bound). The checker must report CLOCK. */
+  unsafeClockOffsetMs: number | undefined;
+  /** Print one line per fault and a status line every few seconds. Default true. */
+  verbose: boolean;
+}
+
+export const USAGE = `usage: npm run chaos -- [options]
+
+  --duration D           fault phase length, e.g. 90s, 2m, 30m (default 2m)
+  --workers N            worker processes (default 5)
+  --seed N               seed of the nemesis schedule (default: random, printed)
+  --ttl D                lease ttl (default 2000ms)
+  --leases N             lease names every worker campaigns for (default 3)
+  --api-instances N      local API server processes, each with its own clock offset (default 3)
+  --clock-skew-bound D   bound on server clock offsets the checker assumes (default 50ms)
+  --job-rate N           jobs enqueued per lease per second, at most 25 ahead of the charges (default 4)
+  --fault-every D        mean time between fault starts (default 1.5 × ttl)
+  --faults K,K,…         only these fault kinds: ${FAULT_CHOICES.join(', ')}
+  --out DIR              output folder (default .chaos/run-<seed>-<time>/)
+  --quiet                no live log (the summary is still printed)
+
+  debug, to show that the checker catches bugs (the run must then FAIL):
+  --unsafe-no-fence      workers write without the fencing condition
+  --unsafe-clock-offset D  api-1 runs with this clock offset, beyond the bound
+
+Writes history.jsonl, final-jobs.json, summary.txt, summary.json and timeline.svg to the output
+folder. Exit status: 0 no violation; 1 violations; 2 inconclusive; 3 bad usage; 4 the run itself failed.`;
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/** "2m", "90s", "1500ms", "1.5s", "30m", "1h", or a bare number of ms. */
+export function parseDurationMs(text: string, option: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (!match) throw new UsageError(`Expected \`--${option}\` to be a duration such as 1500ms, 90s, 2m or 1h, got "${text}".`);
+  const value = Number(match[1]);
+  const unit = match[2] ?? 'ms';
+  return Math.round(value * { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[unit]!);
+}
+
+function parseCount(text: string, option: string, min: number, max: number): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`Expected \`--${option}\` to be an integer from ${min} to ${max}, got "${text}".`);
+  return n;
+}
+
+export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: false,
+      options: {
+        duration: { type: 'string' },
+        workers: { type: 'string' },
+        seed: { type: 'string' },
+        ttl: { type: 'string' },
+        leases: { type: 'string' },
+        'api-instances': { type: 'string' },
+        'clock-skew-bound': { type: 'string' },
+        'job-rate': { type: 'string' },
+        'fault-every': { type: 'string' },
+        faults: { type: 'string' },
+        out: { type: 'string' },
+        quiet: { type: 'boolean', default: false },
+        'unsafe-no-fence': { type: 'boolean', default: false },
+        'unsafe-clock-offset': { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const v = parsed.values;
+  if (v.help) return 'help';
+
+  const ttlMs = v.ttl === undefined ? 2_000 : parseDurationMs(v.ttl, 'ttl');
+  if (ttlMs < 1_000 || ttlMs > 60_000) throw new UsageError(`Expected \`--ttl\` to be from 1000ms to 60s (the API's minimum ttl is 1000 ms), got ${ttlMs} ms.`);
+  const clockSkewBoundMs = v['clock-skew-bound'] === undefined ? 50 : parseDurationMs(v['clock-skew-bound'], 'clock-skew-bound');
+  if (clockSkewBoundMs < 10) {
+    throw new UsageError(`Expected \`--clock-skew-bound\` to be at least 10ms (processes on one machine already differ by a few ms), got ${clockSkewBoundMs} ms.`);
+  }
+  if (clockSkewBoundMs * 4 >= ttlMs) {
+    throw new UsageError(`Expected \`--clock-skew-bound\` (${clockSkewBoundMs} ms) to be below a quarter of \`--ttl\` (${ttlMs} ms).`);
+  }
+  const durationMs = v.duration === undefined ? 120_000 : parseDurationMs(v.duration, 'duration');
+  if (durationMs < 5_000) throw new UsageError(`Expected \`--duration\` to be at least 5s, got ${durationMs} ms.`);
+  const seed = v.seed === undefined ? Math.floor(Math.random() * 1_000_000) : parseCount(v.seed, 'seed', 0, 2 ** 32 - 1);
+  const jobRate = v['job-rate'] === undefined ? 4 : Number(v['job-rate']);
+  if (!(jobRate > 0 && jobRate <= 50)) throw new UsageError(`Expected \`--job-rate\` to be a number above 0 and at most 50, got "${v['job-rate']}".`);
+  const faultEveryMs = v['fault-every'] === undefined ? Math.round(ttlMs * 1.5) : parseDurationMs(v['fault-every'], 'fault-every');
+  if (faultEveryMs < 200) throw new UsageError(`Expected \`--fault-every\` to be at least 200ms, got ${faultEveryMs} ms.`);
+
+  let faults: FaultChoice[] = [...FAULT_CHOICES];
+  if (v.faults !== undefined) {
+    faults = v.faults.split(',').map((k) => k.trim()).filter((k) => k !== '') as FaultChoice[];
+    const unknown = faults.filter((k) => !FAULT_CHOICES.includes(k));
+    if (unknown.length > 0 || faults.length === 0) {
+      throw new UsageError(`Expected \`--faults\` to list some of ${FAULT_CHOICES.join(', ')}, got "${v.faults}".`);
+    }
+  }
+  let unsafeClockOffsetMs: number | undefined;
+  if (v['unsafe-clock-offset'] !== undefined) {
+    const text = v['unsafe-clock-offset'];
+    const negative = text.startsWith('-');
+    unsafeClockOffsetMs = (negative ? -1 : 1) * parseDurationMs(negative ? text.slice(1) : text, 'unsafe-clock-offset');
+    if (Math.abs(unsafeClockOffsetMs) <= clockSkewBoundMs) {
+      throw new UsageError(
+        `Expected \`--unsafe-clock-offset\` (${unsafeClockOffsetMs} ms) to be beyond \`--clock-skew-bound\` (${clockSkewBoundMs} ms): it exists to break the bound.`,
+      );
+    }
+  }
+
+  return {
+    durationMs,
+    workers: v.workers === undefined ? 5 : parseCount(v.workers, 'workers', 2, 20),
+    seed,
+    ttlMs,
+    leases: v.leases === undefined ? 3 : parseCount(v.leases, 'leases', 1, 10),
+    apiInstances: v['api-instances'] === undefined ? 3 : parseCount(v['api-instances'], 'api-instances', 1, 5),
+    clockSkewBoundMs,
+    jobRate,
+    faultEveryMs,
+    faults,
+    outDir: v.out,
+    unsafeNoFence: v['unsafe-no-fence'],
+    unsafeClockOffsetMs,
+    verbose: !v.quiet,
+  };
+}

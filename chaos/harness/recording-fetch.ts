@@ -1,0 +1,146 @@
+import { ErrorCode } from '../../client/src/protocol/index.js';
+import { harnessNowMs } from '../harness-clock.js';
+import type { OpKind, OpRecord } from '../history.js';
+import type { Journal } from './journal.js';
+
+/**
+ * Records the lease API traffic of a worker into its journal, one operation per HTTP *attempt*.
+ * It is the `fetch` of the worker's LeaseClient, so the Leader under test and the client's own
+ * retries run exactly as in production, and the history sees every request that may have reached
+ * the server. (Recording per client call instead would be wrong: a retried release whose first
+ * attempt took effect can end with LEASE_LOST once a successor exists, and the history would claim
+ * a definite refusal of something that happened.)
+ *
+ * An attempt that gets no complete answer (timeout, reset, abort) is `unknown`. An answer is `ok`,
+ * or `fail` with leasehold's error code: a definite refusal (LEASE_HELD, …), or UNAVAILABLE /
+ * INTERNAL, after which the write may have happened, but only before the answer (the checker
+ * treats it so, see chaos/checker/answers.ts). An error status without leasehold's error body
+ * came from something in front of it and is `unknown`.
+ */
+export interface RecordingOptions {
+  /** The process name in the history, which is also the holder id its leaders use. */
+  process: string;
+  /** The worker's fail-closed deadline for `lease`, on the harness clock; null when it does not lead it. */
+  deadlineOf: (lease: string) => number | null;
+  /** The real fetch. Default: the global one. */
+  fetch?: typeof fetch;
+}
+
+type Start = Omit<OpRecord, 'completeMs' | 'outcome'>;
+
+/** The operation a request is, from its method and path (`/v1/leases/{name}[/{action}]`); undefined if not recorded. */
+export function operationOf(method: string, url: URL): { op: OpKind; lease: string } | undefined {
+  const match = /^(?:.*)\/v1\/leases\/([^/]+)(?:\/(acquire|renew|release))?$/.exec(url.pathname);
+  if (!match) return undefined;
+  const lease = decodeURIComponent(match[1]!);
+  if (match[2] === undefined) return method === 'GET' ? { op: 'describe', lease } : undefined;
+  return method === 'POST' ? { op: match[2] as OpKind, lease } : undefined;
+}
+
+export function recordingFetch(journal: Journal, options: RecordingOptions): typeof fetch {
+  const realFetch = options.fetch ?? globalThis.fetch;
+  return async function recordedFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+    const url = new URL(input instanceof Request ? input.url : input);
+    const method = (init?.method ?? 'GET').toUpperCase();
+    const operation = operationOf(method, url);
+    if (operation === undefined) return realFetch(input, init);
+    const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as Record<string, unknown>) : {};
+    const id = journal.invoke(startOf(operation.op, operation.lease, body, options));
+
+    let response: Response;
+    let text: string;
+    try {
+      response = await realFetch(input, init);
+      text = await response.text();
+    } catch (error) {
+      journal.complete(id, { completeMs: harnessNowMs(), outcome: 'unknown', error: networkCode(error) });
+      throw error;
+    }
+    journal.complete(id, { completeMs: harnessNowMs(), ...answerOf(operation.op, response.status, text) });
+    return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
+
+function startOf(op: OpKind, lease: string, body: Record<string, unknown>, options: RecordingOptions): Start {
+  const base = { type: 'op' as const, process: options.process, lease, op, invokeMs: harnessNowMs() };
+  switch (op) {
+    case 'acquire':
+      return {
+        ...base,
+        holder: body.holder as string,
+        ...(typeof body.requestId === 'string' ? { requestId: body.requestId } : {}),
+        ...(typeof body.ttlMs === 'number' ? { ttlMs: body.ttlMs } : {}),
+        ...(typeof body.lockDelayMs === 'number' ? { lockDelayMs: body.lockDelayMs } : {}),
+      };
+    case 'renew':
+      return {
+        ...base,
+        token: body.token as number,
+        holder: options.process,
+        ...(typeof body.ttlMs === 'number' ? { ttlMs: body.ttlMs } : {}),
+        localDeadlineMs: options.deadlineOf(lease),
+      };
+    case 'release':
+      return { ...base, token: body.token as number, holder: options.process, localDeadlineMs: options.deadlineOf(lease) };
+    default:
+      return base;
+  }
+}
+
+interface WireLease {
+  token?: number;
+  holder?: string | null;
+  expiresAt?: number;
+  remainingMs?: number;
+  acquiredAt?: number;
+  renewedAt?: number;
+}
+
+function answerOf(op: OpKind, status: number, text: string): Pick<OpRecord, 'outcome'> & Partial<OpRecord> {
+  let parsed: { lease?: WireLease; error?: { code?: string; lease?: WireLease | null } } | undefined;
+  try {
+    parsed = text === '' ? undefined : (JSON.parse(text) as typeof parsed);
+  } catch {
+    parsed = undefined;
+  }
+  if (status >= 200 && status < 300) {
+    const lease = parsed?.lease;
+    if (!lease || typeof lease.token !== 'number') return { outcome: 'unknown', error: 'BAD_ANSWER' };
+    switch (op) {
+      case 'acquire':
+        return { outcome: 'ok', token: lease.token, serverNowMs: lease.acquiredAt as number, serverExpiresAtMs: lease.expiresAt as number };
+      case 'renew':
+        return { outcome: 'ok', serverNowMs: lease.renewedAt as number, serverExpiresAtMs: lease.expiresAt as number };
+      case 'release':
+        return { outcome: 'ok' };
+      default: {
+        const holder = lease.holder ?? null;
+        // Only a held lease's answer states the server's clock (expiresAt − remainingMs) and a live expiry.
+        return {
+          outcome: 'ok',
+          token: lease.token,
+          holder,
+          ...(holder !== null ? { serverNowMs: (lease.expiresAt as number) - (lease.remainingMs as number), serverExpiresAtMs: lease.expiresAt as number } : {}),
+        };
+      }
+    }
+  }
+  const code = parsed?.error?.code;
+  if (typeof code !== 'string') {
+    // Not leasehold's own answer (something in front of it): nothing is known about the server.
+    return status === 429 ? { outcome: 'fail', error: ErrorCode.THROTTLED } : { outcome: 'unknown', error: `HTTP_${status}` };
+  }
+  // leasehold answered: a definite refusal, or an error (UNAVAILABLE, INTERNAL) after which the
+  // write may have happened — but before the answer, which the checker uses (answers.ts).
+  const token = parsed?.error?.lease?.token;
+  return { outcome: 'fail', error: code, ...(op === 'acquire' && code === ErrorCode.LEASE_HELD && typeof token === 'number' ? { token } : {}) };
+}
+
+/** A short code for a failed attempt: TIMEOUT/ABORTED, the socket error (ECONNRESET, …), or the error's name. */
+export function networkCode(error: unknown): string {
+  const e = error as { name?: unknown; code?: unknown; cause?: { code?: unknown } } | null;
+  if (e?.name === 'AbortError' || e?.name === 'TimeoutError') return 'ABORTED';
+  if (typeof e?.cause?.code === 'string') return e.cause.code;
+  if (typeof e?.code === 'string') return e.code;
+  return typeof e?.name === 'string' && e.name !== '' ? e.name : 'ERROR';
+}

@@ -1,0 +1,151 @@
+import { renderSummary } from '../checker/render-text.js';
+import type { CheckSummary } from '../checker/report.js';
+import { FAULT_CHOICES, type FaultChoice, type PlannedFault } from './nemesis.js';
+import type { InjectedFault } from './nemesis-runner.js';
+import type { HarnessOptions } from './options.js';
+
+/** What the harness knows about a run besides the history: settings, faults, jobs, timings. */
+export interface RunFacts {
+  options: HarnessOptions;
+  outDir: string;
+  leases: string[];
+  apiOffsetsMs: number[];
+  plan: PlannedFault[];
+  injected: InjectedFault[];
+  skipped: Array<{ kind: FaultChoice; reason: string }>;
+  jobs: { enqueued: number; chargedOnce: number; chargedMoreThanOnce: number; neverCharged: number; staleWritesFencedOff: number };
+  /** Operations whose process died (or the run ended) before their answer: recorded as unknown. */
+  unansweredAtExit: number;
+  /** Largest |Date.now() − (timeOrigin + performance.now())| measured in a process of the run (the harness clock corrects it). */
+  timeOriginErrorMs: number | null;
+  timings: Record<string, number>;
+  interrupted: boolean;
+}
+
+export type Verdict = 'PASS' | 'VIOLATIONS' | 'INCONCLUSIVE' | 'QUEUE NOT DRAINED';
+
+export const EXIT_CODES: Record<Verdict, number> = { PASS: 0, VIOLATIONS: 1, INCONCLUSIVE: 2, 'QUEUE NOT DRAINED': 4 };
+
+export function verdictOf(summary: CheckSummary, facts: Pick<RunFacts, 'jobs'>): Verdict {
+  if (Object.values(summary.invariants).some((r) => r.status === 'fail')) return 'VIOLATIONS';
+  if (!summary.ok) return 'INCONCLUSIVE';
+  if (facts.jobs.neverCharged > 0) return 'QUEUE NOT DRAINED';
+  return 'PASS';
+}
+
+/** Faults injected, by the kinds of `--faults` (stop and stop-in-flight apart). */
+export function faultCounts(injected: readonly InjectedFault[]): Record<FaultChoice, number> {
+  const counts = Object.fromEntries(FAULT_CHOICES.map((k) => [k, 0])) as Record<FaultChoice, number>;
+  for (const f of injected) counts[f.kind] += 1;
+  return counts;
+}
+
+export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text: string; json: unknown; exitCode: number } {
+  const o = facts.options;
+  const verdict = verdictOf(summary, facts);
+  const counts = faultCounts(facts.injected);
+  const totalOps = Object.values(summary.operations).reduce((n, c) => n + c.ok + c.fail + c.unknown, 0);
+  const writes = summary.operations.write.ok + summary.operations.write.fail + summary.operations.write.unknown;
+  const invariantIds = Object.keys(summary.invariants);
+  const violations = Object.values(summary.invariants).reduce((n, r) => n + r.violations.length, 0);
+
+  const out: string[] = [];
+  out.push('leasehold chaos run');
+  out.push(
+    `  seed ${o.seed} · ${(o.durationMs / 1000).toFixed(0)} s of faults · ${o.workers} workers · ${facts.leases.length} leases (${facts.leases.join(', ')}) · ` +
+      `ttl ${o.ttlMs} ms · skew bound ${o.clockSkewBoundMs} ms · ${o.jobRate} jobs/s per lease`,
+  );
+  out.push(`  API instances (initial clock offsets): ${facts.apiOffsetsMs.map((ms, i) => `api-${i + 1} ${ms >= 0 ? '+' : ''}${ms} ms`).join(', ')}`);
+  if (o.unsafeNoFence) out.push('  UNSAFE: --unsafe-no-fence (writes were sent without the fence condition)');
+  if (o.unsafeClockOffsetMs !== undefined) out.push(`  UNSAFE: --unsafe-clock-offset ${o.unsafeClockOffsetMs} ms on api-1 (beyond the bound)`);
+  if (facts.interrupted) out.push('  interrupted with Ctrl-C: the fault phase was cut short');
+  out.push(`  output: ${facts.outDir}`);
+  out.push('');
+
+  out.push('faults injected');
+  const inFlight = facts.injected.filter((f) => f.kind === 'stop-in-flight' && f.inFlight !== undefined).length;
+  const atLeaders = facts.injected.filter((f) => f.leaderOf !== undefined).length;
+  const notes: Partial<Record<FaultChoice, string>> = {
+    'stop-in-flight': `${inFlight} frozen with a request in flight`,
+    kill: 'each restarted as a new incarnation',
+    'restart-db': 'kill -9, data on disk',
+  };
+  out.push(...table(['kind', 'count', ''], FAULT_CHOICES.map((k) => [k, String(counts[k]), counts[k] > 0 ? (notes[k] ?? '') : ''])));
+  out.push(
+    `  total ${facts.injected.length} (${atLeaders} aimed at the current leader of a lease)` +
+      (facts.skipped.length > 0 ? `; ${facts.skipped.length} skipped because their target was busy` : ''),
+  );
+  out.push('');
+
+  out.push(renderSummary(summary).replace(/\nRESULT: .*$/, ''));
+  out.push('');
+  const j = facts.jobs;
+  out.push(
+    `jobs: ${j.enqueued} enqueued · ${j.chargedOnce} charged exactly once · ${j.chargedMoreThanOnce} charged more than once · ` +
+      `${j.neverCharged} never charged · ${j.staleWritesFencedOff} stale writes fenced off`,
+  );
+  out.push(`history: ${summary.records} records; ${facts.unansweredAtExit} operations never answered (their process was killed, or the run ended first)`);
+  if (facts.timeOriginErrorMs !== null) {
+    out.push(`clocks: the harness clock follows the system clock in every process (largest performance.timeOrigin error corrected: ${facts.timeOriginErrorMs.toFixed(1)} ms)`);
+  }
+  out.push(
+    `time: setup ${s(facts.timings.setupMs)}, faults ${s(facts.timings.faultPhaseMs)}, drain ${s(facts.timings.drainMs)}, check ${s(facts.timings.checkMs)}`,
+  );
+  out.push('files: history.jsonl, final-jobs.json, timeline.svg, summary.json, journals/, logs/');
+  out.push('');
+  const scope = `${invariantIds.length} invariants (${invariantIds.join(', ')}) checked over ${totalOps} operations (${totalOps - writes} lease operations, ${writes} fenced writes) and ${j.enqueued} jobs`;
+  const line: Record<Verdict, string> = {
+    PASS: `PASS — ${scope}: none was violated.`,
+    VIOLATIONS: `VIOLATIONS FOUND — ${scope}: ${violations} violations of ${Object.values(summary.invariants)
+      .filter((r) => r.status === 'fail')
+      .map((r) => r.id)
+      .join(', ')} (listed above).`,
+    INCONCLUSIVE: `INCONCLUSIVE — ${scope}: the checker could not decide (see the notes above).`,
+    'QUEUE NOT DRAINED': `QUEUE NOT DRAINED — ${scope}: no invariant was violated, but ${j.neverCharged} jobs were never charged after the faults healed.`,
+  };
+  out.push(`VERDICT: ${line[verdict]}`);
+
+  const json = {
+    verdict,
+    exitCode: EXIT_CODES[verdict],
+    run: {
+      seed: o.seed,
+      durationMs: o.durationMs,
+      workers: o.workers,
+      leases: facts.leases,
+      ttlMs: o.ttlMs,
+      clockSkewBoundMs: o.clockSkewBoundMs,
+      apiInstances: o.apiInstances,
+      apiOffsetsMs: facts.apiOffsetsMs,
+      jobRate: o.jobRate,
+      faultEveryMs: o.faultEveryMs,
+      faultKinds: o.faults,
+      unsafeNoFence: o.unsafeNoFence,
+      unsafeClockOffsetMs: o.unsafeClockOffsetMs ?? null,
+      interrupted: facts.interrupted,
+    },
+    operations: { total: totalOps, byKind: summary.operations },
+    faults: { byKind: counts, total: facts.injected.length, stopsWithRequestInFlight: inFlight, aimedAtLeaders: atLeaders, skipped: facts.skipped, events: summary.faults },
+    invariants: Object.fromEntries(
+      Object.values(summary.invariants).map((r) => [r.id, { title: r.title, status: r.status, checked: r.checked, violations: r.violations.length }]),
+    ),
+    failover: { count: summary.failover.count, p50Ms: summary.failover.p50Ms, p99Ms: summary.failover.p99Ms, maxMs: summary.failover.maxMs, pending: summary.failover.pending },
+    jobs: facts.jobs,
+    unansweredAtExit: facts.unansweredAtExit,
+    timeOriginErrorMs: facts.timeOriginErrorMs,
+    timings: facts.timings,
+    plan: facts.plan,
+    check: summary,
+  };
+  return { text: out.join('\n'), json, exitCode: EXIT_CODES[verdict] };
+}
+
+function s(ms: number | undefined): string {
+  return ms === undefined ? '-' : `${(ms / 1000).toFixed(1)} s`;
+}
+
+function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 1 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
+}

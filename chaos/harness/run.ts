@@ -1,0 +1,324 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ensureLeaseTable } from '../../functions/lease-table.js';
+import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
+import { checkHistory } from '../checker/index.js';
+import type { CheckSummary } from '../checker/report.js';
+import { harnessNowMs, timeOriginErrorMs } from '../harness-clock.js';
+import { openHistoryWriter, type EventRecord, type FaultKind, type MetaRecord } from '../history.js';
+import { renderTimelineSvg } from '../timeline-svg.js';
+import { ApiNode, DatabaseNode, WorkerNode, reservePorts } from './cluster.js';
+import { JobProducer, countUnchargedJobs, createJobsTable, dumpFinalJobs } from './jobs.js';
+import { mergeJournals, openJournal } from './journal.js';
+import { initialOffsets, planFaults, warmupMs, type PlannedFault } from './nemesis.js';
+import { NemesisRunner } from './nemesis-runner.js';
+import type { HarnessOptions } from './options.js';
+import { renderRunReport, type RunFacts } from './report.js';
+import type { WorkerMessage } from './worker.js';
+
+/**
+ * One chaos run, start to verdict: start DynamoDB Local (on disk), the API instances, the workers
+ * and their proxies; enqueue jobs while the nemesis injects its schedule; then heal everything, let
+ * the queue drain, stop the workers cleanly, dump the job table, merge the journals into the
+ * history, check it, and write the report, the history and the timeline into the output folder.
+ */
+
+const LEASE_NAMES = ['orders', 'invoices', 'payments', 'refunds', 'emails', 'reports', 'payouts', 'exports', 'imports', 'backups'];
+const LEASE_TABLE = 'leasehold-leases';
+
+export interface RunResult {
+  exitCode: number;
+  outDir: string;
+  summary: CheckSummary | undefined;
+  report: string;
+}
+
+export async function runChaos(options: HarnessOptions, print: (line: string) => void): Promise<RunResult> {
+  const startedAt = new Date();
+  const outDir = resolve(options.outDir ?? join('.chaos', `run-${options.seed}-${stamp(startedAt)}`));
+  const journalDir = join(outDir, 'journals');
+  const logDir = join(outDir, 'logs');
+  mkdirSync(journalDir, { recursive: true });
+  mkdirSync(logDir, { recursive: true });
+
+  const leases = LEASE_NAMES.slice(0, options.leases);
+  const t0 = performance.now();
+  const elapsed = () => `[${((performance.now() - t0) / 1000).toFixed(1).padStart(6)}s]`;
+  const log = (line: string) => {
+    if (options.verbose) print(`${elapsed()} ${line}`);
+  };
+
+  const plan = planFaults({
+    seed: options.seed,
+    durationMs: options.durationMs,
+    ttlMs: options.ttlMs,
+    workers: options.workers,
+    leases: options.leases,
+    apiInstances: options.apiInstances,
+    clockSkewBoundMs: options.clockSkewBoundMs,
+    faultEveryMs: options.faultEveryMs,
+    faults: options.faults,
+  });
+  const offsets = initialOffsets(options.seed, options.apiInstances, options.clockSkewBoundMs);
+  const pinnedOffsetInstance = options.unsafeClockOffsetMs === undefined ? undefined : 0;
+  if (options.unsafeClockOffsetMs !== undefined) offsets[0] = options.unsafeClockOffsetMs;
+
+  const harnessJournalPath = join(journalDir, 'harness.jsonl');
+  const harnessJournal = openJournal(harnessJournalPath);
+  harnessJournal.note('harness', { kind: 'start', pid: process.pid, timeOriginErrorMs: timeOriginErrorMs() });
+  const events: EventRecord[] = [];
+  const event = (kind: FaultKind, target: string, detail?: Record<string, unknown>): EventRecord => {
+    const record: EventRecord = { type: 'event', kind, target, atMs: harnessNowMs(), ...(detail ? { detail } : {}) };
+    harnessJournal.event(record);
+    events.push(record);
+    return record;
+  };
+
+  print(
+    `leasehold chaos: seed ${options.seed}, ${seconds(options.durationMs)} of faults, ${options.workers} workers, ` +
+      `leases ${leases.join(', ')}, ttl ${options.ttlMs} ms, skew bound ${options.clockSkewBoundMs} ms, ${plan.length} faults planned`,
+  );
+  if (options.unsafeNoFence) print('UNSAFE: workers write WITHOUT the fence (--unsafe-no-fence): the checker must report violations');
+  if (options.unsafeClockOffsetMs !== undefined) {
+    print(`UNSAFE: api-1 runs with clock offset ${options.unsafeClockOffsetMs} ms, beyond the bound (--unsafe-clock-offset): the checker must report violations`);
+  }
+  print(`output: ${outDir}`);
+
+  // Everything we start dies with us, whatever happens.
+  const workers: WorkerNode[] = [];
+  const apis: ApiNode[] = [];
+  let db: DatabaseNode | undefined;
+  const killEverything = () => {
+    for (const w of workers) w.killNow();
+    for (const a of apis) a.killNow();
+    db?.killNow();
+  };
+  process.once('exit', killEverything);
+
+  const leaders = new Map<string, { index: number; name: string; token: number }>();
+  let elections = 0;
+  let charged = 0;
+  let staleRejected = 0;
+  const onMessage = (node: WorkerNode, message: WorkerMessage) => {
+    if (message.type === 'elected') {
+      leaders.set(message.lease, { index: node.index, name: message.name, token: message.token });
+      elections += 1;
+    } else if (message.type === 'lost') {
+      const current = leaders.get(message.lease);
+      if (current?.name === message.name && current.token === message.token) leaders.delete(message.lease);
+    } else if (message.type === 'charged') charged += 1;
+    else if (message.type === 'stale') staleRejected += 1;
+  };
+  const onExit = (node: WorkerNode, incarnation: string, code: number | null, signal: string | null) => {
+    for (const [lease, leader] of leaders) if (leader.name === incarnation) leaders.delete(lease);
+    if (signal !== 'SIGKILL' && !(code === 0 && stopping)) log(`worker ${incarnation} exited unexpectedly (code ${code}, signal ${signal}); see logs/${incarnation}.log`);
+  };
+  let stopping = false;
+  let nemesis: NemesisRunner | undefined;
+
+  let interrupted = false;
+  let endPhase: (() => void) | undefined;
+  const onSigint = () => {
+    if (interrupted) {
+      killEverything();
+      process.exit(130);
+    }
+    interrupted = true;
+    print('interrupted: ending the fault phase now (Ctrl-C again to abort without a report)');
+    endPhase?.();
+  };
+  process.on('SIGINT', onSigint);
+
+  const timings: Record<string, number> = {};
+  let producer: JobProducer | undefined;
+  let raw: DynamoDBClient | undefined;
+  let doc: DynamoDBDocumentClient | undefined;
+  try {
+    // 1. The cluster.
+    const [dbPort, ...apiPorts] = await reservePorts(1 + options.apiInstances);
+    db = new DatabaseNode(dbPort!, join(outDir, 'dynamodb'));
+    await db.start();
+    raw = new DynamoDBClient({ endpoint: db.endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+    doc = DynamoDBDocumentClient.from(raw);
+    await ensureLeaseTable(raw, LEASE_TABLE);
+    await createJobsTable(raw);
+    log(`DynamoDB Local on ${db.endpoint} (data in ${join(outDir, 'dynamodb')})`);
+
+    apiPorts.forEach((port, i) => apis.push(new ApiNode(i, port, offsets[i]!, { tableName: LEASE_TABLE, dynamodbEndpoint: db!.endpoint, logDir })));
+    await Promise.all(apis.map((a) => a.start()));
+    log(`API instances: ${apis.map((a) => `${a.name} :${a.port} clock ${signed(a.clockOffsetMs)} ms`).join(', ')}`);
+
+    nemesis = new NemesisRunner({
+      workers,
+      apis,
+      db,
+      leases,
+      ttlMs: options.ttlMs,
+      leaderOf: (lease) => leaders.get(lease),
+      event,
+      log,
+      ...(pinnedOffsetInstance !== undefined ? { pinnedOffsetInstance } : {}),
+    });
+    for (let i = 0; i < options.workers; i += 1) {
+      workers.push(
+        new WorkerNode({
+          index: i,
+          leases,
+          ttlMs: options.ttlMs,
+          apiPorts,
+          dbPort: dbPort!,
+          journalDir,
+          logDir,
+          unsafeNoFence: options.unsafeNoFence,
+          onMessage,
+          onExit,
+          onRequestBytes: (node, data, via) => nemesis?.onRequestBytes(node, data, via),
+        }),
+      );
+    }
+    await Promise.all(workers.map((w) => w.openProxies()));
+    await Promise.all(workers.map((w) => w.start()));
+    timings.setupMs = performance.now() - t0;
+    log(`${workers.length} workers up (each behind its own proxies), campaigning for ${leases.join(', ')}`);
+
+    // 2. The fault phase.
+    producer = new JobProducer(doc, leases, options.jobRate);
+    producer.start();
+    const phaseStart = performance.now();
+    const phaseEnd = new Promise<void>((resolvePhase) => {
+      const timer = setTimeout(resolvePhase, options.durationMs);
+      endPhase = () => {
+        clearTimeout(timer);
+        resolvePhase();
+      };
+    });
+    const status = setInterval(() => {
+      const who = leases.map((l) => `${l}=${leaders.get(l)?.name ?? '—'}`).join(' ');
+      log(`status: leaders ${who} · ${elections} elections · ${charged} charges acked · ${staleRejected} stale writes fenced off`);
+    }, 5_000);
+    log(`fault phase: ${plan.length} faults over ${seconds(options.durationMs)} (first after ${seconds(warmupMs(options.ttlMs))})`);
+    void nemesis.run(plan, phaseStart);
+    await phaseEnd;
+    timings.faultPhaseMs = performance.now() - phaseStart;
+
+    // 3. Heal, drain, stop.
+    log('fault phase over: healing every fault');
+    await nemesis.healAll();
+    await db.ensureRunning();
+    await Promise.all(workers.filter((w) => !w.alive).map((w) => w.start().catch((e: unknown) => log(`restart of ${w.name} failed: ${(e as Error).message}`))));
+    await producer.stop();
+    const drainStart = performance.now();
+    const drainLimitMs = Math.max(60_000, 30 * options.ttlMs);
+    let uncharged = await countAllUncharged(doc, leases);
+    log(`draining the queue: ${uncharged} jobs not yet charged`);
+    while (uncharged > 0 && performance.now() - drainStart < drainLimitMs && !(interrupted && performance.now() - drainStart > 5_000)) {
+      await sleep(500);
+      uncharged = await countAllUncharged(doc, leases).catch(() => uncharged);
+    }
+    timings.drainMs = performance.now() - drainStart;
+    clearInterval(status);
+    log(uncharged === 0 ? `queue drained in ${seconds(timings.drainMs)}` : `queue NOT drained after ${seconds(timings.drainMs)}: ${uncharged} jobs never charged`);
+    stopping = true;
+    await Promise.all(workers.map((w) => w.terminate(options.ttlMs * 5)));
+    log('workers stopped (SIGTERM: each released its leases)');
+
+    const finalJobs = await dumpFinalJobs(doc);
+    writeFileSync(join(outDir, 'final-jobs.json'), `${JSON.stringify(finalJobs, null, 1)}\n`);
+    const enqueued = [...producer.enqueued().values()].reduce((a, b) => a + b, 0);
+    await Promise.all(apis.map((a) => a.kill('SIGTERM')));
+    await db.stop();
+    harnessJournal.note('harness', { kind: 'exit', timeOriginErrorMs: timeOriginErrorMs() });
+    harnessJournal.close();
+
+    // 4. History, check, report.
+    const runText =
+      `seed ${options.seed}, ${seconds(options.durationMs)} of faults, ${options.workers} workers, ttl ${options.ttlMs} ms, ` +
+      `api offsets ${offsets.map(signed).join('/')} ms${options.unsafeNoFence ? ', UNSAFE no fence' : ''}` +
+      `${options.unsafeClockOffsetMs !== undefined ? `, UNSAFE api-1 offset ${options.unsafeClockOffsetMs} ms` : ''}`;
+    const meta: MetaRecord = { type: 'meta', ttlMs: options.ttlMs, clockSkewMs: options.clockSkewBoundMs, run: runText };
+    const merged = mergeJournals([harnessJournalPath, ...workers.flatMap((w) => w.journals)], meta);
+    const historyPath = join(outDir, 'history.jsonl');
+    const writer = openHistoryWriter(historyPath);
+    for (const record of merged.records) writer.append(record);
+    writer.close();
+
+    const checkStart = performance.now();
+    const summary = checkHistory(merged.records, {
+      clockSkewMs: options.clockSkewBoundMs,
+      ttlMs: options.ttlMs,
+      finalJobs,
+      source: historyPath,
+    });
+    timings.checkMs = performance.now() - checkStart;
+    const svg = renderTimelineSvg(merged.records, {
+      ttlMs: options.ttlMs,
+      plotWidth: Math.min(12_000, Math.max(1_000, Math.round(options.durationMs / 100))),
+      rows: 'leaders',
+      caption: `leasehold chaos run: ${runText}`,
+    });
+    writeFileSync(join(outDir, 'timeline.svg'), svg);
+
+    const originErrors = merged.notes
+      .filter((n) => typeof n.timeOriginErrorMs === 'number')
+      .map((n) => Math.abs(n.timeOriginErrorMs as number));
+    const facts: RunFacts = {
+      options,
+      outDir,
+      leases,
+      apiOffsetsMs: offsets,
+      plan,
+      injected: nemesis.injected,
+      skipped: nemesis.skipped,
+      jobs: {
+        enqueued,
+        chargedOnce: finalJobs.filter((j) => j.chargedCount === 1).length,
+        chargedMoreThanOnce: finalJobs.filter((j) => j.chargedCount > 1).length,
+        neverCharged: finalJobs.filter((j) => j.chargedCount === 0).length,
+        staleWritesFencedOff: staleRejected,
+      },
+      unansweredAtExit: merged.unanswered,
+      timeOriginErrorMs: originErrors.length > 0 ? Math.max(...originErrors) : null,
+      timings,
+      interrupted,
+    };
+    const { text, json, exitCode } = renderRunReport(facts, summary);
+    writeFileSync(join(outDir, 'summary.txt'), `${text}\n`);
+    writeFileSync(join(outDir, 'summary.json'), `${JSON.stringify(json, null, 2)}\n`);
+    return { exitCode, outDir, summary, report: text };
+  } catch (error) {
+    harnessJournal.close();
+    throw error;
+  } finally {
+    process.off('SIGINT', onSigint);
+    await producer?.stop();
+    raw?.destroy();
+    killEverything();
+    await Promise.all(workers.map((w) => w.closeProxies().catch(() => undefined)));
+    process.off('exit', killEverything);
+  }
+}
+
+async function countAllUncharged(db: DynamoDBDocumentClient, leases: readonly string[]): Promise<number> {
+  const counts = await Promise.all(leases.map((l) => countUnchargedJobs(db, l)));
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function stamp(date: Date): string {
+  return date.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+}
+
+export function seconds(ms: number): string {
+  return ms >= 120_000 && ms % 60_000 === 0 ? `${ms / 60_000} min` : `${(ms / 1000).toFixed(ms % 1000 === 0 ? 0 : 1)} s`;
+}
+
+function signed(n: number): string {
+  return n >= 0 ? `+${n}` : String(n);
+}
+
+export type { PlannedFault };

@@ -1,0 +1,238 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { isFencedOut } from '../../client/src/dynamodb/index.js';
+import { createLeader, type Leader } from '../../client/src/leader.js';
+import { LeaseClient } from '../../client/src/lease-client.js';
+import type { TermInfo } from '../../client/src/term.js';
+import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
+import { harnessNowMs, monotonicToHarnessMs, timeOriginErrorMs } from '../harness-clock.js';
+import { chargeCommand, claimCommand, unchargedJobs, type JobRow } from './jobs.js';
+import { openJournal } from './journal.js';
+import { networkCode, recordingFetch } from './recording-fetch.js';
+
+/**
+ * One worker process of a chaos run (started by cluster.ts with `node --import tsx`, so that a
+ * signal to its pid reaches this very process). It runs the SDK's Leader for every lease name and,
+ * while it leads one, works that lease's jobs (jobs.ts): claim and charge, each a write fenced by
+ * the term's token. Every lease operation and every write is journalled (journal.ts) with its
+ * invoke and completion times on the harness clock, the outcome, the token, and the worker's
+ * fail-closed deadline. Both the lease API and DynamoDB are reached through this worker's own
+ * fault proxies, so a partition cuts it off from both, as a network partition of its host would.
+ */
+
+export interface WorkerConfig {
+  /** Process name in the history and holder id, e.g. "w3" or "w3r2" (second incarnation). */
+  name: string;
+  /** The lease API, through this worker's proxy. */
+  apiUrl: string;
+  /** DynamoDB, through this worker's other proxy. */
+  dbEndpoint: string;
+  leases: string[];
+  ttlMs: number;
+  journalPath: string;
+  unsafeNoFence: boolean;
+}
+
+/** Messages to the harness (IPC). */
+export type WorkerMessage =
+  | { type: 'ready'; name: string }
+  | { type: 'elected'; name: string; lease: string; token: number }
+  | { type: 'lost'; name: string; lease: string; token: number; reason: string }
+  | { type: 'charged'; name: string; lease: string; job: string }
+  | { type: 'stale'; name: string; lease: string; job: string };
+
+const config = JSON.parse(process.env.CHAOS_WORKER ?? 'null') as WorkerConfig | null;
+if (config === null) throw new Error('worker.ts is started by the chaos harness (CHAOS_WORKER is not set)');
+const { name, ttlMs } = config;
+
+const send = (message: WorkerMessage) => {
+  if (process.connected) process.send?.(message);
+};
+// The harness went away: so do we (never leave orphans on the machine).
+process.on('disconnect', () => process.exit(0));
+
+const journal = openJournal(config.journalPath);
+journal.note(name, { kind: 'start', pid: process.pid, timeOriginErrorMs: timeOriginErrorMs() });
+
+const leaders = new Map<string, Leader>();
+const deadlineOf = (lease: string): number | null => {
+  const remaining = leaders.get(lease)?.remainingMs() ?? 0;
+  return remaining > 0 ? monotonicToHarnessMs(performance.now() + remaining) : null;
+};
+const client = new LeaseClient({
+  endpoint: config.apiUrl,
+  // Every HTTP attempt is journalled (recording-fetch.ts); the SDK above it is untouched.
+  fetch: recordingFetch(journal, { process: name, deadlineOf }),
+  // A new connection per request, so the proxy spreads requests over the API instances (and
+  // their clocks) instead of pinning this worker to one by keep-alive.
+  headers: { connection: 'close' },
+  timeoutMs: ttlMs,
+  retry: { retries: 1, baseDelayMs: 50, maxDelayMs: Math.round(ttlMs / 4) },
+});
+const db = DynamoDBDocumentClient.from(
+  new DynamoDBClient({
+    endpoint: config.dbEndpoint,
+    region: LOCAL_REGION,
+    credentials: LOCAL_CREDENTIALS,
+    // One attempt per write, so the history shows each attempt, and a charge is never resent
+    // behind the worker's back (a resent charge that had landed would be a double charge).
+    maxAttempts: 1,
+    // Longer than any partition: a write held by a partition lands when it heals, as a delayed
+    // packet would (that is the stale write the fence must stop).
+    requestHandler: { requestTimeout: ttlMs * 5, connectionTimeout: ttlMs },
+  }),
+);
+
+let stopping = false;
+const workLoops = new Set<Promise<void>>();
+
+for (const lease of config.leases) {
+  const leader = createLeader(client, {
+    name: lease,
+    holder: name,
+    ttlMs,
+    requestTimeoutMs: ttlMs,
+    onElected: (term) => {
+      send({ type: 'elected', name, lease, token: term.token });
+      const loop = work(lease, leader, term).catch((error: unknown) => {
+        process.stderr.write(`${name}: work loop for ${lease} failed: ${(error as Error).stack ?? String(error)}\n`);
+      });
+      workLoops.add(loop);
+      void loop.finally(() => workLoops.delete(loop));
+    },
+    onLost: (reason, term) => send({ type: 'lost', name, lease, token: term.token, reason }),
+  });
+  leaders.set(lease, leader);
+  leader.start();
+}
+send({ type: 'ready', name });
+
+/** Now and then, look at a lease from the outside (describe), for the linearizability check. */
+const describeTimer = setInterval(() => {
+  if (stopping) return;
+  const lease = config.leases[Math.floor(Math.random() * config.leases.length)]!;
+  client.describe(lease).catch(() => undefined);
+}, Math.round(ttlMs * (0.75 + Math.random() * 0.5)));
+
+/**
+ * Works the lease's queue for one term: find the next uncharged job, claim it, "process" it, charge
+ * it. Stops when the term ends. Jobs whose claim or charge got no answer are left for a later term
+ * (see jobs.ts); if nothing else is left, the worker resigns so that a new term can settle them.
+ */
+async function work(lease: string, leader: Leader, term: TermInfo): Promise<void> {
+  const { token, signal } = term;
+  const inDoubt = new Set<string>();
+  let fromSeq = 1;
+  while (!signal.aborted && !stopping) {
+    let found: { jobs: JobRow[]; chargedBelowSeq: number };
+    try {
+      found = await unchargedJobs(db, lease, fromSeq, signal);
+    } catch {
+      if (!(await pause(100, signal))) return;
+      continue;
+    }
+    fromSeq = Math.max(fromSeq, found.chargedBelowSeq);
+    const job = found.jobs.find((j) => !inDoubt.has(j.job));
+    if (job === undefined) {
+      if (inDoubt.size > 0 && found.jobs.length > 0) {
+        // Only doubtful jobs are left: give the lease up, so the next term's claims fence off
+        // whatever of ours may still be in flight, and that term can finish them.
+        await leader.resign();
+        if (!stopping) leader.start();
+        return;
+      }
+      if (!(await pause(100, signal))) return;
+      continue;
+    }
+
+    // A claim charges nothing, so one whose answer was lost is simply tried again.
+    const claim = await fencedWrite(lease, leader, token, job, 'claim');
+    if (claim === 'not-leading' || claim === 'fenced-out') return;
+    if (claim === 'unknown' || claim === 'failed') {
+      if (!(await pause(50, signal))) return;
+      continue;
+    }
+    if ((claim.chargedCount ?? 0) >= 1) continue; // an older term charged it before our claim
+
+    // "Call the payment provider": the time a stale leader has to be overtaken.
+    if (!(await pause(50 + Math.random() * 100, signal))) return;
+
+    const charge = await fencedWrite(lease, leader, token, job, 'charge');
+    if (charge === 'not-leading' || charge === 'fenced-out') return;
+    if (charge === 'unknown' || charge === 'failed') {
+      inDoubt.add(job.job);
+      continue;
+    }
+    send({ type: 'charged', name, lease, job: job.job });
+  }
+}
+
+type WriteResult = JobRow | 'not-leading' | 'fenced-out' | 'failed' | 'unknown';
+
+/**
+ * One fenced write, journalled. Fail-closed: it is sent only if the term is still ours and its
+ * local deadline has not passed, and the deadline is recorded with it (invariant I4).
+ */
+async function fencedWrite(lease: string, leader: Leader, token: number, job: JobRow, kind: 'claim' | 'charge'): Promise<WriteResult> {
+  const nowMono = performance.now();
+  const remaining = leader.remainingMs();
+  if (leader.token !== token || remaining <= 0) return 'not-leading';
+  const command = (kind === 'claim' ? claimCommand : chargeCommand)(job, name, token, !config!.unsafeNoFence);
+  const id = journal.invoke({
+    type: 'op',
+    process: name,
+    lease,
+    op: 'write',
+    invokeMs: monotonicToHarnessMs(nowMono),
+    token,
+    holder: name,
+    job: job.job,
+    ...(kind === 'claim' ? { charge: false } : {}),
+    localDeadlineMs: monotonicToHarnessMs(nowMono + remaining),
+  });
+  try {
+    const out = await db.send(new UpdateCommand(command));
+    journal.complete(id, { completeMs: harnessNowMs(), outcome: 'ok', accepted: true });
+    return (out.Attributes as JobRow | undefined) ?? job;
+  } catch (error) {
+    const completeMs = harnessNowMs();
+    if ((error as { name?: string }).name === 'ConditionalCheckFailedException') {
+      const fencedOut = isFencedOut(error, token);
+      journal.complete(id, { completeMs, outcome: 'fail', accepted: false, error: fencedOut ? 'STALE_TOKEN' : 'CONDITION_FAILED' });
+      if (fencedOut) send({ type: 'stale', name, lease, job: job.job });
+      return fencedOut ? 'fenced-out' : 'failed';
+    }
+    journal.complete(id, { completeMs, outcome: 'unknown', error: networkCode(error) });
+    return 'unknown';
+  }
+}
+
+/** Waits `ms`; false if the term ended first. */
+function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve(false);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(!signal.aborted);
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** SIGTERM: the clean end of a run. Stop every leader (they release), let the work loops end, close. */
+process.once('SIGTERM', () => {
+  stopping = true;
+  clearInterval(describeTimer);
+  const stopped = Promise.all([...leaders.values()].map((l) => l.stop())).then(() => Promise.all([...workLoops]));
+  const limit = new Promise((resolve) => setTimeout(resolve, ttlMs * 3));
+  void Promise.race([stopped, limit]).finally(() => {
+    journal.note(name, { kind: 'exit', timeOriginErrorMs: timeOriginErrorMs() });
+    journal.close();
+    db.destroy();
+    process.exit(0);
+  });
+});

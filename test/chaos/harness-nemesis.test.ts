@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { FAULT_CHOICES, initialOffsets, injectableOffsetMs, planFaults, warmupMs, type PlanOptions } from '../../chaos/harness/nemesis.js';
+import { seededRandom } from '../../chaos/harness/random.js';
+
+const base: PlanOptions = {
+  seed: 7,
+  durationMs: 120_000,
+  ttlMs: 2_000,
+  workers: 5,
+  leases: 3,
+  apiInstances: 3,
+  clockSkewBoundMs: 50,
+  faultEveryMs: 3_000,
+  faults: [...FAULT_CHOICES],
+};
+
+describe('seeded random', () => {
+  it('gives the same numbers for the same seed and different ones for another', () => {
+    const a = seededRandom(42);
+    const b = seededRandom(42);
+    const c = seededRandom(43);
+    const draw = (r: typeof a) => Array.from({ length: 5 }, () => r.next());
+    const fromA = draw(a);
+    expect(draw(b)).toEqual(fromA);
+    expect(draw(c)).not.toEqual(fromA);
+    expect(fromA.every((x) => x >= 0 && x < 1)).toBe(true);
+  });
+});
+
+describe('nemesis schedule', () => {
+  it('is the same for the same seed and settings', () => {
+    expect(planFaults(base)).toEqual(planFaults({ ...base }));
+  });
+
+  it('differs for another seed', () => {
+    expect(planFaults({ ...base, seed: 8 })).not.toEqual(planFaults(base));
+  });
+
+  it('injects every kind once first, within the run, even in a short one', () => {
+    for (const durationMs of [30_000, 60_000, 120_000]) {
+      const plan = planFaults({ ...base, durationMs });
+      const first = plan.slice(0, FAULT_CHOICES.length);
+      expect(new Set(first.map((f) => f.kind))).toEqual(new Set(FAULT_CHOICES));
+      expect(Math.max(...first.map((f) => f.atMs))).toBeLessThan(durationMs - base.ttlMs);
+    }
+  });
+
+  it('starts after the warm-up and ends a ttl before the end of the fault phase', () => {
+    const plan = planFaults(base);
+    expect(plan[0]!.atMs).toBe(warmupMs(base.ttlMs));
+    expect(plan.at(-1)!.atMs).toBeLessThan(base.durationMs - base.ttlMs);
+  });
+
+  it('uses only the kinds it is given', () => {
+    const plan = planFaults({ ...base, faults: ['partition', 'stop'] });
+    expect(plan.length).toBeGreaterThan(10);
+    expect(new Set(plan.map((f) => f.kind))).toEqual(new Set(['partition', 'stop']));
+  });
+
+  it('freezes workers for longer than the ttl and partitions them long enough for a failover', () => {
+    const plan = planFaults({ ...base, durationMs: 600_000 });
+    for (const f of plan.filter((f) => f.kind === 'stop' || f.kind === 'stop-in-flight')) expect(f.durationMs).toBeGreaterThan(base.ttlMs);
+    for (const f of plan.filter((f) => f.kind === 'partition')) expect(f.durationMs).toBeGreaterThanOrEqual(1.5 * base.ttlMs);
+    for (const f of plan.filter((f) => f.kind === 'delay')) {
+      expect(f.delayMs).toBeGreaterThanOrEqual(base.ttlMs / 4);
+      expect(f.delayMs).toBeLessThanOrEqual(base.ttlMs / 2);
+    }
+  });
+
+  it('aims worker faults at a worker or a lease leader, with every worker as a fallback', () => {
+    const plan = planFaults(base).filter((f) => f.target !== undefined);
+    expect(plan.some((f) => 'leaderOf' in f.target!)).toBe(true);
+    for (const f of plan) expect([...f.fallback!].sort()).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('keeps DynamoDB restarts at least ten ttls apart', () => {
+    const restarts = planFaults({ ...base, durationMs: 1_800_000 })
+      .filter((f) => f.kind === 'restart-db')
+      .map((f) => f.atMs);
+    expect(restarts.length).toBeGreaterThan(2);
+    for (let i = 1; i < restarts.length; i += 1) expect(restarts[i]! - restarts[i - 1]!).toBeGreaterThanOrEqual(10 * base.ttlMs);
+  });
+
+  it('draws clock offsets inside the bound, leaving room for the processes’ own clocks', () => {
+    expect(injectableOffsetMs(50)).toBe(40);
+    const offsets = [...initialOffsets(7, 50, 50), ...planFaults({ ...base, durationMs: 600_000 }).flatMap((f) => (f.offsetMs === undefined ? [] : [f.offsetMs]))];
+    for (const offset of offsets) expect(Math.abs(offset)).toBeLessThanOrEqual(40);
+  });
+});

@@ -1,0 +1,100 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openJournal, readJournal, type Journal } from '../../chaos/harness/journal.js';
+import { operationOf, recordingFetch } from '../../chaos/harness/recording-fetch.js';
+import type { OpRecord } from '../../chaos/history.js';
+import { LeaseClient } from '../../client/src/lease-client.js';
+
+/**
+ * What the worker's recording fetch writes for each kind of answer. The "server" is a fetch
+ * function that answers like leasehold's HTTP API would; the LeaseClient above it is the real one.
+ */
+let dir: string;
+let journal: Journal;
+let path: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'leasehold-recording-'));
+  path = join(dir, 'w1.jsonl');
+  journal = openJournal(path);
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const lease = { name: 'orders', holder: 'w1', token: 42, ttlMs: 2_000, expiresAt: 12_000, remainingMs: 1_990, acquiredAt: 10_000, renewedAt: 10_000, transitions: 1, metadata: null };
+const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+
+function client(answer: (url: URL, body: unknown) => Response | Promise<Response>, deadline: number | null = null) {
+  const fake = async (input: string | URL | Request, init?: RequestInit) => answer(new URL(String(input)), init?.body ? JSON.parse(String(init.body)) : undefined);
+  return new LeaseClient({
+    endpoint: 'http://127.0.0.1:1',
+    fetch: recordingFetch(journal, { process: 'w1', deadlineOf: () => deadline, fetch: fake as typeof fetch }),
+    retry: { retries: 0 },
+  });
+}
+
+function recorded() {
+  journal.close();
+  return readJournal(path).records;
+}
+
+describe('the recording fetch', () => {
+  it('records a granted acquire with its token, requestId and the server’s times', async () => {
+    await client(() => json(200, { lease: { ...lease, leaseId: 'a'.repeat(32) } })).acquire('orders', { holder: 'w1', ttlMs: 2_000, requestId: 'r1' });
+    expect(recorded()).toEqual([
+      expect.objectContaining({ op: 'acquire', lease: 'orders', holder: 'w1', requestId: 'r1', ttlMs: 2_000, outcome: 'ok', token: 42, serverNowMs: 10_000, serverExpiresAtMs: 12_000 }),
+    ]);
+  });
+
+  it('records LEASE_HELD as a definite failure with the current token', async () => {
+    const held = { error: { code: 'LEASE_HELD', message: 'held', lease: { ...lease, holder: 'w2', token: 43 }, retryAfterMs: 500 } };
+    await client(() => json(409, held)).acquire('orders', { holder: 'w1', ttlMs: 2_000 });
+    expect(recorded()).toEqual([expect.objectContaining({ op: 'acquire', outcome: 'fail', error: 'LEASE_HELD', token: 43 })]);
+  });
+
+  it('records a renew with the deadline the worker relied on, and a LEASE_LOST answer as a failure', async () => {
+    const lost = { error: { code: 'LEASE_LOST', message: 'lost', lease: null } };
+    await expect(client(() => json(409, lost), 9_000).renew('orders', { leaseId: 'a'.repeat(32), token: 42, ttlMs: 2_000 })).rejects.toThrow();
+    expect(recorded()).toEqual([expect.objectContaining({ op: 'renew', token: 42, holder: 'w1', localDeadlineMs: 9_000, outcome: 'fail', error: 'LEASE_LOST' })]);
+  });
+
+  it('records leasehold’s own 503 as a failure the checker may count as taken effect before the answer', async () => {
+    await expect(client(() => json(503, { error: { code: 'UNAVAILABLE', message: 'table down' } })).describe('orders')).rejects.toThrow();
+    expect(recorded()).toEqual([expect.objectContaining({ op: 'describe', outcome: 'fail', error: 'UNAVAILABLE' })]);
+  });
+
+  it('records an error status that is not leasehold’s answer as unknown', async () => {
+    await expect(client(() => new Response('Bad Gateway', { status: 502 })).describe('orders')).rejects.toThrow();
+    expect(recorded()).toEqual([expect.objectContaining({ op: 'describe', outcome: 'unknown', error: 'HTTP_502' })]);
+  });
+
+  it('records a request that got no answer as unknown, with the time the client gave up', async () => {
+    const reset = Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNRESET' } });
+    await expect(client(() => Promise.reject(reset)).release('orders', { leaseId: 'a'.repeat(32), token: 42 })).rejects.toThrow();
+    const record = recorded()[0] as OpRecord;
+    expect(record).toEqual(expect.objectContaining({ op: 'release', token: 42, outcome: 'unknown', error: 'ECONNRESET' }));
+    expect(record.completeMs).toBeGreaterThanOrEqual(record.invokeMs);
+  });
+
+  it('records each retry attempt as its own operation', async () => {
+    let calls = 0;
+    const retrying = new LeaseClient({
+      endpoint: 'http://127.0.0.1:1',
+      fetch: recordingFetch(journal, {
+        process: 'w1',
+        deadlineOf: () => null,
+        fetch: (async () => (++calls === 1 ? json(503, { error: { code: 'UNAVAILABLE', message: 'x' } }) : json(200, { lease: { ...lease, holder: null } }))) as typeof fetch,
+      }),
+      retry: { retries: 1, baseDelayMs: 1, maxDelayMs: 1 },
+    });
+    await retrying.describe('orders');
+    expect(recorded().map((r) => (r.type === 'op' ? r.outcome : r.type))).toEqual(['fail', 'ok']);
+  });
+
+  it('names the operation from the method and path, and leaves other requests unrecorded', () => {
+    expect(operationOf('POST', new URL('http://h/v1/leases/orders/renew'))).toEqual({ op: 'renew', lease: 'orders' });
+    expect(operationOf('GET', new URL('http://h/stage/v1/leases/a%3Ab'))).toEqual({ op: 'describe', lease: 'a:b' });
+    expect(operationOf('POST', new URL('http://h/v1/leases/orders/handoff'))).toBeUndefined();
+    expect(operationOf('GET', new URL('http://h/v1/leases'))).toBeUndefined();
+  });
+});

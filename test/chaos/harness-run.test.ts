@@ -1,0 +1,113 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readHistory } from '../../chaos/history.js';
+import { FAULT_CHOICES } from '../../chaos/harness/nemesis.js';
+
+/**
+ * The chaos harness end to end: real worker processes, API servers, DynamoDB Local (killed -9
+ * on purpose), fault proxies, real time. Two bounded runs with fixed seeds: a correct one, which
+ * must inject every kind of fault and find nothing, and one with the fence switched off, which
+ * the checker must catch. Durations are short for CI; `npm run chaos -- --duration 30m` is the
+ * long run (see docs/chaos.md).
+ */
+
+const MAIN = fileURLToPath(new URL('../../chaos/harness/main.ts', import.meta.url));
+const RUN_TIMEOUT_MS = 360_000;
+
+interface HarnessRun {
+  code: number | null;
+  stdout: string;
+  out: string;
+  summary: {
+    verdict: string;
+    exitCode: number;
+    operations: { total: number };
+    faults: { byKind: Record<string, number>; total: number };
+    invariants: Record<string, { status: string; checked: number; violations: number }>;
+    jobs: { enqueued: number; chargedOnce: number; chargedMoreThanOnce: number; neverCharged: number };
+    check: { invariants: Record<string, { violations: Array<{ message: string }> }> };
+  };
+}
+
+function runHarness(args: string[]): Promise<HarnessRun> {
+  const out = mkdtempSync(join(tmpdir(), 'leasehold-chaos-'));
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args, '--out', out, '--quiet'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGINT'), RUN_TIMEOUT_MS - 30_000);
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      const path = join(out, 'summary.json');
+      if (!existsSync(path)) return reject(new Error(`the harness wrote no summary (exit ${code}):\n${stdout}`));
+      resolve({ code, stdout, out, summary: JSON.parse(readFileSync(path, 'utf8')) as HarnessRun['summary'] });
+    });
+  });
+}
+
+describe('a bounded chaos run with a fixed seed', () => {
+  let run: HarnessRun;
+  beforeAll(async () => {
+    run = await runHarness(['--duration', '50s', '--seed', '20251122']);
+  }, RUN_TIMEOUT_MS);
+  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+
+  it('ends with exit status 0 and the verdict PASS', () => {
+    expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
+  });
+
+  it('injects every kind of fault at least once', () => {
+    for (const kind of FAULT_CHOICES) expect(run.summary.faults.byKind[kind], kind).toBeGreaterThanOrEqual(1);
+  });
+
+  it('checks every invariant over hundreds of operations and finds no violation', () => {
+    expect(run.summary.operations.total).toBeGreaterThan(300);
+    for (const [id, report] of Object.entries(run.summary.invariants)) {
+      expect({ id, status: report.status, violations: report.violations }).toEqual({ id, status: 'pass', violations: 0 });
+      expect(report.checked, id).toBeGreaterThan(0);
+    }
+  });
+
+  it('charges every job it enqueued exactly once', () => {
+    const { jobs } = run.summary;
+    expect(jobs.enqueued).toBeGreaterThan(20);
+    expect(jobs).toMatchObject({ chargedOnce: jobs.enqueued, chargedMoreThanOnce: 0, neverCharged: 0 });
+  });
+
+  it('leaves a valid history, the final job table, the report and a timeline picture', async () => {
+    const history = await readHistory(join(run.out, 'history.jsonl'));
+    expect(history.length).toBeGreaterThan(run.summary.operations.total);
+    expect(history.some((e) => e.record.type === 'event' && e.record.kind === 'restart-db')).toBe(true);
+    expect(JSON.parse(readFileSync(join(run.out, 'final-jobs.json'), 'utf8'))).toHaveLength(run.summary.jobs.enqueued);
+    expect(readFileSync(join(run.out, 'summary.txt'), 'utf8')).toMatch(/VERDICT: PASS — 7 invariants .* checked over \d+ operations/);
+    expect(readFileSync(join(run.out, 'timeline.svg'), 'utf8')).toMatch(/^<svg[\s\S]*class="lead"[\s\S]*<\/svg>\n$/);
+  });
+});
+
+describe('a chaos run whose workers write without the fence (--unsafe-no-fence)', () => {
+  let run: HarnessRun;
+  beforeAll(async () => {
+    // Partitions of leaders are what leave a charge in flight while a successor charges the same job.
+    run = await runHarness(['--duration', '25s', '--seed', '20251122', '--unsafe-no-fence', '--faults', 'partition', '--fault-every', '2s']);
+  }, RUN_TIMEOUT_MS);
+  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+
+  it('ends with exit status 1 and the verdict VIOLATIONS', () => {
+    expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 1, verdict: 'VIOLATIONS' });
+  });
+
+  it('is caught by I5: a job was charged twice', () => {
+    expect(run.summary.invariants.I5!.status).toBe('fail');
+    expect(run.summary.jobs.chargedMoreThanOnce).toBeGreaterThan(0);
+    expect(run.summary.check.invariants.I5!.violations.map((v) => v.message).join('\n')).toMatch(/job \S+ was charged 2 times/);
+  });
+});
