@@ -105,9 +105,12 @@ describe('a chaos run whose workers write without the fence (--unsafe-no-fence)'
     expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 1, verdict: 'VIOLATIONS' });
   });
 
-  it('is caught by I5: a job was charged twice', () => {
+  it('is caught by I5: a stale leader\'s charge landed (a job charged twice, or its fence moved behind)', () => {
     expect(run.summary.invariants.I5!.status).toBe('fail');
-    expect(run.summary.jobs.chargedMoreThanOnce).toBeGreaterThan(0);
-    expect(run.summary.check.invariants.I5!.violations.map((v) => v.message).join('\n')).toMatch(/job \S+ was charged 2 times/);
+    // Which symptom a run shows depends on the interleaving: the history may hold two accepted
+    // charges of one job, or the final row may carry a token older than one already accepted.
+    expect(run.summary.check.invariants.I5!.violations.map((v) => v.message).join('\n')).toMatch(
+      /job \S+ was charged \d+ times|ends with fence token|sent it no charge that could have landed/,
+    );
   });
 });
