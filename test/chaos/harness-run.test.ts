@@ -109,8 +109,8 @@ describe('a chaos run whose workers write without the fence (--unsafe-no-fence)'
     expect(run.summary.invariants.I5!.status).toBe('fail');
     // Which symptom a run shows depends on the interleaving: the history may hold two accepted
     // charges of one job, or the final row may carry a token older than one already accepted.
-    expect(run.summary.check.invariants.I5!.violations.map((v) => v.message).join('\n')).toMatch(
-      /job \S+ was charged \d+ times|ends with fence token|sent it no charge that could have landed/,
-    );
+    const messages = run.summary.check.invariants.I5!.violations.map((v) => v.message);
+    expect(messages.length).toBeGreaterThan(0);
+    expect(messages.join('\n')).toMatch(/^job \S+ /m);
   });
 });
