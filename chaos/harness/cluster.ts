@@ -3,7 +3,8 @@ import { closeSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, startDynamoDBLocal, type DynamoDBLocal } from '../../local/dynamodb/dynamodb-local.js';
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { LOCAL_CREDENTIALS, LOCAL_REGION, freePort, startDynamoDBLocal, type DynamoDBLocal } from '../../local/dynamodb/dynamodb-local.js';
 import { createFaultProxy, type FaultMode, type FaultProxy } from '../proxy.js';
 import type { ApiServerConfig } from './api-server.js';
 import type { WorkerConfig, WorkerMessage } from './worker.js';
@@ -77,11 +78,22 @@ export class DatabaseNode {
     this.handle = await startDynamoDBLocal({ port: this.port, dataDir: this.dataDir, exitWithParent: true });
   }
 
-  /** Starts it again if it is not running (e.g. it died with a Ctrl-C from the terminal). */
+  /** Starts it again if it does not answer (e.g. it died with a Ctrl-C from the terminal). */
   async ensureRunning(): Promise<void> {
-    const child = this.handle?.process;
-    if (child && child.exitCode === null && child.signalCode === null) return;
-    await this.start();
+    const probe = new DynamoDBClient({
+      endpoint: this.endpoint,
+      region: LOCAL_REGION,
+      credentials: LOCAL_CREDENTIALS,
+      maxAttempts: 1,
+      requestHandler: { requestTimeout: 5_000, connectionTimeout: 2_000 },
+    });
+    try {
+      await probe.send(new ListTablesCommand({}));
+    } catch {
+      await this.crashAndRestart();
+    } finally {
+      probe.destroy();
+    }
   }
 
   /** kill -9, then start again on the same port and folder. Resolves when it answers again. */

@@ -12,7 +12,7 @@ import { renderTimelineSvg } from '../timeline-svg.js';
 import { ApiNode, DatabaseNode, WorkerNode, reservePorts } from './cluster.js';
 import { JobProducer, countUnchargedJobs, createJobsTable, dumpFinalJobs } from './jobs.js';
 import { mergeJournals, openJournal } from './journal.js';
-import { initialOffsets, planFaults, warmupMs, type PlannedFault } from './nemesis.js';
+import { initialOffsets, planFaults, warmupMs } from './nemesis.js';
 import { NemesisRunner } from './nemesis-runner.js';
 import type { HarnessOptions } from './options.js';
 import { renderRunReport, type RunFacts } from './report.js';
@@ -111,11 +111,11 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     } else if (message.type === 'charged') charged += 1;
     else if (message.type === 'stale') staleRejected += 1;
   };
-  const onExit = (node: WorkerNode, incarnation: string, code: number | null, signal: string | null) => {
+  let stopping = false;
+  const onExit = (_node: WorkerNode, incarnation: string, code: number | null, signal: string | null) => {
     for (const [lease, leader] of leaders) if (leader.name === incarnation) leaders.delete(lease);
     if (signal !== 'SIGKILL' && !(code === 0 && stopping)) log(`worker ${incarnation} exited unexpectedly (code ${code}, signal ${signal}); see logs/${incarnation}.log`);
   };
-  let stopping = false;
   let nemesis: NemesisRunner | undefined;
 
   let interrupted = false;
@@ -211,8 +211,8 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     await producer.stop();
     const drainStart = performance.now();
     const drainLimitMs = Math.max(60_000, 30 * options.ttlMs);
-    let uncharged = await countAllUncharged(doc, leases);
-    log(`draining the queue: ${uncharged} jobs not yet charged`);
+    let uncharged = await countAllUncharged(doc, leases).catch(() => Infinity);
+    log(`draining the queue: ${Number.isFinite(uncharged) ? uncharged : 'some'} jobs not yet charged`);
     while (uncharged > 0 && performance.now() - drainStart < drainLimitMs && !(interrupted && performance.now() - drainStart > 5_000)) {
       await sleep(500);
       uncharged = await countAllUncharged(doc, leases).catch(() => uncharged);
@@ -313,7 +313,7 @@ function stamp(date: Date): string {
   return date.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
 }
 
-export function seconds(ms: number): string {
+function seconds(ms: number): string {
   return ms >= 120_000 && ms % 60_000 === 0 ? `${ms / 60_000} min` : `${(ms / 1000).toFixed(ms % 1000 === 0 ? 0 : 1)} s`;
 }
 
@@ -321,4 +321,3 @@ function signed(n: number): string {
   return n >= 0 ? `+${n}` : String(n);
 }
 
-export type { PlannedFault };
