@@ -110,7 +110,7 @@ export async function measureRequestCost(options: { endpoint: string; ttlMs: num
   const leaderPerTerm = leaderRequests / options.terms;
   const followerPerTerm = followerRequests / options.terms;
   const rows: CostRow[] = [
-    row('leasehold', 'measured', `leader renews every ttl/3; follower retries at the server's retryAfterMs (+ ≤10 % jitter)`, leaderPerTerm * termsPerHour, followerPerTerm * termsPerHour),
+    row('leasehold', 'measured', `leader renews every ttl/3; follower retries at the server's retryAfterMs (+ ≤5 % jitter, ≤100 ms)`, leaderPerTerm * termsPerHour, followerPerTerm * termsPerHour),
     // client-go tools/leaderelection with its defaults (leaseDuration 15 s, renewDeadline 10 s,
     // retryPeriod 2 s): the leader renews every retryPeriod (one Update with the optimistic fast
     // path of recent versions; Get + Update before it); a follower runs tryAcquireOrRenew (one Get)

@@ -214,8 +214,29 @@ async function main(): Promise<void> {
       for (const s of results.peers.skipped) log(`  skipped: ${s}`);
     }
 
-    // Sections on the plain server (no watch: its stream poller would add load).
-    if (only.has('latency') || only.has('scale')) {
+    // Election targets at one TTL for all three systems.
+    const ttlMs = plan.electionTtlMs;
+    const renewEveryMs = ttlMs / 3;
+    const leasehold = (url: string, watch: 'none' | 'sdk'): ElectionTarget => ({
+      label: watch === 'none' ? 'leasehold' : 'leasehold + watch',
+      system: 'leasehold',
+      config: { system: 'leasehold', ttlMs, endpoint: url, watch },
+      renewEveryMs,
+    });
+    const peersTargets: ElectionTarget[] = [];
+    if (etcd) peersTargets.push({ label: `etcd ${results.peers.etcd ?? ''}`.trim(), system: 'etcd', config: { system: 'etcd', ttlMs, etcdUrl: etcd.url }, renewEveryMs });
+    if (redis) {
+      peersTargets.push({
+        label: `Redis ${results.peers.redis ?? ''} (SET NX PX)`.trim(),
+        system: 'redis',
+        config: { system: 'redis', ttlMs, redisPort: redis.port, redisRetryMs: 200 },
+        renewEveryMs,
+      });
+    }
+
+    // Sections on the plain server (no watch: its stream poller would add load; a crash failover
+    // gets nothing from the watch, as an expiry is never pushed).
+    if (only.has('latency') || only.has('scale') || only.has('failover')) {
       server = await startServerProcess({ BENCH_DYNAMODB_ENDPOINT: db.endpoint, BENCH_TABLE: tables.leases });
       log(`local server at ${server.url} (pid ${server.child.pid})`);
     }
@@ -259,36 +280,35 @@ async function main(): Promise<void> {
       if (quick && results.scale) results.setup.push('Quick run: scale measured with 1,000 leases only (the full run adds 10,000).');
     }
 
+    if (only.has('failover')) {
+      await section('failover', '3. Crash failover', async () => {
+        results.failover = [];
+        for (const target of [leasehold((server as { url: string }).url, 'none'), ...peersTargets]) {
+          log(`  ${target.label}: ${plan.failoverTrials} kills…`);
+          try {
+            const { trials, disturbances } = await measureFailover({ script: scripts.candidate, target, trials: plan.failoverTrials, random, runId, log });
+            results.failover.push({ label: target.label, system: target.system, ttlMs, trials, disturbances });
+          } catch (error) {
+            results.failover.push({ label: target.label, system: target.system, ttlMs, trials: [], error: (error as Error).message });
+            log(`  ✗ ${target.label}: ${(error as Error).message}`);
+          }
+        }
+        for (const s of results.peers.skipped) results.failover.push({ label: s.split(':')[0] as string, system: 'skipped', ttlMs, trials: [], skipped: s });
+      });
+      print(renderFailover(results));
+    }
+
     await server?.stop();
     server = undefined;
 
-    // Elections: the server with the watch (WebSocket /v1/watch fed by the table's stream).
-    if (only.has('failover') || only.has('handover') || only.has('cost')) {
+    // Handover and request cost: the server with the watch (WebSocket /v1/watch fed by the table's stream).
+    if (only.has('handover') || only.has('cost')) {
       server = await startServerProcess({
         BENCH_DYNAMODB_ENDPOINT: db.endpoint,
         BENCH_TABLE: tables.election,
         BENCH_SUBSCRIPTION_TABLE: tables.subscriptions,
       });
       log(`local server with the watch at ${server.url} (pid ${server.child.pid})`);
-      const ttlMs = plan.electionTtlMs;
-      const renewEveryMs = ttlMs / 3;
-      const leasehold = (watch: 'none' | 'sdk'): ElectionTarget => ({
-        label: watch === 'none' ? 'leasehold' : 'leasehold + watch',
-        system: 'leasehold',
-        config: { system: 'leasehold', ttlMs, endpoint: (server as { url: string }).url, watch },
-        renewEveryMs,
-      });
-      const peersTargets: ElectionTarget[] = [];
-      if (etcd) peersTargets.push({ label: `etcd ${results.peers.etcd ?? ''}`.trim(), system: 'etcd', config: { system: 'etcd', ttlMs, etcdUrl: etcd.url }, renewEveryMs });
-      if (redis) {
-        peersTargets.push({
-          label: `Redis ${results.peers.redis ?? ''} (SET NX PX)`.trim(),
-          system: 'redis',
-          config: { system: 'redis', ttlMs, redisPort: redis.port, redisRetryMs: 200 },
-          renewEveryMs,
-        });
-      }
-
       if (only.has('cost')) {
         await section('cost', '4. Request cost', async () => {
           results.cost = await measureRequestCost({
@@ -302,31 +322,13 @@ async function main(): Promise<void> {
         print(renderCost(results));
       }
 
-      if (only.has('failover')) {
-        await section('failover', '3. Crash failover', async () => {
-          results.failover = [];
-          for (const target of [leasehold('none'), ...peersTargets]) {
-            log(`  ${target.label}: ${plan.failoverTrials} kills…`);
-            try {
-              const { trials, disturbances } = await measureFailover({ script: scripts.candidate, target, trials: plan.failoverTrials, random, runId, log });
-              results.failover.push({ label: target.label, system: target.system, ttlMs, trials, disturbances });
-            } catch (error) {
-              results.failover.push({ label: target.label, system: target.system, ttlMs, trials: [], error: (error as Error).message });
-              log(`  ✗ ${target.label}: ${(error as Error).message}`);
-            }
-          }
-          for (const s of results.peers.skipped) results.failover.push({ label: s.split(':')[0] as string, system: 'skipped', ttlMs, trials: [], skipped: s });
-        });
-        print(renderFailover(results));
-      }
-
       if (only.has('handover')) {
         await section('handover', '3b. Graceful handover', async () => {
           results.handover = [];
           const variants: Array<{ target: ElectionTarget; mode: 'resign' | 'handoff'; watch: HandoverVariant['watch']; note?: string }> = [
-            { target: leasehold('none'), mode: 'resign', watch: 'none', note: 'follower retries at retryAfterMs' },
-            { target: leasehold('sdk'), mode: 'resign', watch: 'sdk', note: "createLeader's `watch` option: the follower acquires when `released` is pushed" },
-            { target: leasehold('sdk'), mode: 'handoff', watch: 'sdk', note: '`leader.handoff(to)`; the follower acquires when `handoff` is pushed' },
+            { target: leasehold((server as { url: string }).url, 'none'), mode: 'resign', watch: 'none', note: 'follower retries at retryAfterMs' },
+            { target: leasehold((server as { url: string }).url, 'sdk'), mode: 'resign', watch: 'sdk', note: "createLeader's `watch` option: the follower acquires when `released` is pushed" },
+            { target: leasehold((server as { url: string }).url, 'sdk'), mode: 'handoff', watch: 'sdk', note: '`leader.handoff(to)`; the follower acquires when `handoff` is pushed' },
             ...peersTargets.map((target) => ({
               target,
               mode: 'resign' as const,

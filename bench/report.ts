@@ -329,7 +329,7 @@ export function renderFailover(results: BenchResults): string[] {
     ),
     '',
     'How each follower notices: leasehold retries at the `retryAfterMs` the server returned with LEASE_HELD (expiry + 1 ms, ' +
-      "plus up to 10 % jitter); etcd's follower watches the previous candidate's key, which the server deletes when its " +
+      "plus up to 5 % jitter, at most 100 ms); etcd's follower watches the previous candidate's key, which the server deletes when its " +
       "lessor revokes the expired lease (it checks for expired leases every 500 ms); the Redis follower retries `SET NX` " +
       'every 200 ms (the retry delay of the common recipe, e.g. node-redlock).',
     '',

@@ -88,7 +88,14 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number, random
   return ceiling / 2 + jitter(random, ceiling / 2);
 }
 
-/** Jitter added to a server's retryAfterMs: up to 10% of it, at least 25 ms and at most 1 s. */
+/**
+ * Jitter added to a server's retryAfterMs: up to 5% of it, at least 10 ms and at most 100 ms.
+ *
+ * Why so little: the jitter does not save requests (each waiting follower sends one acquire at the
+ * expiry either way; the losers are told the new holder's expiry), it only spreads those acquires
+ * over a window so they do not hit the item in the same millisecond. Every millisecond of it is
+ * added to the crash failover time, so it stays small next to the TTL.
+ */
 export function heldJitterWindowMs(retryAfterMs: number): number {
-  return Math.min(1_000, Math.max(25, retryAfterMs / 10));
+  return Math.min(100, Math.max(10, retryAfterMs / 20));
 }

@@ -86,12 +86,12 @@ describe('a follower with a watch', () => {
     await startWithLiveWatch(t);
     await held(t, 14_000);
     await at(t, 1_000);
-    // Reserved for 3000 ms of server time: try at 1000 + 3000 + 1 + jitter (10% of 3000 × 0.5 = 150).
+    // Reserved for 3000 ms of server time: try at 1000 + 3000 + 1 + jitter (a 100 ms window × 0.5 = 50).
     t.server.push(leaseEvent({ type: 'handoff', holder: 'other', token: 7, to: 'someone-else', atMs: 50_000, reservedUntil: 53_000 }));
-    await at(t, 4_150);
+    await at(t, 4_050);
     expect(t.api.all('acquire')).toHaveLength(1);
-    await at(t, 4_151);
-    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 4_151]);
+    await at(t, 4_051);
+    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 4_051]);
   });
 
   it('ignores a pushed release of a grant older than the one its last answer named', async () => {
@@ -99,9 +99,9 @@ describe('a follower with a watch', () => {
     await startWithLiveWatch(t);
     await held(t, 10_000, 8);
     t.server.push(leaseEvent({ type: 'released', token: 7 }));
-    await at(t, 10_499);
+    await at(t, 10_049);
     expect(t.api.all('acquire')).toHaveLength(1);
-    await at(t, 10_500); // 10000 + jitter (10% × 0.5)
+    await at(t, 10_050); // 10000 + jitter (a 100 ms window × 0.5)
     expect(t.api.all('acquire')).toHaveLength(2);
   });
 
@@ -131,9 +131,9 @@ describe('a follower with a watch', () => {
     t.leader.start();
     await t.clock.advance(0);
     await held(t, 4_000);
-    await at(t, 4_199);
+    await at(t, 4_049); // 4000 + jitter (a 100 ms window × 0.5)
     expect(t.api.all('acquire')).toHaveLength(1);
-    await at(t, 4_200);
+    await at(t, 4_050);
     expect(t.api.all('acquire')).toHaveLength(2);
     expect(t.events).toContainEqual(expect.objectContaining({ type: 'watch', live: false, error: expect.any(UnavailableError) }));
   });

@@ -126,10 +126,10 @@ describe('campaign', () => {
     t.leader.start();
     await t.clock.advance(0);
     t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 4_000 });
-    // jitter window = 10% of 4000 = 400; random 0.5 → 200.
-    await at(t, 4_199);
+    // jitter window = 5% of 4000, at most 100 ms; random 0.5 → 50.
+    await at(t, 4_049);
     expect(t.api.all('acquire')).toHaveLength(1);
-    await at(t, 4_200);
+    await at(t, 4_050);
     expect(t.api.all('acquire')).toHaveLength(2);
   });
 

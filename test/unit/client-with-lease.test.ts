@@ -126,7 +126,7 @@ describe('withLease', () => {
     const result = withLease(t.api, 'jobs', { ...t.options, waitMs: 10_000 }, () => 'ran');
     await t.clock.advance(0);
     t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 2_000 });
-    await t.clock.advance(2_099); // retryAfterMs 2000 + jitter 100 (half of a 10% window)
+    await t.clock.advance(2_049); // retryAfterMs 2000 + jitter 50 (half of a 5% window of 100 ms)
     expect(t.api.all('acquire')).toHaveLength(1);
     await t.clock.advance(1);
     t.api.next('acquire').resolve({ acquired: true, lease: grant() });
