@@ -140,7 +140,7 @@ export interface LeaseServiceProps {
  * (about 1/14 vCPU) the cold start (loading and initialising the bundled SDK, which Lambda bills
  * since August 2025) and SigV4 signing of the DynamoDB request are CPU-bound and slow down a
  * lease renewal; 256 MB halves that at twice the GB-second price, which stays far below the
- * per-request charges at these durations (see docs/deploy.md for the arithmetic).
+ * per-request charges at these durations (see the README, "Cost estimate per lease per month", for the arithmetic).
  */
 export const DEFAULT_MEMORY_SIZE_MB = 256;
 
