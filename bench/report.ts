@@ -505,8 +505,10 @@ function niceStep(range: number): number {
 }
 
 export function failoverSvg(series: readonly SvgSeries[], title: string): string {
-  const width = 860;
-  const left = 190;
+  // Room for the longest row label ("<label>: failover") at about 7 px per character.
+  const longestLabel = Math.max(0, ...series.map((s) => s.label.length + ': failover'.length));
+  const left = Math.max(190, 16 + Math.ceil(longestLabel * 7));
+  const width = 670 + left;
   const right = 30;
   const top = 50;
   const rowHeight = 34;

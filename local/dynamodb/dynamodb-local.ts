@@ -23,6 +23,11 @@ export interface DynamoDBLocalOptions {
   verbose?: boolean;
   /** Exit when this process exits (stdin watchdog). Default true. */
   exitWithParent?: boolean;
+  /**
+   * How long to wait for the first answer. Default 60000: a JVM start is a few seconds on an idle
+   * machine, but restarts under the chaos harness's load were seen to take up to 29 s.
+   */
+  startTimeoutMs?: number;
 }
 
 export interface DynamoDBLocal {
@@ -106,7 +111,8 @@ export async function startDynamoDBLocal(options: DynamoDBLocalOptions = {}): Pr
 
   const endpoint = `http://127.0.0.1:${port}`;
   const probe = new DynamoDBClient({ endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS, maxAttempts: 1 });
-  const deadline = Date.now() + 30_000;
+  const startTimeoutMs = options.startTimeoutMs ?? 60_000;
+  const deadline = Date.now() + startTimeoutMs;
   try {
     for (;;) {
       if (spawnError) throw new Error(`could not start java for DynamoDB Local: ${spawnError.message}`, { cause: spawnError });
@@ -115,7 +121,7 @@ export async function startDynamoDBLocal(options: DynamoDBLocalOptions = {}): Pr
         await probe.send(new ListTablesCommand({}));
         break;
       } catch {
-        if (Date.now() > deadline) throw new Error(`DynamoDB Local did not answer on ${endpoint} within 30 s: ${stderr.trim()}`);
+        if (Date.now() > deadline) throw new Error(`DynamoDB Local did not answer on ${endpoint} within ${startTimeoutMs / 1000} s: ${stderr.trim()}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     }
