@@ -41,7 +41,14 @@ export interface LeaseRecord {
   reservedUntil?: number;
   /** Epoch seconds at which DynamoDB TTL may delete the idle item. */
   expireItemAt: number;
+  /** Which operation wrote the item last (see functions/watch/stream-filter.ts for why). */
+  lastOp?: LastOp;
 }
+
+/** The item attribute naming the operation that wrote it last. */
+export const LAST_OP_ATTRIBUTE = 'lastOp';
+
+export type LastOp = 'acquire' | 'renew' | 'release' | 'handoff';
 
 /** Someone holds the lease at `nowMs`: granted, not released, not past expiry. */
 export function isHeld(record: LeaseRecord, nowMs: number): boolean {

@@ -33,10 +33,12 @@ import {
 } from '../client/src/protocol/index.js';
 import type { Clock } from './clock.js';
 import {
+  LAST_OP_ATTRIBUTE,
   isSameGrantRetry,
   retryAfterMs,
   toGrant,
   toPublicLease,
+  type LastOp,
   type LeaseRecord,
 } from './lease-record.js';
 
@@ -130,6 +132,7 @@ export class LeaseStore {
       'acquiredAt = :now',
       'renewedAt = :now',
       'expireItemAt = :expireItemAt',
+      `${LAST_OP_ATTRIBUTE} = :lastOp`,
     ];
     const remove = ['releasedAt', 'reservedFor', 'reservedUntil'];
     const values: Record<string, unknown> = {
@@ -145,6 +148,7 @@ export class LeaseStore {
       ':expiresAt': expiresAt,
       ':availableAt': expiresAt + lockDelayMs,
       ':expireItemAt': this.expireItemAt(expiresAt + lockDelayMs),
+      ':lastOp': 'acquire' satisfies LastOp,
     };
     if (request.metadata !== undefined && request.metadata !== null) {
       set.push('metadataJson = :metadataJson');
@@ -193,6 +197,7 @@ export class LeaseStore {
       ':leaseId': request.leaseId,
       ':token': request.token,
       ':expireItemAt': this.expireItemAt(now + MAX_HOLD_MS),
+      ':lastOp': 'renew' satisfies LastOp,
     };
     let set: string[];
     if (request.ttlMs === undefined) {
@@ -208,7 +213,7 @@ export class LeaseStore {
       values[':ttlMs'] = request.ttlMs;
       values[':expiresAt'] = now + request.ttlMs;
     }
-    set.push('renewedAt = :now', 'expireItemAt = :expireItemAt');
+    set.push('renewedAt = :now', 'expireItemAt = :expireItemAt', `${LAST_OP_ATTRIBUTE} = :lastOp`);
 
     try {
       const out = await this.client.send(
@@ -273,8 +278,9 @@ export class LeaseStore {
       ':leaseId': request.leaseId,
       ':token': request.token,
       ':expireItemAt': this.expireItemAt(reservedUntil ?? now),
+      ':lastOp': (reserve ? 'handoff' : 'release') satisfies LastOp,
     };
-    let set = 'SET availableAt = :now, releasedAt = :now, expireItemAt = :expireItemAt';
+    let set = `SET availableAt = :now, releasedAt = :now, expireItemAt = :expireItemAt, ${LAST_OP_ATTRIBUTE} = :lastOp`;
     if (reserve) {
       set += ', reservedFor = :to, reservedUntil = :reservedUntil';
       values[':to'] = reserve.to;

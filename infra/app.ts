@@ -10,6 +10,8 @@ import { LeaseholdStack, parseGrants } from './leasehold-stack.js';
  *   leasehold:burstLimit     API stage burst limit, requests (default 400)
  *   leasehold:grants         JSON array of {roleArn, namePrefix?, access?, watch?} (see leasehold-stack.ts)
  *   leasehold:watch          false to leave out the watch (WebSocket push of leader events; default true)
+ *   leasehold:watchRenewedEvents  false: the watch never pushes renewed events, and renewals cost it
+ *                            nothing (default true)
  */
 const app = new App();
 const context = (key: string): unknown => app.node.tryGetContext(`leasehold:${key}`);
@@ -22,9 +24,14 @@ new LeaseholdStack(app, String(context('stackName') ?? 'Leasehold'), {
   service: {
     rateLimit: optionalNumber(context('rateLimit'), 'rateLimit'),
     burstLimit: optionalNumber(context('burstLimit'), 'burstLimit'),
-    watch: optionalBoolean(context('watch'), 'watch'),
+    watch: watchSetting(optionalBoolean(context('watch'), 'watch'), optionalBoolean(context('watchRenewedEvents'), 'watchRenewedEvents')),
   },
 });
+
+function watchSetting(watch: boolean | undefined, renewedEvents: boolean | undefined): boolean | { renewedEvents: boolean } | undefined {
+  if (watch === false || renewedEvents === undefined) return watch;
+  return { renewedEvents };
+}
 
 function optionalString(value: unknown): string | undefined {
   return value === undefined || value === null || value === '' ? undefined : String(value);

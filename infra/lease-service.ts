@@ -33,7 +33,7 @@ import {
 } from 'aws-cdk-lib/aws-dynamodb';
 import { Grant, PolicyStatement, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
-import { Architecture, Runtime, StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, FilterCriteria, Runtime, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { FilterPattern, LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -42,6 +42,7 @@ import { Construct } from 'constructs';
 import { validateName } from '../client/src/protocol/index.js';
 import { ROUTES, type RouteId } from '../functions/http/routes.js';
 import { LEASE_TABLE_SCHEMA } from '../functions/lease-table.js';
+import { SKIP_RENEWALS_PATTERN } from '../functions/watch/stream-filter.js';
 import { SUBSCRIPTION_TABLE_SCHEMA } from '../functions/watch/subscriptions.js';
 
 /** Settings of {@link LeaseService}. Every one is optional; each documents its default. */
@@ -128,10 +129,24 @@ export interface LeaseServiceProps {
    * and two alarms. An expiry writes nothing to the table, so it is never pushed: followers keep
    * their scheduled retry at `retryAfterMs` for crash failover, with or without the watch.
    * Turning it off or on later updates the lease table in place (its stream setting), never
-   * replaces it.
+   * replaces it. `{ renewedEvents: false }` keeps the watch but never pushes `renewed` events: the
+   * stream consumer's event source mapping then drops renewals (the most frequent write) before
+   * they cost an invocation, and a subscription that asks for them is refused with
+   * VALIDATION_ERROR (field `renewed`).
+   * @default true (with renewed events)
+   */
+  readonly watch?: boolean | LeaseWatchOptions;
+}
+
+/** Settings of the watch, when {@link LeaseServiceProps.watch} is an object. */
+export interface LeaseWatchOptions {
+  /**
+   * Push `renewed` events to subscriptions that ask for them. Off, every renewal is filtered out of
+   * the stream before it reaches the consumer (see functions/watch/stream-filter.ts): the watch
+   * then costs nothing per renewal. Followers never need renewals.
    * @default true
    */
-  readonly watch?: boolean;
+  readonly renewedEvents?: boolean;
 }
 
 /**
@@ -349,7 +364,8 @@ export class LeaseService extends Construct {
     const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
     const removalPolicy = props.tableRemovalPolicy ?? RemovalPolicy.RETAIN;
     const metricsNamespace = props.metricsNamespace ?? 'Leasehold';
-    const watchEnabled = props.watch ?? true;
+    const watchEnabled = props.watch !== false;
+    const renewedEvents = typeof props.watch === 'object' ? (props.watch.renewedEvents ?? true) : true;
 
     // The TTL attribute is written by the store as last write + 7 days (lease-store.ts), and
     // DynamoDB never deletes an item before its TTL time: an item is only cleaned up after a week
@@ -437,6 +453,7 @@ export class LeaseService extends Construct {
           throttle: { rateLimit, burstLimit },
           sizing: { memorySize, timeout, logRetention },
           environment: powertoolsEnvironment,
+          renewedEvents,
         })
       : undefined;
 
@@ -453,6 +470,7 @@ export class LeaseService extends Construct {
     throttle: { rateLimit: number; burstLimit: number };
     sizing: { memorySize: number; timeout: Duration; logRetention: RetentionDays };
     environment: Record<string, string>;
+    renewedEvents: boolean;
   }): LeaseWatch {
     const schema = SUBSCRIPTION_TABLE_SCHEMA;
     // Disposable state: every item expires within 3 h (API Gateway closes a WebSocket after 2 h),
@@ -495,6 +513,7 @@ export class LeaseService extends Construct {
       SUBSCRIPTION_TABLE_NAME: subscriptionTable.tableName,
       // https://{apiId}.execute-api.{region}.{urlSuffix}/{stage}: where PostToConnection goes.
       WEBSOCKET_MANAGEMENT_ENDPOINT: stage.callbackUrl,
+      ...(options.renewedEvents ? {} : { WATCH_RENEWED_EVENTS: 'false' }),
     };
     const descriptions: Record<WatchFunctionId, string> = {
       'watch-connect': 'leasehold watch $connect',
@@ -542,6 +561,7 @@ export class LeaseService extends Construct {
             startingPosition: StartingPosition.LATEST,
             reportBatchItemFailures: true,
             ...WATCH_STREAM_SETTINGS,
+            ...(options.renewedEvents ? {} : { filters: [FilterCriteria.filter(SKIP_RENEWALS_PATTERN)] }),
           }),
         );
       }

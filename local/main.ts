@@ -25,7 +25,9 @@ const HELP = `Usage: npm start -- [--port N] [--data DIR] [--quiet]
   --quiet      do not log each request
 
 Environment: PORT, LEASE_TABLE_NAME (default leasehold-leases), DYNAMODB_ENDPOINT,
-LEASEHOLD_BACKEND=aws (use real DynamoDB with AWS_REGION and the default credential chain).`;
+LEASEHOLD_BACKEND=aws (use real DynamoDB with AWS_REGION and the default credential chain),
+LEASEHOLD_WATCH_RENEWED=off (the watch never pushes renewed events, as with the construct's
+watch: { renewedEvents: false }).`;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -78,7 +80,8 @@ async function main(): Promise<void> {
     ...(credentials ? { credentials } : {}),
     logRequests: !values.quiet,
     // The watch reads the table's stream; against real DynamoDB that is the cloud's job (Lambda).
-    ...(useAws ? {} : { watch: { subscriptionTableName } }),
+    // LEASEHOLD_WATCH_RENEWED=off mirrors the construct's `watch: { renewedEvents: false }`.
+    ...(useAws ? {} : { watch: { subscriptionTableName, renewedEvents: process.env.LEASEHOLD_WATCH_RENEWED !== 'off' } }),
   });
 
   let stopping = false;

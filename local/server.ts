@@ -22,6 +22,7 @@ import { startStreamPoller, type StreamPoller } from './stream-poller.js';
 import { createWebSocketGateway, type WebSocketGateway } from './websocket-gateway.js';
 import { createStreamHandler } from '../functions/watch/stream-handler.js';
 import { createConnectHandler, createDisconnectHandler, createSubscribeHandler } from '../functions/watch/socket-handlers.js';
+import { passesSkipRenewals } from '../functions/watch/stream-filter.js';
 import { createWatchDeps } from '../functions/watch/watch-deps.js';
 
 /**
@@ -50,9 +51,10 @@ export interface LocalServerOptions {
   /**
    * Serve the watch: a WebSocket at /v1/watch fed by the lease table's stream through the same
    * stream handler module as in AWS. Needs DynamoDB Local (or a table with a stream) and a
-   * subscriptions table. Default: off.
+   * subscriptions table. Default: off. `renewedEvents: false` filters renewals out of the stream
+   * before the handler, as the construct's `watch: { renewedEvents: false }` does (default true).
    */
-  watch?: { subscriptionTableName: string; pollIntervalMs?: number };
+  watch?: { subscriptionTableName: string; pollIntervalMs?: number; renewedEvents?: boolean };
 }
 
 export interface LocalServer {
@@ -113,6 +115,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
       dynamodbEndpoint: options.dynamodbEndpoint,
       credentials,
       clock,
+      renewedEvents: options.watch.renewedEvents ?? true,
     });
     gateway = createWebSocketGateway({
       clock,
@@ -138,6 +141,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
       credentials,
       tableName: options.tableName,
       handler: createStreamHandler(watchDeps),
+      ...(watchDeps.renewedEvents ? {} : { filter: passesSkipRenewals }),
       ...(options.watch.pollIntervalMs ? { pollIntervalMs: options.watch.pollIntervalMs } : {}),
       onError: (error) => process.stderr.write(`leasehold watch: stream poll failed: ${(error as Error).message}\n`),
     });

@@ -21,6 +21,8 @@ export interface StreamPollerOptions {
   handler: (event: DynamoDBStreamEvent) => Promise<{ batchItemFailures: Array<{ itemIdentifier: string }> } | void>;
   /** Default 25 ms: the local watch should hand over in well under 150 ms. */
   pollIntervalMs?: number;
+  /** The event source mapping's filter criteria: records it rejects never reach the handler. */
+  filter?: (record: DynamoDBStreamEvent['Records'][number]) => boolean;
   onError?: (error: unknown) => void;
 }
 
@@ -97,9 +99,9 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
       iterators.set(id, out.NextShardIterator);
       return records.length > 0;
     }
-    if (records.length > 0) {
-      const event = { Records: records.map(toLambdaRecord) } as DynamoDBStreamEvent;
-      const result = await options.handler(event);
+    const delivered = (records.map(toLambdaRecord) as DynamoDBStreamEvent['Records']).filter((r) => options.filter?.(r) ?? true);
+    if (delivered.length > 0) {
+      const result = await options.handler({ Records: delivered });
       const failed = result?.batchItemFailures[0];
       if (failed) {
         // Retry from the failed record, as the event source mapping does with ReportBatchItemFailures.

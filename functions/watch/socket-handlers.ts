@@ -1,6 +1,6 @@
 import { PostToConnectionCommand } from '@aws-sdk/client-apigatewaymanagementapi';
 import type { APIGatewayProxyResultV2, APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
-import { isLeaseholdError, validateSubscribeMessage, type WatchMessage } from '../../client/src/protocol/index.js';
+import { ValidationError, isLeaseholdError, validateSubscribeMessage, type WatchMessage } from '../../client/src/protocol/index.js';
 import type { WatchDeps } from './watch-deps.js';
 
 /**
@@ -29,6 +29,9 @@ export function createSubscribeHandler(deps: WatchDeps): SocketHandler {
     let reply: WatchMessage;
     try {
       const message = validateSubscribeMessage(parseJson(event.body));
+      if (message.renewed && !deps.renewedEvents) {
+        throw new ValidationError('renewed', 'is not available: this deployment does not push renewed events');
+      }
       await deps.subscriptions.subscribe(connectionId, message.names ?? [], message.prefixes ?? [], message.renewed ?? false);
       reply = { type: 'subscribed', names: message.names ?? [], prefixes: message.prefixes ?? [] };
     } catch (error) {

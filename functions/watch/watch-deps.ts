@@ -11,6 +11,8 @@ export interface WatchDeps {
   subscriptions: SubscriptionStore;
   management: ApiGatewayManagementApiClient;
   logger: Logger;
+  /** `renewed` events are pushed (false: renewals are filtered out of the stream; see stream-filter.ts). */
+  renewedEvents: boolean;
 }
 
 export interface WatchDepsOptions {
@@ -21,6 +23,8 @@ export interface WatchDepsOptions {
   dynamodbEndpoint?: string | undefined;
   credentials?: { accessKeyId: string; secretAccessKey: string };
   clock?: Clock;
+  /** Default true. */
+  renewedEvents?: boolean;
 }
 
 export function createWatchDeps(options: WatchDepsOptions): WatchDeps {
@@ -40,6 +44,7 @@ export function createWatchDeps(options: WatchDepsOptions): WatchDeps {
       ...credentials,
     }),
     logger: new Logger({ serviceName: `${SERVICE_NAME}-watch` }),
+    renewedEvents: options.renewedEvents ?? true,
   };
 }
 
@@ -59,6 +64,7 @@ export function watchDepsFromEnvironment(env: Record<string, string | undefined>
     managementEndpoint: env.WEBSOCKET_MANAGEMENT_ENDPOINT as string,
     region: region as string,
     dynamodbEndpoint: env.DYNAMODB_ENDPOINT,
+    renewedEvents: env.WATCH_RENEWED_EVENTS !== 'false',
   });
   return lambdaDeps;
 }

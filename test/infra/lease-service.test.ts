@@ -6,6 +6,7 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { describe, expect, it } from 'vitest';
 import { ROUTES } from '../../functions/http/routes.js';
+import { SKIP_RENEWALS_PATTERN } from '../../functions/watch/stream-filter.js';
 import { SUBSCRIPTION_TABLE_SCHEMA } from '../../functions/watch/subscriptions.js';
 import {
   LeaseService,
@@ -586,6 +587,28 @@ describe('LeaseService watch', () => {
       MaximumRetryAttempts: 2,
       BisectBatchOnFunctionError: true,
       MaximumRecordAgeInSeconds: 60,
+    });
+  });
+
+  it('passes every stream record to the consumer and tells no function that renewed events are off, by default', () => {
+    expect(resourcesOfType(json, 'AWS::Lambda::EventSourceMapping')[0]?.[1].FilterCriteria).toBeUndefined();
+    const watchFunctions = resourcesOfType(json, 'AWS::Lambda::Function').filter(([id]) => id.includes('Watch'));
+    expect(watchFunctions.length).toBeGreaterThan(0);
+    for (const [, fn] of watchFunctions) expect((fn.Environment as { Variables: Record<string, unknown> }).Variables.WATCH_RENEWED_EVENTS).toBeUndefined();
+  });
+
+  describe('with watch: { renewedEvents: false }', () => {
+    const quiet = synthInProcess({ service: { watch: { renewedEvents: false } } }).template.toJSON() as CfnTemplate;
+
+    it('filters renewals out of the stream before they invoke the consumer, with the pattern the local poller applies', () => {
+      expect(resourcesOfType(quiet, 'AWS::Lambda::EventSourceMapping')[0]?.[1].FilterCriteria).toEqual({
+        Filters: [{ Pattern: JSON.stringify(SKIP_RENEWALS_PATTERN) }],
+      });
+    });
+
+    it('tells the watch functions, so a subscription asking for renewed events is refused', () => {
+      const subscribe = resourcesOfType(quiet, 'AWS::Lambda::Function').find(([id]) => id.startsWith(functionPrefix('watch-subscribe')));
+      expect((subscribe?.[1].Environment as { Variables: Record<string, unknown> }).Variables.WATCH_RENEWED_EVENTS).toBe('false');
     });
   });
 

@@ -19,8 +19,8 @@ function uniqueName(label: string): string {
 }
 
 /** A watch connection that queues what the server pushes, so tests await messages, not time. */
-async function connect() {
-  const ws = new WebSocket(`${server.url.replace('http', 'ws')}/v1/watch`);
+async function connect(to: TestServer = server) {
+  const ws = new WebSocket(`${to.url.replace('http', 'ws')}/v1/watch`);
   const queue: WatchMessage[] = [];
   const waiters: Array<(m: WatchMessage) => void> = [];
   ws.on('message', (data) => {
@@ -45,8 +45,8 @@ async function connect() {
   return { ws, next, nextEvent, send: (body: unknown) => ws.send(JSON.stringify(body)) };
 }
 
-async function post(path: string, body: unknown) {
-  const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+async function post(path: string, body: unknown, to: TestServer = server) {
+  const res = await fetch(`${to.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   return { status: res.status, body: (await res.json()) as any };
 }
 
@@ -120,5 +120,46 @@ describe('the watch (WebSocket, fed by the lease table stream through the stream
     await post(`/v1/leases/${name}/acquire`, { holder: 'worker-a', ttlMs: 10_000 });
     expect(await live.nextEvent()).toMatchObject({ type: 'acquired', name });
     live.ws.close();
+  });
+});
+
+describe('the watch with renewed events off (as the construct\'s watch: { renewedEvents: false })', () => {
+  let quiet: TestServer;
+  beforeAll(async () => {
+    quiet = await startTestServer({ watch: { renewedEvents: false } });
+  });
+  afterAll(async () => {
+    await quiet.close();
+  });
+
+  it('still pushes acquired, released and handoff, and nothing for the renewals in between', async () => {
+    const name = uniqueName('no-renewals');
+    const watcher = await connect(quiet);
+    watcher.send({ action: 'subscribe', names: [name] });
+    await watcher.next();
+    const first = (await post(`/v1/leases/${name}/acquire`, { holder: 'worker-a', ttlMs: 10_000 }, quiet)).body.lease;
+    await post(`/v1/leases/${name}/renew`, { leaseId: first.leaseId, token: first.token }, quiet);
+    await post(`/v1/leases/${name}/renew`, { leaseId: first.leaseId, token: first.token }, quiet);
+    await post(`/v1/leases/${name}/handoff`, { leaseId: first.leaseId, token: first.token, to: 'worker-b' }, quiet);
+    const second = (await post(`/v1/leases/${name}/acquire`, { holder: 'worker-b', ttlMs: 10_000 }, quiet)).body.lease;
+    await post(`/v1/leases/${name}/renew`, { leaseId: second.leaseId, token: second.token }, quiet);
+    await post(`/v1/leases/${name}/release`, { leaseId: second.leaseId, token: second.token }, quiet);
+
+    const events = [];
+    for (let i = 0; i < 4; i++) events.push(await watcher.nextEvent());
+    expect(events.map((e) => [e.type, e.token])).toEqual([
+      ['acquired', first.token],
+      ['handoff', first.token],
+      ['acquired', second.token],
+      ['released', second.token],
+    ]);
+    watcher.ws.close();
+  });
+
+  it('refuses a subscription that asks for renewed events, naming the field', async () => {
+    const watcher = await connect(quiet);
+    watcher.send({ action: 'subscribe', names: [uniqueName('asks')], renewed: true });
+    expect(await watcher.next()).toMatchObject({ type: 'error', error: { code: 'VALIDATION_ERROR', field: 'renewed' } });
+    watcher.ws.close();
   });
 });

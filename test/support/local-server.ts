@@ -16,7 +16,7 @@ export interface TestServer {
  * table in the shared DynamoDB Local.
  */
 export async function startTestServer(
-  options: Partial<Omit<LocalServerOptions, 'tableName' | 'port' | 'watch'>> & { tableName?: string; watch?: boolean } = {},
+  options: Partial<Omit<LocalServerOptions, 'tableName' | 'port' | 'watch'>> & { tableName?: string; watch?: boolean | { renewedEvents: boolean } } = {},
 ): Promise<TestServer> {
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
@@ -28,7 +28,7 @@ export async function startTestServer(
     const raw = new DynamoDBClient(localDynamoConfig());
     await ensureSubscriptionTable(raw, subscriptionTableName);
     raw.destroy();
-    watchOption = { subscriptionTableName };
+    watchOption = { subscriptionTableName, ...(typeof watch === 'object' ? { renewedEvents: watch.renewedEvents } : {}) };
   }
   const server = await startLocalServer({
     dynamodbEndpoint: localDynamoConfig().endpoint,
