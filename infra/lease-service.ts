@@ -131,8 +131,8 @@ export interface LeaseServiceProps {
    * Turning it off or on later updates the lease table in place (its stream setting), never
    * replaces it. `{ renewedEvents: false }` keeps the watch but never pushes `renewed` events: the
    * stream consumer's event source mapping then drops renewals (the most frequent write) before
-   * they cost an invocation, and a subscription that asks for them is refused with
-   * VALIDATION_ERROR (field `renewed`).
+   * they cost an invocation, and a subscription that asks for them is acknowledged with
+   * `renewed: false` (the rest of it holds).
    * @default true (with renewed events)
    */
   readonly watch?: boolean | LeaseWatchOptions;

@@ -1,6 +1,6 @@
 import { PostToConnectionCommand } from '@aws-sdk/client-apigatewaymanagementapi';
 import type { APIGatewayProxyResultV2, APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
-import { ValidationError, isLeaseholdError, validateSubscribeMessage, type WatchMessage } from '../../client/src/protocol/index.js';
+import { isLeaseholdError, validateSubscribeMessage, type WatchMessage } from '../../client/src/protocol/index.js';
 import type { WatchDeps } from './watch-deps.js';
 
 /**
@@ -29,11 +29,12 @@ export function createSubscribeHandler(deps: WatchDeps): SocketHandler {
     let reply: WatchMessage;
     try {
       const message = validateSubscribeMessage(parseJson(event.body));
-      if (message.renewed && !deps.renewedEvents) {
-        throw new ValidationError('renewed', 'is not available: this deployment does not push renewed events');
-      }
-      await deps.subscriptions.subscribe(connectionId, message.names ?? [], message.prefixes ?? [], message.renewed ?? false);
-      reply = { type: 'subscribed', names: message.names ?? [], prefixes: message.prefixes ?? [] };
+      // Without renewed events the subscription still holds for the rest, and says so: refusing it
+      // would fail a socket that other consumers (followers waiting for a release) share.
+      const unavailable = message.renewed === true && !deps.renewedEvents;
+      const renewed = (message.renewed ?? false) && !unavailable;
+      await deps.subscriptions.subscribe(connectionId, message.names ?? [], message.prefixes ?? [], renewed);
+      reply = { type: 'subscribed', names: message.names ?? [], prefixes: message.prefixes ?? [], ...(unavailable ? { renewed: false as const } : {}) };
     } catch (error) {
       if (!isLeaseholdError(error)) throw error;
       const body = error.toBody();

@@ -606,7 +606,7 @@ describe('LeaseService watch', () => {
       });
     });
 
-    it('tells the watch functions, so a subscription asking for renewed events is refused', () => {
+    it('tells the watch functions, so a subscription asking for renewed events is told they are not pushed', () => {
       const subscribe = resourcesOfType(quiet, 'AWS::Lambda::Function').find(([id]) => id.startsWith(functionPrefix('watch-subscribe')));
       expect((subscribe?.[1].Environment as { Variables: Record<string, unknown> }).Variables.WATCH_RENEWED_EVENTS).toBe('false');
     });

@@ -156,10 +156,16 @@ describe('the watch with renewed events off (as the construct\'s watch: { renewe
     watcher.ws.close();
   });
 
-  it('refuses a subscription that asks for renewed events, naming the field', async () => {
+  it('accepts a subscription that asks for renewed events, says they are not pushed, and pushes the rest', async () => {
+    const name = uniqueName('asks');
     const watcher = await connect(quiet);
-    watcher.send({ action: 'subscribe', names: [uniqueName('asks')], renewed: true });
-    expect(await watcher.next()).toMatchObject({ type: 'error', error: { code: 'VALIDATION_ERROR', field: 'renewed' } });
+    watcher.send({ action: 'subscribe', names: [name], renewed: true });
+    expect(await watcher.next()).toEqual({ type: 'subscribed', names: [name], prefixes: [], renewed: false });
+    const grant = (await post(`/v1/leases/${name}/acquire`, { holder: 'worker-a', ttlMs: 10_000 }, quiet)).body.lease;
+    await post(`/v1/leases/${name}/renew`, { leaseId: grant.leaseId, token: grant.token }, quiet);
+    await post(`/v1/leases/${name}/release`, { leaseId: grant.leaseId, token: grant.token }, quiet);
+    expect((await watcher.nextEvent()).type).toBe('acquired');
+    expect((await watcher.nextEvent()).type).toBe('released');
     watcher.ws.close();
   });
 });

@@ -36,7 +36,11 @@ export interface SubscribeMessage {
 
 /** Server → client. */
 export type WatchMessage =
-  | { type: 'subscribed'; names: string[]; prefixes: string[] }
+  /**
+   * `renewed: false` only when `renewed` events were asked for and this deployment does not push
+   * them (`watch: { renewedEvents: false }`): the rest of the subscription holds.
+   */
+  | { type: 'subscribed'; names: string[]; prefixes: string[]; renewed?: false }
   | { type: 'event'; event: LeaseEvent }
   | { type: 'error'; error: { code: string; message: string; field?: string } };
 
