@@ -32,7 +32,7 @@ export function createSubscribeHandler(deps: WatchDeps): SocketHandler {
       // Without renewed events the subscription still holds for the rest, and says so: refusing it
       // would fail a socket that other consumers (followers waiting for a release) share.
       const unavailable = message.renewed === true && !deps.renewedEvents;
-      const renewed = (message.renewed ?? false) && !unavailable;
+      const renewed = message.renewed === true && deps.renewedEvents;
       await deps.subscriptions.subscribe(connectionId, message.names ?? [], message.prefixes ?? [], renewed);
       reply = { type: 'subscribed', names: message.names ?? [], prefixes: message.prefixes ?? [], ...(unavailable ? { renewed: false as const } : {}) };
     } catch (error) {

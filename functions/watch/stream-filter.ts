@@ -1,5 +1,3 @@
-import { LAST_OP_ATTRIBUTE } from '../lease-record.js';
-
 /**
  * Which lease-table stream records reach the stream handler when a deployment turns `renewed`
  * events off (the construct's `watch: { renewedEvents: false }`, `npm start`'s
@@ -11,6 +9,8 @@ import { LAST_OP_ATTRIBUTE } from '../lease-record.js';
  * (lease-store.ts) because a filter pattern can test the fields of one image but cannot compare
  * the old image with the new one.
  */
+
+import { LAST_OP_ATTRIBUTE } from '../lease-record.js';
 
 /**
  * The event source mapping's filter (Lambda FilterCriteria pattern): every record whose new image
