@@ -141,6 +141,21 @@ function assertStillLeading(worker: Worker, since: number, role: string): void {
 
 const MAX_DISTURBANCES = 10;
 
+/** Notes a disturbed trial and replaces its processes; gives up after MAX_DISTURBANCES. */
+async function recordDisturbance(
+  error: unknown,
+  leader: Worker | undefined,
+  disturbances: string[],
+  log: (line: string) => void,
+  stopAll: () => Promise<void>,
+): Promise<void> {
+  const reason = `${(error as Error).message}${leader ? ` [leader: ${lastEvents(leader)}]` : ''}`;
+  disturbances.push(reason);
+  log(`    trial disturbed, starting over with new processes: ${reason}`);
+  await stopAll();
+  if (disturbances.length > MAX_DISTURBANCES) throw new Error(`${disturbances.length} disturbed trials; the last: ${reason}`);
+}
+
 export interface TrialsOutcome<T> {
   trials: T[];
   /** Why trials had to be repeated (see Disturbed). */
@@ -227,11 +242,7 @@ export async function measureFailover(options: {
         standby = spawnCandidate(setup, true);
         await follower.waitFor((e) => e.ev === 'ready', 20_000, 0, 'ready (new follower)');
       } catch (error) {
-        const reason = `${(error as Error).message}${leader ? ` [leader: ${lastEvents(leader)}]` : ''}`;
-        disturbances.push(reason);
-        options.log(`    trial disturbed, starting over with new processes: ${reason}`);
-        await stopAll();
-        if (disturbances.length > MAX_DISTURBANCES) throw new Error(`${disturbances.length} disturbed trials; the last: ${reason}`);
+        await recordDisturbance(error, leader, disturbances, options.log, stopAll);
       }
     }
   } finally {
@@ -291,11 +302,7 @@ export async function measureHandover(options: {
         leaderSince = leader.events.indexOf(elected);
         await sleep(50);
       } catch (error) {
-        const reason = `${(error as Error).message}${leader ? ` [leader: ${lastEvents(leader)}]` : ''}`;
-        disturbances.push(reason);
-        options.log(`    trial disturbed, starting over with new processes: ${reason}`);
-        await stopAll();
-        if (disturbances.length > MAX_DISTURBANCES) throw new Error(`${disturbances.length} disturbed trials; the last: ${reason}`);
+        await recordDisturbance(error, leader, disturbances, options.log, stopAll);
       }
     }
   } finally {

@@ -89,18 +89,20 @@ function apiDriver(baseUrl: string): Driver {
   };
 }
 
+/** A renew, release or describe refused with LEASE_LOST counts as a conflict; any other error is a failure. */
+async function lost(fn: () => Promise<unknown>): Promise<Outcome> {
+  try {
+    await fn();
+    return 'ok';
+  } catch (error) {
+    if (isLeaseLostError(error)) return 'conflict';
+    throw error;
+  }
+}
+
 /** The SDK's LeaseClient (platform fetch), without retries. */
 function sdkDriver(baseUrl: string): Driver {
   const client = new LeaseClient({ endpoint: baseUrl, retry: { retries: 0 } });
-  const lost = async (fn: () => Promise<unknown>): Promise<Outcome> => {
-    try {
-      await fn();
-      return 'ok';
-    } catch (error) {
-      if (isLeaseLostError(error)) return 'conflict';
-      throw error;
-    }
-  };
   return {
     acquire: async (name, holder) => ((await client.acquire(name, { holder, ttlMs: TTL_MS })).acquired ? 'ok' : 'conflict'),
     renew: (name, g) => lost(() => client.renew(name, { leaseId: g.leaseId, token: g.token, ttlMs: TTL_MS })),
@@ -111,15 +113,6 @@ function sdkDriver(baseUrl: string): Driver {
 }
 
 function storeDriver(store: LeaseStore): Driver {
-  const lost = async (fn: () => Promise<unknown>): Promise<Outcome> => {
-    try {
-      await fn();
-      return 'ok';
-    } catch (error) {
-      if (isLeaseLostError(error)) return 'conflict';
-      throw error;
-    }
-  };
   return {
     acquire: async (name, holder) => ((await store.acquire(name, { holder, ttlMs: TTL_MS })).acquired ? 'ok' : 'conflict'),
     renew: (name, g) => lost(() => store.renew(name, { leaseId: g.leaseId, token: g.token, ttlMs: TTL_MS })),

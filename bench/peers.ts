@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Etcd3 } from 'etcd3';
 import { Redis } from 'ioredis';
-import { freePort } from '../local/dynamodb/dynamodb-local.js';
+import { freePort, stopChild } from '../local/dynamodb/dynamodb-local.js';
 import { sleep } from './clock.js';
 import { track } from './processes.js';
 
@@ -87,14 +87,8 @@ export interface PeerServer {
   stop(): Promise<void>;
 }
 
-async function stopChild(child: ChildProcess, cleanup?: () => void): Promise<void> {
-  if (child.exitCode === null && child.signalCode === null) {
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
-    await exited;
-    clearTimeout(timer);
-  }
+async function stopPeer(child: ChildProcess, cleanup?: () => void): Promise<void> {
+  await stopChild(child, new Promise<void>((resolve) => child.once('exit', () => resolve())));
   cleanup?.();
 }
 
@@ -137,7 +131,7 @@ export async function startEtcd(): Promise<PeerServer> {
   } finally {
     client.close();
   }
-  return { url, port: clientPort, pid: child.pid, stop: () => stopChild(child, () => rmSync(dataDir, { recursive: true, force: true })) };
+  return { url, port: clientPort, pid: child.pid, stop: () => stopPeer(child, () => rmSync(dataDir, { recursive: true, force: true })) };
 }
 
 /** redis-server on 127.0.0.1 only, no persistence. */
@@ -165,5 +159,5 @@ export async function startRedis(): Promise<PeerServer> {
       await sleep(50);
     }
   }
-  return { url: `redis://127.0.0.1:${port}`, port, pid: child.pid, stop: () => stopChild(child) };
+  return { url: `redis://127.0.0.1:${port}`, port, pid: child.pid, stop: () => stopPeer(child) };
 }

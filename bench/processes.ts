@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { stopChild } from '../local/dynamodb/dynamodb-local.js';
 
 /**
  * Child processes of the benchmark. Workers speak JSON lines: events on stdout, commands on stdin.
@@ -199,12 +200,6 @@ export async function startServerProcess(env: Record<string, string>): Promise<{
   return {
     url,
     child,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => stopChild(child, exited),
   };
 }

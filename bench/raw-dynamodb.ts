@@ -45,7 +45,7 @@ export class RawLeaseRequests {
             'SET holder = :holder, leaseId = :leaseId, #token = if_not_exists(#token, :tokenBase) + :one, ' +
             'transitions = if_not_exists(transitions, :zero) + :one, ttlMs = :ttlMs, lockDelayMs = :lockDelayMs, ' +
             'holdMs = :holdMs, expiresAt = :expiresAt, availableAt = :availableAt, acquiredAt = :now, renewedAt = :now, ' +
-            'expireItemAt = :expireItemAt, requestId = :requestId REMOVE releasedAt, reservedFor, reservedUntil, metadataJson',
+            'expireItemAt = :expireItemAt, requestId = :requestId, lastOp = :lastOp REMOVE releasedAt, reservedFor, reservedUntil, metadataJson',
           ConditionExpression: ACQUIRE_CONDITION,
           ExpressionAttributeNames: { '#token': 'token' },
           ExpressionAttributeValues: {
@@ -62,6 +62,7 @@ export class RawLeaseRequests {
             ':availableAt': expiresAt,
             ':expireItemAt': Math.ceil((expiresAt + WEEK_MS) / 1000),
             ':requestId': randomBytes(16).toString('hex'),
+            ':lastOp': 'acquire',
           },
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -79,7 +80,7 @@ export class RawLeaseRequests {
           Key: { pk: name },
           UpdateExpression:
             'SET ttlMs = :ttlMs, holdMs = lockDelayMs + :ttlMs, expiresAt = :expiresAt, availableAt = lockDelayMs + :expiresAt, ' +
-            'renewedAt = :now, expireItemAt = :expireItemAt',
+            'renewedAt = :now, expireItemAt = :expireItemAt, lastOp = :lastOp',
           ConditionExpression: RENEW_CONDITION,
           ExpressionAttributeNames: { '#token': 'token' },
           ExpressionAttributeValues: {
@@ -89,6 +90,7 @@ export class RawLeaseRequests {
             ':ttlMs': ttlMs,
             ':expiresAt': now + ttlMs,
             ':expireItemAt': Math.ceil((now + ttlMs + WEEK_MS) / 1000),
+            ':lastOp': 'renew',
           },
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -104,10 +106,16 @@ export class RawLeaseRequests {
         new UpdateCommand({
           TableName: this.tableName,
           Key: { pk: name },
-          UpdateExpression: 'SET availableAt = :now, releasedAt = :now, expireItemAt = :expireItemAt REMOVE holder, requestId',
+          UpdateExpression: 'SET availableAt = :now, releasedAt = :now, expireItemAt = :expireItemAt, lastOp = :lastOp REMOVE holder, requestId',
           ConditionExpression: RELEASE_CONDITION,
           ExpressionAttributeNames: { '#token': 'token' },
-          ExpressionAttributeValues: { ':now': now, ':leaseId': leaseId, ':token': token, ':expireItemAt': Math.ceil((now + WEEK_MS) / 1000) },
+          ExpressionAttributeValues: {
+            ':now': now,
+            ':leaseId': leaseId,
+            ':token': token,
+            ':expireItemAt': Math.ceil((now + WEEK_MS) / 1000),
+            ':lastOp': 'release',
+          },
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),

@@ -136,12 +136,18 @@ export async function startDynamoDBLocal(options: DynamoDBLocalOptions = {}): Pr
     endpoint,
     port,
     process: child,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => stopChild(child, exited),
   };
+}
+
+/**
+ * SIGTERM, then SIGKILL if the process has not exited within `graceMs`; resolves once `exited`
+ * does. Nothing to do for a process that already exited.
+ */
+export async function stopChild(child: ChildProcess, exited: Promise<void>, graceMs = 3_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
 }
