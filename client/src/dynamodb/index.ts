@@ -15,6 +15,11 @@
  * condition, names and values are kept and ANDed. Only types are imported from the AWS SDK, which
  * is an optional peer dependency of leasehold.
  *
+ * Per-item fencing stops a stale write only on items a newer term has already written: a deposed
+ * leader can still write every item its successor has not reached yet. When that matters (writes
+ * that are neither idempotent nor conditional on the state they expect), use epoch fencing:
+ * `dynamodbEpoch` below (and `leasehold/postgres` for PostgreSQL).
+ *
  * Relational stores: keep a `fence_token` column and put the same predicate in the WHERE clause:
  *
  *     UPDATE jobs SET result = $1, fence_token = $2
@@ -22,7 +27,11 @@
  *     -- 0 rows updated: a newer term has written; this leader is stale and must stop.
  */
 import type { DeleteCommandInput, PutCommandInput, TransactWriteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import { isFencedOutError } from '../fence.js';
 import { validateToken } from '../protocol/index.js';
+
+export { dynamodbEpoch, translateWriteError, DEFAULT_CLAIM_TIMEOUT_MS, DEFAULT_EPOCH_ATTRIBUTE, type DynamoDBEpoch, type DynamoDBEpochOptions, type EpochTransactItem } from './epoch.js';
+export { EpochNotClaimedError, FencedOutError, isEpochNotClaimedError, isFencedOutError, type Fence, type FenceClaimOptions } from '../fence.js';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 type Conditional = Pick<UpdateCommandInput, 'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'>;
@@ -74,11 +83,14 @@ export function fenceDelete<T extends DeleteCommandInput | NonNullable<TransactI
  * ConditionalCheckFailedException (or a cancelled transaction) whose returned item carries a
  * larger token. The helpers ask for that item (`ReturnValuesOnConditionCheckFailure: ALL_OLD`).
  * False when the item came back without a larger token: then your own condition failed.
+ * Also true for the FencedOutError of an epoch-fenced write or claim (`dynamodbEpoch`) refused by
+ * an epoch newer than `token`.
  */
 export function isFencedOut(error: unknown, token: number, options: FenceOptions = {}): boolean {
   const attribute = options.attribute ?? DEFAULT_FENCE_ATTRIBUTE;
   const e = error as { name?: unknown; Item?: unknown; CancellationReasons?: Array<{ Code?: string; Item?: unknown }> } | null;
   if (e === null || typeof e !== 'object') return false;
+  if (isFencedOutError(e)) return e.epoch > token;
   if (e.name === 'ConditionalCheckFailedException') return storedToken(e.Item, attribute) > token;
   if (e.name === 'TransactionCanceledException') {
     return (e.CancellationReasons ?? []).some((r) => r.Code === 'ConditionalCheckFailed' && storedToken(r.Item, attribute) > token);
