@@ -1,8 +1,11 @@
 import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ROUTES, type RouteId } from '../functions/http/routes.js';
 import { ensureLeaseTable, ensureSubscriptionTable } from '../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal } from './dynamodb/dynamodb-local.js';
-import { startLocalServer } from './server.js';
+import { startLocalServer, type LocalServer } from './server.js';
+import { stopWhenAsked } from './shutdown.js';
+import { WATCH_PATH } from './websocket-gateway.js';
 
 /**
  * `npm start`: the embedded default. Starts DynamoDB Local on 127.0.0.1 (in memory, or on disk with
@@ -12,6 +15,9 @@ import { startLocalServer } from './server.js';
  * - `DYNAMODB_ENDPOINT=http://host:port` — an already running DynamoDB Local (table created if missing);
  * - `LEASEHOLD_BACKEND=aws` with `LEASE_TABLE_NAME` and `AWS_REGION` — a real DynamoDB table
  *   (credentials from the default AWS chain; the table must exist, e.g. from `cdk deploy`).
+ *
+ * However it is stopped (SIGTERM or SIGINT to npm, to the group or to this process; its parent's
+ * death), the server and DynamoDB Local stop together: see shutdown.ts.
  */
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 // Keep the console readable: CloudWatch EMF metrics are for Lambda, and handler logs only for warnings.
@@ -49,6 +55,17 @@ async function main(): Promise<void> {
   const useAws = process.env.LEASEHOLD_BACKEND === 'aws';
 
   let db: DynamoDBLocal | undefined;
+  let server: LocalServer | undefined;
+  // Installed before anything starts, so that a stop during startup stops what has started.
+  stopWhenAsked({
+    stop: async () => {
+      await server?.close();
+      await db?.stop();
+    },
+    force: () => {
+      if (db && db.process.exitCode === null && db.process.signalCode === null) db.process.kill('SIGKILL');
+    },
+  });
   let endpoint = process.env.DYNAMODB_ENDPOINT;
   let region = process.env.AWS_REGION ?? LOCAL_REGION;
   let credentials: { accessKeyId: string; secretAccessKey: string } | undefined = LOCAL_CREDENTIALS;
@@ -72,7 +89,7 @@ async function main(): Promise<void> {
     backend = `DynamoDB Local at ${endpoint} (${values.data ? `data in ${values.data}` : 'in memory'}), table ${tableName}`;
   }
 
-  const server = await startLocalServer({
+  server = await startLocalServer({
     port,
     tableName,
     region,
@@ -84,28 +101,29 @@ async function main(): Promise<void> {
     ...(useAws ? {} : { watch: { subscriptionTableName, renewedEvents: process.env.LEASEHOLD_WATCH_RENEWED !== 'off' } }),
   });
 
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    process.stderr.write(`\n${signal}: shutting down\n`);
-    await server.close();
-    await db?.stop();
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  console.log(banner(server.url, backend, !useAws));
+}
 
-  console.log(`leasehold is serving ${server.url}  (backend: ${backend})
+function routePath(id: RouteId, name = 'my-app:cron-leader'): string {
+  return (ROUTES.find((route) => route.id === id)?.path ?? '').replace('{name}', name);
+}
+
+/** What `npm start` prints once it serves: where things are, a first request, and how to stop it. */
+function banner(url: string, backend: string, watch: boolean): string {
+  // Under `npm start` the parent is npm (the script execs node): name the pid a process manager would signal.
+  const npmPid = process.env.npm_lifecycle_event === 'start' ? process.ppid : undefined;
+  const pids = npmPid ? `kill -TERM ${npmPid} (npm) or ${process.pid} (the server)` : `kill -TERM ${process.pid}`;
+  return `leasehold is serving ${url}  (backend: ${backend})
+
+  API:    ${url}${routePath('list')}   (OpenAPI: ${url}/openapi.json)
+  Page:   ${url}/   (live leases, open it in a browser)${watch ? `\n  Watch:  ${url.replace('http', 'ws')}${WATCH_PATH}` : ''}
 
 Try it:
-  curl -s -X POST ${server.url}/v1/leases/my-app:cron-leader/acquire \\
+  curl -s -X POST ${url}${routePath('acquire')} \\
        -H 'content-type: application/json' -d '{"holder":"worker-1","ttlMs":15000}'
-  curl -s ${server.url}/v1/leases/my-app:cron-leader
-  curl -s ${server.url}/openapi.json
-  watch leader changes: WebSocket ${server.url.replace('http', 'ws')}/v1/watch, send {"action":"subscribe","names":["my-app:cron-leader"]}
+  curl -s ${url}${routePath('describe')}
 
-Ctrl-C stops the server and DynamoDB Local.`);
+Stop: Ctrl-C, or SIGTERM: ${pids}. The server and DynamoDB Local stop together.`;
 }
 
 main().catch((error: unknown) => {

@@ -1,25 +1,134 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { describe, expect, it } from 'vitest';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
 
-/** Child process ids of `pid` (Linux `ps`). */
-function childrenOf(pid: number): number[] {
+/**
+ * `npm start` as a user and a process manager run it: the real `npm start` script, in its own
+ * process group (detached), with DynamoDB Local in Java underneath. Every way of stopping it must
+ * leave no server, no Java and no open port behind within 5 s.
+ */
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const STOP_BUDGET_MS = 5_000;
+
+interface Run {
+  npm: ChildProcess;
+  npmPid: number;
+  serverPid: number;
+  javaPid: number;
+  apiUrl: string;
+  apiPort: number;
+  dynamodbPort: number;
+  output: () => string;
+}
+
+const runs: Run[] = [];
+
+afterEach(() => {
+  // A failed test must not leak its processes into the next one.
+  for (const run of runs.splice(0)) {
+    for (const pid of [run.serverPid, run.javaPid]) if (isRunning(pid)) process.kill(pid, 'SIGKILL');
+    if (isRunning(run.npmPid)) process.kill(run.npmPid, 'SIGKILL');
+  }
+});
+
+/** Running, not a zombie: a re-parented process may wait a while for PID 1 to reap it. */
+function isRunning(pid: number): boolean {
   try {
-    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+/** Child process ids of `pid` whose command is `command` (Linux `ps`). */
+function childrenNamed(pid: number, command: string): number[] {
+  try {
+    return execFileSync('ps', ['-o', 'pid=,comm=', '--ppid', String(pid)], { encoding: 'utf8' })
       .split('\n')
-      .map((s) => Number(s.trim()))
-      .filter((n) => n > 0);
+      .map((line) => line.trim().split(/\s+/))
+      .filter(([, comm]) => comm === command)
+      .map(([id]) => Number(id));
   } catch {
     return [];
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
+function portIsOpen(port: number): Promise<boolean> {
+  return new Promise((resolvePort) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolvePort(true);
+    });
+    socket.once('error', () => resolvePort(false));
+  });
+}
+
+/** Runs `npm start -- --port 0 --quiet` in a process group of its own and waits for its banner. */
+async function startNpm(): Promise<Run> {
+  const npm = spawn('npm', ['start', '--', '--port', '0', '--quiet'], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, PORT: '' },
+  });
+  let output = '';
+  npm.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  npm.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  await new Promise<void>((resolveBanner, reject) => {
+    const onData = () => {
+      if (/^Stop: .*$/m.test(output)) {
+        npm.stdout?.off('data', onData);
+        npm.off('exit', onExit);
+        resolveBanner();
+      }
+    };
+    const onExit = (code: number | null) => reject(new Error(`npm start exited with ${code} before serving:\n${output}`));
+    npm.stdout?.on('data', onData);
+    npm.once('exit', onExit);
+  });
+  const apiUrl = /leasehold is serving (http:\/\/127\.0\.0\.1:(\d+))/.exec(output);
+  const dynamodb = /DynamoDB Local at http:\/\/127\.0\.0\.1:(\d+)/.exec(output);
+  const pids = /kill -TERM (\d+) \(npm\) or (\d+) \(the server\)/.exec(output);
+  if (!apiUrl || !dynamodb || !pids) throw new Error(`unexpected banner:\n${output}`);
+  const serverPid = Number(pids[2]);
+  const [javaPid] = childrenNamed(serverPid, 'java');
+  if (javaPid === undefined) throw new Error(`no DynamoDB Local (java) under the server ${serverPid}`);
+  const run: Run = {
+    npm,
+    npmPid: npm.pid as number,
+    serverPid,
+    javaPid,
+    apiUrl: apiUrl[1] as string,
+    apiPort: Number(apiUrl[2]),
+    dynamodbPort: Number(dynamodb[1]),
+    output: () => output,
+  };
+  runs.push(run);
+  expect(Number(pids[1]), 'the banner names the npm process').toBe(run.npmPid);
+  return run;
+}
+
+/**
+ * Waits until the server, Java and (unless `npmSurvives`) npm are gone and both ports refuse
+ * connections; returns how long that took.
+ */
+async function timeUntilStopped(run: Run, sentAt: number): Promise<number> {
+  const deadline = sentAt + 3 * STOP_BUDGET_MS;
+  for (;;) {
+    const running = [run.npmPid, run.serverPid, run.javaPid].filter(isRunning);
+    const open = (await Promise.all([run.apiPort, run.dynamodbPort].map(portIsOpen))).some(Boolean);
+    if (running.length === 0 && !open) return performance.now() - sentAt;
+    if (performance.now() > deadline) {
+      throw new Error(`still running ${running.join(', ') || 'nothing'}, a port ${open ? 'open' : 'closed'}, after ${3 * STOP_BUDGET_MS} ms:\n${run.output()}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
   }
 }
 
@@ -29,38 +138,54 @@ async function post(url: string, body: unknown) {
 }
 
 describe('npm start (the embedded default)', () => {
-  it('serves a full acquire → renew → release cycle on its own DynamoDB Local, and SIGTERM leaves no Java behind', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'local/main.ts', '--port', '0', '--quiet'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, PORT: '' },
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const url = await new Promise<string>((resolve, reject) => {
-      const onData = () => {
-        const match = /serving (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-        if (match) resolve(match[1] as string);
-      };
-      child.stdout.on('data', onData);
-      child.once('exit', (code) => reject(new Error(`npm start exited with ${code}: ${output}`)));
-    });
-    expect(output).toContain(`curl -s -X POST ${url}/v1/leases/my-app:cron-leader/acquire`);
+  it('prints the API URL, the page URL and how to stop, and serves an acquire → renew → release cycle', async () => {
+    const run = await startNpm();
+    const output = run.output();
+    expect(output).toContain(`API:    ${run.apiUrl}/v1/leases`);
+    expect(output).toContain(`Page:   ${run.apiUrl}/`);
+    expect(output).toMatch(/Stop: Ctrl-C, or SIGTERM: kill -TERM \d+ \(npm\)/);
+    expect(output).toContain(`curl -s -X POST ${run.apiUrl}/v1/leases/my-app:cron-leader/acquire`);
 
-    const acquired = await post(`${url}/v1/leases/my-app:cron-leader/acquire`, { holder: 'worker-1', ttlMs: 15_000 });
+    const acquired = await post(`${run.apiUrl}/v1/leases/my-app:cron-leader/acquire`, { holder: 'worker-1', ttlMs: 15_000 });
     expect(acquired.status).toBe(200);
     const { leaseId, token } = acquired.body.lease;
-    expect((await post(`${url}/v1/leases/my-app:cron-leader/renew`, { leaseId, token })).status).toBe(200);
-    expect((await post(`${url}/v1/leases/my-app:cron-leader/release`, { leaseId, token })).body.released).toBe(true);
+    expect((await post(`${run.apiUrl}/v1/leases/my-app:cron-leader/renew`, { leaseId, token })).status).toBe(200);
+    expect((await post(`${run.apiUrl}/v1/leases/my-app:cron-leader/release`, { leaseId, token })).body.released).toBe(true);
+  }, 45_000);
 
-    const java = childrenOf(child.pid as number);
-    expect(java.length).toBeGreaterThan(0);
-    child.kill('SIGTERM');
-    const [code] = await once(child, 'exit');
-    expect(code).toBe(0);
-    for (const pid of java) {
-      for (let i = 0; i < 50 && isAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
-      expect(isAlive(pid), `java process ${pid} is gone`).toBe(false);
-    }
-  }, 60_000);
+  it('stops the server and DynamoDB Local within 5 s when the npm process gets SIGTERM, as from a process manager', async () => {
+    const run = await startNpm();
+    const sentAt = performance.now();
+    process.kill(run.npmPid, 'SIGTERM');
+    expect(await timeUntilStopped(run, sentAt)).toBeLessThan(STOP_BUDGET_MS);
+  }, 45_000);
+
+  it('stops the server and DynamoDB Local within 5 s when its process group gets SIGINT, as from Ctrl-C', async () => {
+    const run = await startNpm();
+    const sentAt = performance.now();
+    process.kill(-run.npmPid, 'SIGINT');
+    expect(await timeUntilStopped(run, sentAt)).toBeLessThan(STOP_BUDGET_MS);
+  }, 45_000);
+
+  it('stops DynamoDB Local, and npm exits, within 5 s when the server process itself gets SIGTERM', async () => {
+    const run = await startNpm();
+    const sentAt = performance.now();
+    process.kill(run.serverPid, 'SIGTERM');
+    expect(await timeUntilStopped(run, sentAt)).toBeLessThan(STOP_BUDGET_MS);
+  }, 45_000);
+
+  it('stops the server and DynamoDB Local within 5 s when npm dies by SIGKILL (no signal reaches the server)', async () => {
+    const run = await startNpm();
+    const sentAt = performance.now();
+    process.kill(run.npmPid, 'SIGKILL');
+    expect(await timeUntilStopped(run, sentAt)).toBeLessThan(STOP_BUDGET_MS);
+    expect(run.output()).toContain(`parent process ${run.npmPid} exited`);
+  }, 45_000);
+
+  it('leaves no DynamoDB Local behind when the server itself dies by SIGKILL (Java watches its stdin)', async () => {
+    const run = await startNpm();
+    const sentAt = performance.now();
+    process.kill(run.serverPid, 'SIGKILL');
+    expect(await timeUntilStopped(run, sentAt)).toBeLessThan(STOP_BUDGET_MS);
+  }, 45_000);
 });
