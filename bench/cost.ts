@@ -4,10 +4,10 @@ import { sleep } from './clock.js';
 /**
  * Section 4: request cost. leasehold's leader and follower are measured (every HTTP attempt the SDK
  * makes is counted by wrapping its `fetch`); client-go's defaults and fixed-interval pollers are
- * computed from their periods and stated as such. Prices are the assumptions of the README (Deploy, "Cost estimate per lease per month").
+ * computed from their periods and stated as such. Prices are the assumptions of docs/deploy.md ("Cost estimate per lease per month").
  */
 
-/** The README, "Cost estimate per lease per month": us-east-1 list prices as of 2026-11-22 (assumptions). */
+/** docs/deploy.md, "Cost estimate per lease per month": us-east-1 list prices as of 2026-11-22 (assumptions). */
 export const PRICE_PER_REQUEST_USD = 0.00000239;
 export const PRICE_PER_REQUEST_NO_LOGS_USD = 0.00000189;
 export const HOURS_PER_MONTH = 730;
@@ -23,7 +23,7 @@ export interface CostRow {
   followerPerHour: number;
   /** Follower requests per lease term (ttl). */
   followerPerTerm: number;
-  /** One leader + one follower, per lease per month, at the README's price per request. */
+  /** One leader + one follower, per lease per month, at the price per request of docs/deploy.md. */
   usdPerLeaseMonth: number;
   usdPerLeaseMonthNoLogs: number;
   /** Each further follower adds this much per month. */

@@ -376,7 +376,7 @@ export function renderCost(results: BenchResults): string[] {
       `${fmtInt(c.ttlMs)} ms: the leader made ${c.leaderRequests} requests, the follower ${c.followerRequests} ` +
       `(${(c.followerRequests / c.terms).toFixed(2)} per term). Requests per term do not depend on the TTL, so the ` +
       'hourly numbers are stated at the SDK\'s default TTL of 15 s (240 terms an hour). The other rows are computed from ' +
-      'their periods. Dollars: requests × 730 hours × the per-request price in the README (Deploy section) (API Gateway HTTP API + ' +
+      'their periods. Dollars: requests × 730 hours × the per-request price in docs/deploy.md (cost estimate) (API Gateway HTTP API + ' +
       'Lambda + one DynamoDB write + CloudWatch Logs, us-east-1 list prices as of 2026-11-22 — assumptions to check), ' +
       'as if each request were a leasehold API call.',
     '',

@@ -66,7 +66,7 @@ const WATCH_ARN = `arn:aws:execute-api:${REGION}:${ACCOUNT}:{watch}/${WATCH_STAG
 const FUNCTION_IDS: FunctionId[] = [...ROUTES.map((r) => r.id), 'fallback'];
 type AnyFunctionId = FunctionId | WatchFunctionId;
 const ALL_FUNCTION_IDS: AnyFunctionId[] = [...FUNCTION_IDS, ...WATCH_FUNCTION_IDS];
-/** Bundle size budgets (bytes of index.mjs). Raising one is a decision: record it in the README (Deploy, "Bundle sizes"). */
+/** Bundle size budgets (bytes of index.mjs). Raising one is a decision: record it in docs/deploy.md ("Bundle sizes"). */
 const BUNDLE_BUDGET_BYTES = { route: 450 * 1024, fallback: 16 * 1024, watch: 420 * 1024 };
 
 function budgetOf(id: AnyFunctionId): number {
@@ -237,7 +237,7 @@ describe('the bundled functions', () => {
     }
   });
 
-  it('stay within their size budgets (printed here, recorded in the README)', () => {
+  it('stay within their size budgets (printed here, recorded in docs/deploy.md)', () => {
     const rows = ALL_FUNCTION_IDS.map((id) => {
       const directory = assets.get(id)?.directory as string;
       const bytes = statSync(join(directory, 'index.mjs')).size;

@@ -6,7 +6,7 @@ import ts from 'typescript';
 import { afterAll, describe, expect, it } from 'vitest';
 
 // The client builds on its own (`tsc -p client/tsconfig.build.json`), the build runs under plain
-// Node, and the README examples compile and are exactly the files in examples/.
+// Node, and the examples the docs show compile and are exactly the files in examples/.
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const EXAMPLES = readdirSync(join(ROOT, 'examples'))
   .filter((f) => f.endsWith('.ts'))
@@ -68,19 +68,24 @@ describe('the client build', () => {
   }, 180_000);
 });
 
-describe('the README examples', () => {
+describe('the examples in the docs', () => {
   it('compile against the SDK as published names (leasehold, leasehold/dynamodb)', () => {
     const config = parseConfig(join(ROOT, 'tsconfig.json'));
     const program = ts.createProgram({ rootNames: EXAMPLES.map((f) => join(ROOT, f)), options: config.options });
     expect(diagnosticsText(ts.getPreEmitDiagnostics(program))).toEqual([]);
   }, 180_000);
 
-  it('are three: a cron leader on ECS, a Lambda with withLease, and a fenced DynamoDB write', () => {
-    expect(EXAMPLES.sort()).toEqual(['examples/ecs-cron-leader.ts', 'examples/fenced-dynamodb-write.ts', 'examples/lambda-with-lease.ts']);
+  it('are four: a cron leader on ECS, a Lambda with withLease, a fenced DynamoDB write, and a leader against the local server', () => {
+    expect(EXAMPLES.sort()).toEqual([
+      'examples/ecs-cron-leader.ts',
+      'examples/fenced-dynamodb-write.ts',
+      'examples/lambda-with-lease.ts',
+      'examples/local-leader.ts',
+    ]);
   });
 
   it('appear in the docs exactly as the compiled files', () => {
-    const docs = ['README.md', 'client/README.md'].filter((f) => existsSync(join(ROOT, f)));
+    const docs = ['README.md', 'client/README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
     const shown = new Map<string, string>();
     for (const doc of docs) {
       const text = readFileSync(join(ROOT, doc), 'utf8');

@@ -80,7 +80,7 @@ export const RUN_HELP = `Usage: leasehold run NAME [options] -- COMMAND [ARGS...
 Campaigns for the lease NAME and runs COMMAND only while leading. The lease is renewed in the
 background (every ttl/3). The command gets the fencing token and the lease in its environment:
 
-  LEASEHOLD_TOKEN   fencing token of this term (attach it to writes; see the README, "Fencing")
+  LEASEHOLD_TOKEN   fencing token of this term (attach it to the writes it protects: a store that keeps the highest token seen rejects a stale term)
   LEASEHOLD_NAME    the lease name
   LEASEHOLD_HOLDER  the holder identity
 
