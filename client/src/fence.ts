@@ -72,3 +72,24 @@ export function isFencedOutError(error: unknown): error is FencedOutError {
 export function isEpochNotClaimedError(error: unknown): error is EpochNotClaimedError {
   return typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'EpochNotClaimedError';
 }
+
+/** The `fence` option of `createLeader` and `withLease`. */
+export interface FencingOptions {
+  /**
+   * A store fenced by epochs (`dynamodbEpoch` from `leasehold/dynamodb`, `postgresEpoch` from
+   * `leasehold/postgres`, or your own). Each won grant's token is claimed in it, within the grant's
+   * local deadline, before the term begins: `isLeader()`, `onElected`, the term's `signal` and
+   * `token` all wait for the claim. A claim that fails (a newer epoch is there, or it timed out)
+   * ends that attempt and releases the lease. Default: none.
+   */
+  fence?: Fence;
+}
+
+/** Validates the `fence` option early, as the other settings are. */
+export function validateFence(fence: unknown): Fence | undefined {
+  if (fence === undefined) return undefined;
+  if (typeof fence !== 'object' || fence === null || typeof (fence as Partial<Fence>).claim !== 'function') {
+    throw new TypeError('Expected `fence` to be an object with a claim(token) method, such as dynamodbEpoch(...) or postgresEpoch(...).');
+  }
+  return fence as Fence;
+}

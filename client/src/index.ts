@@ -2,7 +2,8 @@
  * leasehold — the client SDK: a typed client for the v1 lease API, leader election with fail-closed
  * local deadlines (push-driven following over the watch, handoff, health checks), `withLease` for
  * one-off jobs, leader observation, and leader metrics.
- * Fencing helpers for DynamoDB live in the optional subpath `leasehold/dynamodb`.
+ * Fencing helpers for DynamoDB live in the optional subpath `leasehold/dynamodb`, epoch fencing for
+ * PostgreSQL in `leasehold/postgres`.
  */
 export * from './protocol/index.js';
 export { LeaseClient, newRequestId, type AcquireResult, type GrantRef, type LeaseApi, type LeaseClientOptions } from './lease-client.js';
@@ -11,6 +12,15 @@ export { sigv4Signer, type AwsCredentials, type AwsCredentialsProvider, type Req
 export { createLeader, type Leader, type LeaderOptions } from './leader.js';
 export { LeadershipLostError, type LeaderEvent, type LossReason, type TermInfo, type TermOptions } from './term.js';
 export { withLease, type WithLeaseOptions, type WithLeaseResult } from './with-lease.js';
+export {
+  EpochNotClaimedError,
+  FencedOutError,
+  isEpochNotClaimedError,
+  isFencedOutError,
+  type Fence,
+  type FenceClaimOptions,
+  type FencingOptions,
+} from './fence.js';
 export { observe, type LeaderChange, type ObserveOptions } from './observe.js';
 export {
   createWatch,

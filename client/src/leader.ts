@@ -37,6 +37,8 @@
  * campaigns only right after a check passes (see `health.ts`).
  */
 import { delay } from './clock.js';
+import { validateFence, type Fence, type FencingOptions } from './fence.js';
+import { claimForTerm } from './fence-claim.js';
 import { FollowerSignals } from './follower.js';
 import { HealthMonitor, resolveHealth, type HealthOptions } from './health.js';
 import { LeaseClient, type AcquireResult, type LeaseApi } from './lease-client.js';
@@ -45,7 +47,7 @@ import { Term, createTermContext, releaseQuietly, type LossReason, type TermCont
 import { backoffMs, heldJitterWindowMs, jitter, type Timing } from './timing.js';
 import { createWatch, type WatchClient, type WatchSubscription } from './watch.js';
 
-export interface LeaderOptions extends TermOptions, HealthOptions {
+export interface LeaderOptions extends TermOptions, HealthOptions, FencingOptions {
   /** Lease name. Required. */
   name: string;
   /**
@@ -126,6 +128,7 @@ class LeaderImpl implements Leader {
   private readonly ownsWatch: boolean;
   private watchSub: WatchSubscription | undefined;
   private readonly follower: FollowerSignals;
+  private readonly fence: Fence | undefined;
 
   constructor(client: LeaseApi, options: LeaderOptions) {
     if (typeof options !== 'object' || options === null) throw new TypeError('Expected leader options with `name` and `holder`.');
@@ -137,6 +140,7 @@ class LeaderImpl implements Leader {
     const health = resolveHealth(options, this.timing);
     this.health = health === undefined ? undefined : new HealthMonitor(this.ctx, health);
     this.follower = new FollowerSignals(this.ctx.clock, this.holder, this.ctx.random);
+    this.fence = validateFence(options.fence);
     const watch = options.watch;
     this.ownsWatch = typeof watch === 'string' || watch instanceof URL;
     if (watch === undefined) {
@@ -351,6 +355,16 @@ class LeaderImpl implements Leader {
           await releaseQuietly(this.ctx, result.lease);
           return;
         }
+        // With a fence, the term begins only once its token is claimed there.
+        if (this.fence !== undefined && !(await this.claimFence(this.fence, result.lease, sendTimeMs, signal))) {
+          if (!this.wantCampaign || signal.aborted) return;
+          if (!(await delay(clock, backoffMs(failures++, ACQUIRE_BACKOFF_BASE_MS, this.timing.renewEveryMs, random), signal))) return;
+          continue;
+        }
+        if (!this.wantCampaign || signal.aborted) {
+          await releaseQuietly(this.ctx, result.lease);
+          return;
+        }
         if (this.elect(result.lease, sendTimeMs)) return;
         // The answer came too late to be trusted; it was released. Try again after a backoff.
         if (!(await delay(clock, backoffMs(failures++, ACQUIRE_BACKOFF_BASE_MS, this.timing.renewEveryMs, random), signal))) return;
@@ -360,6 +374,18 @@ class LeaderImpl implements Leader {
       this.ctx.emit({ type: 'following', name: this.name, holder: this.holder, leader: result.lease.holder, token: result.lease.token, retryAfterMs: result.retryAfterMs });
       const waitMs = result.retryAfterMs + jitter(random, heldJitterWindowMs(result.retryAfterMs));
       if (!(await this.follower.wait(waitMs, signal))) return;
+    }
+  }
+
+  /** Claims the grant's token in the fence; on failure reports it, releases the grant, and returns false. */
+  private async claimFence(fence: Fence, grant: Grant, sendTimeMs: number, signal: AbortSignal): Promise<boolean> {
+    try {
+      await claimForTerm(this.ctx, fence, grant, sendTimeMs, signal);
+      return true;
+    } catch (error) {
+      if (!signal.aborted) this.ctx.emit({ type: 'error', name: this.name, holder: this.holder, operation: 'fence', error });
+      await releaseQuietly(this.ctx, grant);
+      return false;
     }
   }
 

@@ -51,7 +51,8 @@ export type LeaderEvent =
       type: 'error';
       name: string;
       holder: string;
-      operation: 'acquire' | 'release' | 'handoff' | 'healthCheck' | 'onElected' | 'onLost';
+      /** `fence`: claiming a won grant's token in the `fence` failed; that grant was released. */
+      operation: 'acquire' | 'release' | 'handoff' | 'healthCheck' | 'onElected' | 'onLost' | 'fence';
       error: unknown;
     };
 
@@ -173,7 +174,7 @@ export class Term {
     onEnd: (term: Term, reason: LossReason) => void,
     hooks: TermHooks = {},
   ): Term | undefined {
-    const deadlineMs = sendTimeMs + validForMs(ctx, grant) - ctx.timing.driftMarginMs;
+    const deadlineMs = grantDeadlineMs(ctx, grant, sendTimeMs);
     if (ctx.clock.nowMs() >= deadlineMs) return undefined;
     return new Term(ctx, grant, sendTimeMs, deadlineMs, onEnd, hooks);
   }
@@ -341,6 +342,11 @@ export class Term {
     }
     return true;
   }
+}
+
+/** The local deadline of a grant whose acquire was sent at `sendTimeMs` (see the model in `leader.ts`). */
+export function grantDeadlineMs(ctx: TermContext, grant: Grant, sendTimeMs: number): number {
+  return sendTimeMs + validForMs(ctx, grant) - ctx.timing.driftMarginMs;
 }
 
 /**

@@ -1,10 +1,12 @@
 import { delay } from './clock.js';
+import { validateFence, type FencingOptions } from './fence.js';
+import { claimForTerm } from './fence-claim.js';
 import type { AcquireResult, LeaseApi } from './lease-client.js';
 import type { PublicLease } from './protocol/index.js';
 import { LeadershipLostError, Term, createTermContext, releaseQuietly, type TermInfo, type TermOptions } from './term.js';
 import { expectNonNegative, heldJitterWindowMs, jitter } from './timing.js';
 
-export interface WithLeaseOptions extends TermOptions {
+export interface WithLeaseOptions extends TermOptions, FencingOptions {
   /**
    * How long to keep trying while someone else holds the lease, waiting the server's retryAfterMs
    * each time. Default 0: one attempt, and a held lease is reported as `{ acquired: false }`.
@@ -26,6 +28,9 @@ export type WithLeaseResult<T> =
  *   `{ acquired: false, lease, retryAfterMs }`.
  * - `fn` gets the fencing `token` and a `signal` that aborts the moment the lease can no longer be
  *   trusted (same model as `createLeader`). Pass both to the work.
+ * - With a `fence`, the token is claimed there before `fn` runs; if the claim fails, the lease is
+ *   released, `fn` does not run, and `withLease` rejects with the claim's error (a FencedOutError
+ *   when a newer epoch is there).
  * - If the lease was lost before `fn` settled, `withLease` rejects with a LeadershipLostError (a
  *   LeaseLostError with the `reason`; `fn`'s own error, if any, is its `cause`), even if `fn` resolved:
  *   work done after the loss must be treated as not done.
@@ -41,6 +46,7 @@ export async function withLease<T>(
   const waitMs = options.waitMs ?? 0;
   expectNonNegative('waitMs', waitMs);
   const signal = options.signal;
+  const fence = validateFence(options.fence);
   signal?.throwIfAborted();
 
   // 1. Acquire, waiting for the holder's retryAfterMs while within waitMs.
@@ -56,8 +62,18 @@ export async function withLease<T>(
     if (!(await delay(ctx.clock, pauseMs, signal))) throw signal?.reason;
   }
 
-  // 2. Hold it while fn runs.
   const grant = result.lease;
+  // 2. With a fence, claim the token before the term begins.
+  if (fence !== undefined) {
+    try {
+      await claimForTerm(ctx, fence, grant, sendTimeMs, signal);
+    } catch (error) {
+      await releaseQuietly(ctx, grant);
+      throw error;
+    }
+  }
+
+  // 3. Hold it while fn runs.
   const term = Term.begin(ctx, grant, sendTimeMs, () => undefined);
   if (term === undefined) {
     await releaseQuietly(ctx, grant);
@@ -77,7 +93,7 @@ export async function withLease<T>(
     signal?.removeEventListener('abort', onAbort);
   }
 
-  // 3. Was the lease still ours when fn settled? The deadline is checked even if its timer is late.
+  // 4. Was the lease still ours when fn settled? The deadline is checked even if its timer is late.
   if (term.ended === undefined && !term.isValid()) term.end('expired');
   const lost = term.ended;
   if (lost === undefined) term.end('released');
