@@ -15,7 +15,7 @@ import { errorResponse, jsonResponse } from '../functions/http/responses.js';
 import type { HandlerDeps, RouteHandler } from '../functions/http/route.js';
 import { matchRoute, type RouteId } from '../functions/http/routes.js';
 import { createDeps } from '../functions/runtime.js';
-import { servePage } from './page/serve.js';
+import { createPageServer, type PageServer } from './page/serve.js';
 import { createSigV4Verifier, type SigV4VerifierOptions } from './sigv4-verifier.js';
 import { TokenBucket, type ThrottleOptions } from './throttle.js';
 import { startStreamPoller, type StreamPoller } from './stream-poller.js';
@@ -85,13 +85,15 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   const verify = options.sigv4 ? createSigV4Verifier({ nowMs: () => clock.nowMs(), ...options.sigv4 }) : undefined;
   const openapi = readFileSync(OPENAPI_PATH, 'utf8');
   const bucket = options.throttle ? new TokenBucket(options.throttle, clock) : undefined;
+  // The page paints its first rows from the list; not when the API demands signatures a browser cannot make.
+  const page = createPageServer({ clock, ...(verify ? {} : { list: (request) => deps.store.list(request) }) });
   let gateway: WebSocketGateway | undefined;
   let poller: StreamPoller | undefined;
 
   const server = createServer((req, res) => {
     const started = clock.nowMs();
     if (gateway?.handleManagement(req, res)) return;
-    serve(req, res, { handlers, verify, openapi, clock, bucket })
+    serve(req, res, { handlers, verify, openapi, clock, bucket, page })
       .catch((error: unknown) => send(res, errorResponse(isLeaseholdError(error) ? error : new InternalError())))
       .finally(() => {
         if (options.logRequests) {
@@ -167,6 +169,7 @@ interface ServeContext {
   openapi: string;
   clock: Clock;
   bucket: TokenBucket | undefined;
+  page: PageServer;
 }
 
 async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContext): Promise<void> {
@@ -177,7 +180,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
   const rawQueryString = queryAt === -1 ? '' : rawUrl.slice(queryAt + 1);
 
   // The live lease page (GET / from a browser, and its assets under /page/).
-  if (servePage(method, rawPath, req, res)) return;
+  if (await ctx.page.serve(method, rawPath, rawQueryString, req, res)) return;
 
   if (method === 'GET' && rawPath === '/openapi.json') {
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(ctx.openapi);

@@ -1,6 +1,9 @@
-// The live lease page: a plain script, no framework. It reads the public API like any client:
-// GET /v1/leases?prefix= once a second, and at once when the watch (/v1/watch) pushes a change.
-// The time bars count down locally from the server's remainingMs, on the page's monotonic clock.
+// The live lease page: a plain script, no framework. The server paints the first rows into the
+// HTML and inlines them as JSON (#initial-leases); from then on the script reads the public API
+// like any client: GET /v1/leases?prefix= once a second, and at once when the watch (/v1/watch)
+// pushes a change. The time bars count down locally from the server's remainingMs, and "last
+// change" counts up from the server's clock at the read, both on the page's monotonic clock.
+import { orderLeases, rowCells, serverNowMs, statusText } from './lease-rows.js';
 
 const POLL_MS = 1000;
 const TICK_MS = 250;
@@ -14,7 +17,7 @@ const tbody = /** @type {HTMLTableSectionElement} */ (document.querySelector('#l
 const empty = /** @type {HTMLElement} */ (document.getElementById('empty'));
 const status = /** @type {HTMLElement} */ (document.getElementById('status'));
 
-/** @type {Map<string, { lease: any, readAt: number, row: HTMLTableRowElement }>} */
+/** @type {Map<string, { lease: any, readAt: number, serverNowAtRead: number, row: HTMLTableRowElement }>} */
 const rows = new Map();
 let prefix = new URLSearchParams(location.search).get('prefix') ?? '';
 let generation = 0; // bumps on every filter change: answers for an old filter are dropped
@@ -24,6 +27,7 @@ let again = false;
 /** @type {WebSocket | undefined} */
 let socket;
 let watchLive = false;
+let watchTried = false; // the watch answered or failed at least once
 let watchRetryMs = 1000;
 let lastError = '';
 
@@ -31,8 +35,10 @@ input.value = prefix;
 
 // ------------------------------------------------------------------ reading the API
 
+/** Every page of the list, and the server's clock at the first answer (its Date header). */
 async function fetchLeases(forPrefix) {
   const leases = [];
+  let dateMs = NaN;
   let cursor;
   for (let page = 0; page < 20; page++) {
     const query = new URLSearchParams({ limit: '1000' });
@@ -41,11 +47,13 @@ async function fetchLeases(forPrefix) {
     const response = await fetch(`/v1/leases?${query}`, { headers: { accept: 'application/json' } });
     const body = await response.json().catch(() => ({}));
     if (!response.ok) throw new Error(body?.error?.message ?? `HTTP ${response.status}`);
+    if (page === 0) dateMs = Date.parse(response.headers.get('date') ?? '');
     leases.push(...body.leases);
     cursor = body.nextCursor;
     if (!cursor) break;
   }
-  return leases;
+  // Without a Date header, the browser's clock is the best guess left.
+  return { leases, nowMs: serverNowMs(leases, Number.isNaN(dateMs) ? Date.now() : dateMs) };
 }
 
 /** One read of the list; overlapping triggers collapse into one more read afterwards. */
@@ -58,10 +66,10 @@ async function refresh() {
   clearTimeout(pollTimer);
   const mine = generation;
   try {
-    const leases = await fetchLeases(prefix);
+    const { leases, nowMs } = await fetchLeases(prefix);
     if (mine === generation) {
       lastError = '';
-      render(leases, performance.now());
+      render(leases, performance.now(), nowMs);
     }
   } catch (error) {
     lastError = `Cannot read leases: ${error instanceof Error ? error.message : String(error)}. Retrying…`;
@@ -103,6 +111,7 @@ function watch() {
     }
     if (data.type === 'subscribed') {
       watchLive = true;
+      watchTried = true;
       watchRetryMs = 1000;
       showStatus();
     } else if (data.type === 'event') {
@@ -112,6 +121,7 @@ function watch() {
   ws.addEventListener('close', () => {
     if (socket !== ws) return;
     watchLive = false;
+    watchTried = true;
     showStatus();
     setTimeout(watch, watchRetryMs);
     watchRetryMs = Math.min(watchRetryMs * 2, 30000);
@@ -126,6 +136,7 @@ function cell(className) {
   return td;
 }
 
+/** The row's elements, the same structure as serve.ts's rowHtml (the first paint). */
 function newRow(name) {
   const row = document.createElement('tr');
   row.dataset.name = name;
@@ -134,31 +145,47 @@ function newRow(name) {
   const time = cell();
   const wrap = document.createElement('div');
   wrap.className = 'time';
-  const bar = document.createElement('div');
+  const bar = document.createElement('progress');
   bar.className = 'bar';
-  bar.setAttribute('role', 'progressbar');
-  bar.setAttribute('aria-label', `Time left for ${name}`);
-  bar.setAttribute('aria-valuemin', '0');
-  const fill = document.createElement('div');
-  fill.className = 'fill';
-  bar.append(fill);
   const left = document.createElement('span');
   left.className = 'left';
   wrap.append(bar, left);
   time.append(wrap);
-  row.append(nameCell, cell('holder'), cell('token num'), cell('transitions num'), time);
+  row.append(nameCell, cell('holder'), cell('token num'), cell('transitions num'), cell('metadata'), cell('change'), time);
   return row;
 }
 
-function render(leases, readAt) {
-  leases.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+/** Writes a lease's cells into its row, as they are `now` (page clock). Text only: nothing is parsed as HTML. */
+function paint(entry, now) {
+  const passed = now - entry.readAt;
+  const c = rowCells(entry.lease, entry.serverNowAtRead + passed, entry.lease.remainingMs - passed);
+  const [, holder, token, transitions, metadata, change] = entry.row.cells;
+  holder.textContent = c.holder.text;
+  holder.classList.toggle('none', c.holder.none);
+  token.textContent = c.token;
+  transitions.textContent = c.transitions;
+  metadata.textContent = c.metadata.text;
+  metadata.title = c.metadata.title;
+  metadata.classList.toggle('none', c.metadata.none);
+  change.textContent = c.change.text;
+  change.title = c.change.title;
+  const bar = entry.row.querySelector('.bar');
+  bar.max = c.time.max;
+  bar.value = c.time.value;
+  bar.classList.toggle('low', c.time.low);
+  bar.setAttribute('aria-label', c.time.label);
+  bar.setAttribute('aria-valuetext', c.time.valueText);
+  entry.row.querySelector('.left').textContent = c.time.text;
+}
+
+function render(leases, readAt, serverNowAtRead) {
   const seen = new Set();
   let previous = null;
-  for (const lease of leases) {
+  for (const lease of orderLeases(leases)) {
     seen.add(lease.name);
     let entry = rows.get(lease.name);
     if (!entry) {
-      entry = { lease, readAt, row: newRow(lease.name) };
+      entry = { lease, readAt, serverNowAtRead, row: newRow(lease.name) };
       rows.set(lease.name, entry);
     } else if (entry.lease.holder !== lease.holder || entry.lease.token !== lease.token) {
       // A change of holder (or a new term): flash the row once.
@@ -168,12 +195,9 @@ function render(leases, readAt) {
     }
     entry.lease = lease;
     entry.readAt = readAt;
-    const [, holder, token, transitions] = entry.row.cells;
-    holder.textContent = lease.holder ?? 'available';
-    holder.classList.toggle('none', lease.holder === null);
-    token.textContent = String(lease.token);
-    transitions.textContent = String(lease.transitions);
-    // Keep rows in name order without rebuilding the table (focus and screen readers stay put).
+    entry.serverNowAtRead = serverNowAtRead;
+    paint(entry, readAt);
+    // Keep rows in order without rebuilding the table (focus and screen readers stay put).
     const expected = previous ? previous.nextSibling : tbody.firstChild;
     if (expected !== entry.row) tbody.insertBefore(entry.row, expected);
     previous = entry.row;
@@ -185,34 +209,12 @@ function render(leases, readAt) {
     }
   }
   empty.hidden = rows.size > 0;
-  tick();
 }
 
-function formatMs(ms) {
-  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
-  if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
-  const minutes = Math.floor(ms / 60000);
-  return `${minutes} min ${Math.round((ms % 60000) / 1000)} s`;
-}
-
-/** Moves every bar to the time left now: the server's remainingMs minus what passed since the read. */
+/** Counts every row down (time left) and up (last change) to now. */
 function tick() {
   const now = performance.now();
-  for (const { lease, readAt, row } of rows.values()) {
-    const bar = row.querySelector('.bar');
-    const fill = row.querySelector('.fill');
-    const left = row.querySelector('.left');
-    const held = lease.holder !== null;
-    const remaining = held ? Math.max(0, lease.remainingMs - (now - readAt)) : 0;
-    const fraction = held && lease.ttlMs > 0 ? remaining / lease.ttlMs : 0;
-    fill.style.width = `${(fraction * 100).toFixed(1)}%`;
-    bar.classList.toggle('low', held && fraction < 0.34);
-    bar.setAttribute('aria-valuemax', String(lease.ttlMs));
-    bar.setAttribute('aria-valuenow', String(Math.round(remaining)));
-    const text = !held ? 'available' : remaining > 0 ? `${formatMs(remaining)} left` : 'expired';
-    bar.setAttribute('aria-valuetext', held ? `${text} of ${formatMs(lease.ttlMs)}` : text);
-    left.textContent = text;
-  }
+  for (const entry of rows.values()) paint(entry, now);
 }
 
 function showStatus() {
@@ -221,8 +223,7 @@ function showStatus() {
     status.textContent = lastError;
     return;
   }
-  const count = `${rows.size} ${rows.size === 1 ? 'lease' : 'leases'}${prefix ? ` with prefix “${prefix}”` : ''}`;
-  status.textContent = `${count} · ${watchLive ? 'live: watch pushes + polling every second' : 'polling every second (watch unavailable)'}`;
+  status.textContent = statusText(rows.size, prefix, watchLive ? 'live' : watchTried ? 'down' : 'connecting');
 }
 
 // ------------------------------------------------------------------ the filter
@@ -260,6 +261,19 @@ form.addEventListener('submit', (event) => {
   applyFilter();
 });
 
+/** Takes over the server's first paint: the same leases, from the JSON inlined beside the rows. */
+function adoptFirstPaint() {
+  const block = document.getElementById('initial-leases');
+  if (!block) return false;
+  const initial = JSON.parse(block.textContent ?? '');
+  if (initial.prefix !== prefix) return false;
+  tbody.replaceChildren();
+  render(initial.leases, performance.now(), initial.nowMs);
+  showStatus();
+  return true;
+}
+
 setInterval(tick, TICK_MS);
 watch();
-void refresh();
+if (adoptFirstPaint()) pollTimer = setTimeout(refresh, POLL_MS);
+else void refresh();
