@@ -257,4 +257,19 @@ describe('the first paint, the order and escaping', () => {
     expect(await scripted.content()).not.toContain(grant.leaseId);
     await scripted.close();
   });
+
+  it('shows no leases in the HTML of a server that demands SigV4 (the browser could not read them either)', async () => {
+    const signed = await startTestServer({
+      tableName: server.tableName,
+      sigv4: { credentials: [{ accessKeyId: 'AKIDPAGETEST', secretAccessKey: 'page-test-secret' }], region: 'us-east-1' },
+    });
+    try {
+      const html = await (await fetch(`${signed.url}/`, { headers: { accept: 'text/html' } })).text();
+      expect(html).toContain('<tbody></tbody>');
+      expect(html).not.toContain('initial-leases');
+      expect(html).not.toContain('order:b-long');
+    } finally {
+      await signed.close();
+    }
+  });
 });
