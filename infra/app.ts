@@ -1,4 +1,5 @@
 import { App } from 'aws-cdk-lib';
+import type { LeaseWatchOptions } from './lease-service.js';
 import { LeaseholdStack, parseGrants } from './leasehold-stack.js';
 
 /**
@@ -12,6 +13,8 @@ import { LeaseholdStack, parseGrants } from './leasehold-stack.js';
  *   leasehold:watch          false to leave out the watch (WebSocket push of leader events; default true)
  *   leasehold:watchRenewedEvents  false: the watch never pushes renewed events, and renewals cost it
  *                            nothing (default true)
+ *   leasehold:watchAccessLogs  true: access logs on the watch's WebSocket stage; needs the account's API
+ *                            Gateway CloudWatch role in this region (default false)
  */
 const app = new App();
 const context = (key: string): unknown => app.node.tryGetContext(`leasehold:${key}`);
@@ -24,13 +27,21 @@ new LeaseholdStack(app, String(context('stackName') ?? 'Leasehold'), {
   service: {
     rateLimit: optionalNumber(context('rateLimit'), 'rateLimit'),
     burstLimit: optionalNumber(context('burstLimit'), 'burstLimit'),
-    watch: watchSetting(optionalBoolean(context('watch'), 'watch'), optionalBoolean(context('watchRenewedEvents'), 'watchRenewedEvents')),
+    watch: watchSetting(
+      optionalBoolean(context('watch'), 'watch'),
+      optionalBoolean(context('watchRenewedEvents'), 'watchRenewedEvents'),
+      optionalBoolean(context('watchAccessLogs'), 'watchAccessLogs'),
+    ),
   },
 });
 
-function watchSetting(watch: boolean | undefined, renewedEvents: boolean | undefined): boolean | { renewedEvents: boolean } | undefined {
-  if (watch === false || renewedEvents === undefined) return watch;
-  return { renewedEvents };
+function watchSetting(
+  watch: boolean | undefined,
+  renewedEvents: boolean | undefined,
+  accessLogs: boolean | undefined,
+): boolean | LeaseWatchOptions | undefined {
+  if (watch === false || (renewedEvents === undefined && accessLogs === undefined)) return watch;
+  return { ...(renewedEvents === undefined ? {} : { renewedEvents }), ...(accessLogs === undefined ? {} : { accessLogs }) };
 }
 
 function optionalString(value: unknown): string | undefined {

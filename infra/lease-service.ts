@@ -1,5 +1,4 @@
-import { fileURLToPath } from 'node:url';
-import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Annotations, ArnFormat, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import {
   HttpApi,
@@ -31,11 +30,11 @@ import {
   Table,
   TableEncryption,
 } from 'aws-cdk-lib/aws-dynamodb';
-import { Grant, PolicyStatement, type IGrantable } from 'aws-cdk-lib/aws-iam';
+import { Grant, PolicyStatement, type IGrantable, type IRole } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
-import { Architecture, FilterCriteria, Runtime, StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import { FilterCriteria, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { FilterPattern, LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
@@ -43,7 +42,11 @@ import { validateName } from '../client/src/protocol/index.js';
 import { ROUTES, type RouteId } from '../functions/http/routes.js';
 import { LEASE_TABLE_SCHEMA } from '../functions/lease-table.js';
 import { SKIP_RENEWALS_PATTERN } from '../functions/watch/stream-filter.js';
+import { EVERY_LEASE } from '../functions/watch/watch-grants.js';
 import { SUBSCRIPTION_TABLE_SCHEMA } from '../functions/watch/subscriptions.js';
+import { acknowledgeWildcardResource } from './nag.js';
+import { createServiceFunction } from './service-function.js';
+import { WatchGrantMap } from './watch-grant-map.js';
 
 /** Settings of {@link LeaseService}. Every one is optional; each documents its default. */
 export interface LeaseServiceProps {
@@ -147,6 +150,16 @@ export interface LeaseWatchOptions {
    * @default true
    */
   readonly renewedEvents?: boolean;
+  /**
+   * Access logs of the watch's WebSocket stage (one JSON line per connect, message and
+   * disconnect, with the caller's ARN), into a log group of the construct kept `logRetention`.
+   * A WebSocket stage (unlike the HTTP API's) can only log through the account's API Gateway
+   * CloudWatch role (`AWS::ApiGateway::Account` `CloudWatchRoleArn`, one per account and region);
+   * turn this on only where that role is set up. This construct never sets it: it is an
+   * account-wide setting that other APIs depend on.
+   * @default false
+   */
+  readonly accessLogs?: boolean;
 }
 
 /**
@@ -225,17 +238,19 @@ export interface WatchAccess {
 
 /**
  * Each watch function's permissions, from what its code does (functions/watch/*):
- * - connect: nothing; API Gateway has already checked the caller's IAM signature.
- * - subscribe: one PutItem per name or prefix (SubscriptionStore.subscribe), then posts the
- *   `subscribed` (or `error`) reply to its own connection.
+ * - connect: a Query of the `grants` partition (TableWatchGrants, cached per container) and one
+ *   PutItem recording what the connection may watch (SubscriptionStore.recordScope).
+ * - subscribe: a GetItem of the connection's scope (SubscriptionStore.scopeOf), one PutItem per
+ *   name or prefix (SubscriptionStore.subscribe), then posts the `subscribed` (or `error`) reply to
+ *   its own connection.
  * - disconnect: SubscriptionStore.removeConnection, a Query on `byConnection` and BatchWriteItem
  *   deletes.
  * - stream: SubscriptionStore.subscribersOf, two Queries on the table (`name#…` and `prefixes`);
  *   posts events; and on GoneException removeConnection, as above.
  */
 export const WATCH_ACCESS: Readonly<Record<WatchFunctionId, WatchAccess>> = {
-  'watch-connect': { subscriptionTable: [], connectionIndex: [], postToConnections: false, readLeaseStream: false },
-  'watch-subscribe': { subscriptionTable: ['dynamodb:PutItem'], connectionIndex: [], postToConnections: true, readLeaseStream: false },
+  'watch-connect': { subscriptionTable: ['dynamodb:PutItem', 'dynamodb:Query'], connectionIndex: [], postToConnections: false, readLeaseStream: false },
+  'watch-subscribe': { subscriptionTable: ['dynamodb:GetItem', 'dynamodb:PutItem'], connectionIndex: [], postToConnections: true, readLeaseStream: false },
   'watch-disconnect': {
     subscriptionTable: ['dynamodb:BatchWriteItem'],
     connectionIndex: ['dynamodb:Query'],
@@ -295,12 +310,16 @@ export const WATCH_ITERATOR_AGE_ALARM_MS = 30_000;
 const TABLE_OPERATIONS = [Operation.UPDATE_ITEM, Operation.GET_ITEM, Operation.SCAN];
 
 /**
- * ESM output, because the handlers are ESM. A CommonJS package in an ESM bundle that `require()`s
- * a Node built-in needs a real `require`, which an ES module does not have: the banner makes one.
- * (Today's bundles resolve every package through its ESM build and contain no such call; the
- * banner keeps a future dependency from failing at cold start.)
+ * One line of JSON per WebSocket event of the watch (connect, message, disconnect). The caller is
+ * recorded on `$connect`, the only event IAM authenticates. Every value is quoted (no metric filter
+ * reads this log), so each line parses as JSON.
  */
-const ESM_REQUIRE_BANNER = "import { createRequire } from 'module'; const require = createRequire(import.meta.url);";
+const WATCH_ACCESS_LOG_FORMAT = AccessLogFormat.custom(
+  '{"requestId":"$context.requestId","apiId":"$context.apiId","time":"$context.requestTime",' +
+    '"routeKey":"$context.routeKey","eventType":"$context.eventType","connectionId":"$context.connectionId",' +
+    '"status":"$context.status","sourceIp":"$context.identity.sourceIp","caller":"$context.identity.userArn",' +
+    '"error":"$context.error.message","integrationError":"$context.integrationErrorMessage"}',
+);
 
 /** One line of JSON per request. `status` is unquoted (always a number) so a metric filter can compare it. */
 const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
@@ -366,6 +385,7 @@ export class LeaseService extends Construct {
     const metricsNamespace = props.metricsNamespace ?? 'Leasehold';
     const watchEnabled = props.watch !== false;
     const renewedEvents = typeof props.watch === 'object' ? (props.watch.renewedEvents ?? true) : true;
+    const watchAccessLogs = typeof props.watch === 'object' ? (props.watch.accessLogs ?? false) : false;
 
     // The TTL attribute is written by the store as last write + 7 days (lease-store.ts), and
     // DynamoDB never deletes an item before its TTL time: an item is only cleaned up after a week
@@ -401,6 +421,12 @@ export class LeaseService extends Construct {
       autoDeploy: true,
       throttle: { rateLimit, burstLimit },
       accessLogSettings: { destination: new LogGroupLogDestination(this.accessLogs), format: ACCESS_LOG_FORMAT },
+    });
+    Validations.of(this.stage).acknowledge({
+      id: 'Serverless-APIGWStructuredLogging',
+      reason:
+        'The access log is one JSON object per line; cdk-nag cannot parse it as JSON only because `status` is a bare ' +
+        'number ($context.status unquoted), which the 429 metric filter needs to compare numerically.',
     });
 
     const iam = new HttpIamAuthorizer();
@@ -454,6 +480,7 @@ export class LeaseService extends Construct {
           sizing: { memorySize, timeout, logRetention },
           environment: powertoolsEnvironment,
           renewedEvents,
+          accessLogs: watchAccessLogs,
         })
       : undefined;
 
@@ -471,6 +498,7 @@ export class LeaseService extends Construct {
     sizing: { memorySize: number; timeout: Duration; logRetention: RetentionDays };
     environment: Record<string, string>;
     renewedEvents: boolean;
+    accessLogs: boolean;
   }): LeaseWatch {
     const schema = SUBSCRIPTION_TABLE_SCHEMA;
     // Disposable state: every item expires within 3 h (API Gateway closes a WebSocket after 2 h),
@@ -488,6 +516,12 @@ export class LeaseService extends Construct {
       removalPolicy: RemovalPolicy.DESTROY,
       deletionProtection: false,
     });
+    Validations.of(subscriptionTable).acknowledge({
+      id: 'AwsSolutions-DDB3',
+      reason:
+        'Disposable state: subscriptions expire within 3 h and clients re-subscribe on reconnect; the watch grants ' +
+        'are rewritten by every deploy. A backup would restore nothing of use.',
+    });
     subscriptionTable.addGlobalSecondaryIndex({
       indexName: schema.connectionIndex,
       partitionKey: { name: CONNECTION_ID_ATTRIBUTE, type: AttributeType.STRING },
@@ -499,14 +533,22 @@ export class LeaseService extends Construct {
       description: 'leasehold watch: leader events pushed over a WebSocket',
       routeSelectionExpression: '$request.body.action',
     });
-    // No access log: a WebSocket stage (unlike an HTTP one) can only log through the account-wide
-    // API Gateway CloudWatch role, which this construct must not assume exists or set.
+    // Access logs only on request: a WebSocket stage (unlike an HTTP one) can only log through the
+    // account-wide API Gateway CloudWatch role, which this construct must not assume exists or set.
+    const accessLogs = options.accessLogs ? new LogGroup(this, 'WatchAccessLogs', { retention: options.sizing.logRetention }) : undefined;
     const stage = new WebSocketStage(this, 'WatchStage', {
       webSocketApi: api,
       stageName: WATCH_STAGE_NAME,
       autoDeploy: true,
       throttle: options.throttle,
+      ...(accessLogs ? { accessLogSettings: { destination: new LogGroupLogDestination(accessLogs), format: WATCH_ACCESS_LOG_FORMAT } } : {}),
     });
+    if (!accessLogs) {
+      const reason =
+        'Access logs of a WebSocket stage need the account-wide API Gateway CloudWatch role, which this construct ' +
+        'must not assume or set; they are opt-in (watch: { accessLogs: true }) for accounts that have it.';
+      Validations.of(stage).acknowledge({ id: 'AwsSolutions-APIG1', reason }, { id: 'Serverless-APIGWAccessLogging', reason });
+    }
 
     const environment = {
       ...options.environment,
@@ -529,6 +571,8 @@ export class LeaseService extends Construct {
       resourceName: `${WATCH_STAGE_NAME}/POST/@connections/*`,
     });
     const functions = {} as Record<WatchFunctionId, NodejsFunction>;
+    // The connection ids are only known at run time; each function may post only to this stage.
+    const postToConnectionsReason = 'A connection id is chosen by API Gateway at run time: the statement is limited to POST on this stage\'s connections.';
     for (const id of WATCH_FUNCTION_IDS) {
       const access = WATCH_ACCESS[id];
       const sizing = access.readLeaseStream ? { ...options.sizing, timeout: WATCH_STREAM_TIMEOUT } : options.sizing;
@@ -541,6 +585,7 @@ export class LeaseService extends Construct {
       }
       if (access.postToConnections) {
         fn.addToRolePolicy(new PolicyStatement({ actions: ['execute-api:ManageConnections'], resources: [postToConnectionsArn] }));
+        acknowledgeWildcardResource(fn.role as IRole, postToConnectionsArn, postToConnectionsReason);
       }
       const actions = [...access.subscriptionTable, ...access.connectionIndex];
       if (actions.length > 0) {
@@ -553,6 +598,11 @@ export class LeaseService extends Construct {
         );
       }
       if (access.readLeaseStream) {
+        acknowledgeWildcardResource(
+          fn.role as IRole,
+          '*',
+          'dynamodb:ListStreams has no resource-level permissions in IAM (the event source mapping adds it on "*"); every other stream action is on the lease table\'s stream ARN.',
+        );
         // Grants the stream read itself (table.grantStreamRead): DescribeStream, GetRecords and
         // GetShardIterator on the stream ARN, and ListStreams, which IAM only grants on "*" (it
         // has no resource-level permissions; on the stream ARN it would grant nothing).
@@ -575,14 +625,38 @@ export class LeaseService extends Construct {
       // connection ride on that authorization.
       authorizer: new WebSocketIamAuthorizer(),
     });
-    api.addRoute('$disconnect', {
-      integration: new WebSocketLambdaIntegration('WatchDisconnectIntegration', functions['watch-disconnect']),
-    });
-    api.addRoute('subscribe', {
-      integration: new WebSocketLambdaIntegration('WatchSubscribeIntegration', functions['watch-subscribe']),
-    });
+    const unauthorizedRoutes = [
+      api.addRoute('$disconnect', {
+        integration: new WebSocketLambdaIntegration('WatchDisconnectIntegration', functions['watch-disconnect']),
+      }),
+      api.addRoute('subscribe', {
+        integration: new WebSocketLambdaIntegration('WatchSubscribeIntegration', functions['watch-subscribe']),
+      }),
+    ];
+    for (const route of unauthorizedRoutes) {
+      Validations.of(route).acknowledge({
+        id: 'AwsSolutions-APIG4',
+        reason:
+          'API Gateway authorizes a WebSocket connection on $connect only (IAM here); later messages ride on that ' +
+          'connection, and subscribe checks each request against the caller\'s watch grant.',
+      });
+    }
+    const streamMapping = functions['watch-stream'].node.children.find((child) => child.node.id.startsWith('DynamoDBEventSource'));
+    if (streamMapping) {
+      Validations.of(streamMapping).acknowledge({
+        id: 'Serverless-LambdaEventSourceMappingDestination',
+        reason:
+          'A lease event is a latency hint: a record skipped after two retries or a minute is of no use later, and a ' +
+          'follower that missed it retries at retryAfterMs anyway. WatchIteratorAgeAlarm reports a stuck consumer.',
+      });
+    }
 
-    return { api, stage, subscriptionTable, functions, url: stage.url };
+    const grants = new WatchGrantMap(this, 'WatchGrants', {
+      table: subscriptionTable,
+      encryptionKey: options.encryptionKey,
+      logRetention: options.sizing.logRetention,
+    });
+    return { api, stage, subscriptionTable, functions, url: stage.url, grants, accessLogs };
   }
 
   private createFunction(
@@ -591,37 +665,7 @@ export class LeaseService extends Construct {
     sizing: { memorySize: number; timeout: Duration; logRetention: RetentionDays },
     environment: Record<string, string>,
   ): NodejsFunction {
-    return new NodejsFunction(this, `${pascal(id)}Function`, {
-      entry: fileURLToPath(new URL(`../functions/handlers/${id}.ts`, import.meta.url)),
-      handler: 'handler',
-      description,
-      // Node.js 20 left standard support in 2026. The code keeps to node20 syntax so it runs on
-      // both; 22 is the oldest runtime with support left for years.
-      runtime: Runtime.NODEJS_22_X,
-      architecture: Architecture.ARM_64,
-      memorySize: sizing.memorySize,
-      timeout: sizing.timeout,
-      logGroup: new LogGroup(this, `${pascal(id)}Logs`, { retention: sizing.logRetention }),
-      environment: {
-        ...environment,
-        // Stack traces in the logs point at the TypeScript sources (the map is read lazily, on
-        // the first stack trace that needs it).
-        NODE_OPTIONS: '--enable-source-maps',
-      },
-      bundling: {
-        format: OutputFormat.ESM,
-        target: 'node22',
-        mainFields: ['module', 'main'],
-        banner: ESM_REQUIRE_BANNER,
-        minify: true,
-        sourceMap: true,
-        sourcesContent: false,
-        // Bundle AWS SDK v3 (tree-shaken) rather than use the runtime's copy: the version we
-        // test is the version that runs, and only the commands we import are loaded.
-        externalModules: [],
-        forceDockerBundling: false,
-      },
-    });
+    return createServiceFunction(this, { handlerId: id, idPrefix: pascal(id), description, ...sizing, environment });
   }
 
   /** The base URL of the API, e.g. `https://abc123.execute-api.us-east-1.amazonaws.com/`. */
@@ -631,7 +675,7 @@ export class LeaseService extends Construct {
 
   /**
    * Lets `grantee` use the lease routes (acquire, renew, release, handoff, describe):
-   * `execute-api:Invoke` on those routes.
+   * `execute-api:Invoke` on those routes; and, with the watch on, watch the same leases.
    *
    * With `namePrefix`, only for lease names that start with it (`team-a.` allows `team-a.indexer`),
    * through the route ARNs: the `{name}` segment of each route becomes `team-a.*` (for example
@@ -639,9 +683,10 @@ export class LeaseService extends Construct {
    * the wildcard cannot reach another team's names. Choose a prefix that ends with a separator:
    * `team-a` would also match `team-ab`.
    *
-   * A prefix-scoped grant does NOT include list (`GET /v1/leases`) nor the watch (`$connect`):
-   * both show every lease's name and holder, whatever its prefix. Without a prefix, both are
-   * included (the watch only when it is on).
+   * A prefix-scoped grant does NOT include list (`GET /v1/leases`), which shows every lease's name
+   * and holder whatever its prefix. It does include the watch, scoped to the same prefix: followers
+   * hear of a release under `team-a.` at once, and a subscription to any other name is refused
+   * with FORBIDDEN (see {@link grantWatch}). Without a prefix, list and the whole watch are included.
    */
   grantLeases(grantee: IGrantable, namePrefix?: string): Grant {
     if (namePrefix !== undefined) {
@@ -653,32 +698,40 @@ export class LeaseService extends Construct {
     const arns = ROUTES.filter((route) => namePrefix === undefined || route.path.includes(NAME_SEGMENT)).map((route) =>
       this.routeArn(route.method, route.path.replace(NAME_SEGMENT, names)),
     );
-    // Followers use the watch to hear of a release at once. Like list, it cannot be scoped by
-    // name (IAM sees only `$connect`, not what a connection subscribes to), so a prefix-scoped
-    // grant leaves it out: call grantWatch as well to let such a role see every lease's events.
-    if (namePrefix === undefined && this.watch) arns.push(this.watchConnectArn());
+    if (this.watch) arns.push(this.watchConnectArn(grantee, namePrefix, 'grantLeases'));
     return this.grantInvoke(grantee, arns);
   }
 
   /**
-   * Lets `grantee` describe and list every lease (the `GET` routes only), and open the watch:
-   * for dashboards, operators and observers.
+   * Lets `grantee` read leases and watch them: for dashboards, operators and observers. Without a
+   * prefix: describe and list every lease, and watch every lease. With `namePrefix`: describe and
+   * watch the leases under it only, and no list (it shows every name).
    */
-  grantRead(grantee: IGrantable): Grant {
-    const arns = ROUTES.filter((route) => route.method === 'GET').map((route) =>
-      this.routeArn(route.method, route.path.replace(NAME_SEGMENT, '*')),
+  grantRead(grantee: IGrantable, namePrefix?: string): Grant {
+    if (namePrefix !== undefined) validateName(namePrefix, 'namePrefix');
+    const names = namePrefix === undefined ? '*' : `${namePrefix}*`;
+    const arns = ROUTES.filter((route) => route.method === 'GET' && (namePrefix === undefined || route.path.includes(NAME_SEGMENT))).map(
+      (route) => this.routeArn(route.method, route.path.replace(NAME_SEGMENT, names)),
     );
-    if (this.watch) arns.push(this.watchConnectArn());
+    if (this.watch) arns.push(this.watchConnectArn(grantee, namePrefix, 'grantRead'));
     return this.grantInvoke(grantee, arns);
   }
 
   /**
-   * Lets `grantee` open the watch (`execute-api:Invoke` on the WebSocket API's `$connect` route).
-   * An open connection may subscribe to any lease name or prefix and sees those leases' events
-   * (names, holders, tokens), as list does. Throws when the watch is off.
+   * Lets `grantee` open the watch (`execute-api:Invoke` on the WebSocket API's `$connect` route)
+   * and subscribe to the leases under `namePrefix`, or to every lease without one.
+   *
+   * IAM sees only `$connect`, not what a connection subscribes to, so the construct also publishes
+   * the grantee's prefixes (merged over all its grants) for the watch's functions: `$connect`
+   * refuses a caller with no grant, and a subscription to a name or prefix outside the caller's
+   * prefixes is refused with FORBIDDEN. Callers are matched by principal: a role's sessions
+   * (`arn:aws:sts::…:assumed-role/NAME/…`, whatever the role's path) or an IAM user. So the
+   * grantee must be an IAM role or user (a Lambda function or ECS task grants its role). Throws
+   * for any other principal, and when the watch is off.
    */
-  grantWatch(grantee: IGrantable): Grant {
-    return this.grantInvoke(grantee, [this.watchConnectArn()]);
+  grantWatch(grantee: IGrantable, namePrefix?: string): Grant {
+    if (namePrefix !== undefined) validateName(namePrefix, 'namePrefix');
+    return this.grantInvoke(grantee, [this.watchConnectArn(grantee, namePrefix, 'grantWatch')]);
   }
 
   /** The watch URL, `wss://{apiId}.execute-api.{region}.amazonaws.com/v1`; undefined without the watch. */
@@ -686,16 +739,40 @@ export class LeaseService extends Construct {
     return this.watch?.url;
   }
 
-  /** `arn:aws:execute-api:{region}:{account}:{watchApiId}/v1/$connect` */
-  private watchConnectArn(): string {
+  /**
+   * `arn:aws:execute-api:{region}:{account}:{watchApiId}/v1/$connect`, after publishing the
+   * grantee's watch prefix. `grantWatch` insists on a principal the watch can recognise; the
+   * broader grants only warn, since their routes work for any principal.
+   */
+  private watchConnectArn(grantee: IGrantable, namePrefix: string | undefined, method: string): string {
     if (!this.watch) {
       throw new Error(`LeaseService ${this.node.path} has no watch (the \`watch\` prop is false): nothing to grant.`);
+    }
+    if (!this.watch.grants.add(grantee.grantPrincipal, namePrefix ?? EVERY_LEASE)) {
+      const problem =
+        `${method}: the watch can only identify IAM roles and users (by their ARN), and ${grantee.grantPrincipal} is neither; ` +
+        'its watch connections would be refused.';
+      if (method === 'grantWatch') throw new Error(`${problem} Grant a role instead.`);
+      Annotations.of(this).addWarningV2('leasehold:watchGrantPrincipal', problem);
     }
     return this.watch.api.arnForExecuteApiV2('$connect', WATCH_STAGE_NAME);
   }
 
   private grantInvoke(grantee: IGrantable, resourceArns: string[]): Grant {
-    return Grant.addToPrincipal({ grantee, actions: ['execute-api:Invoke'], resourceArns });
+    const grant = Grant.addToPrincipal({ grantee, actions: ['execute-api:Invoke'], resourceArns });
+    // The grantee's policy holds route ARNs with `*` in the lease name segment: that is how IAM
+    // scopes a grant to the names under a prefix (or to all of them).
+    const principal = grantee.grantPrincipal;
+    if (Construct.isConstruct(principal)) {
+      for (const arn of resourceArns.filter((a) => a.includes('*'))) {
+        acknowledgeWildcardResource(
+          principal,
+          arn,
+          'leasehold route ARN: the `*` stands for the lease names under the granted prefix (or every name); a name never contains "/", "*" or "?".',
+        );
+      }
+    }
+    return grant;
   }
 
   /** `arn:aws:execute-api:{region}:{account}:{apiId}/$default/{METHOD}{path}` */
@@ -838,4 +915,8 @@ export interface LeaseWatch {
   readonly functions: Readonly<Record<WatchFunctionId, NodejsFunction>>;
   /** `wss://{apiId}.execute-api.{region}.amazonaws.com/v1` */
   readonly url: string;
+  /** Who may watch which leases, published for `$connect` (see watch-grant-map.ts). */
+  readonly grants: WatchGrantMap;
+  /** The stage's access logs; only with `watch: { accessLogs: true }`. */
+  readonly accessLogs: LogGroup | undefined;
 }

@@ -7,16 +7,16 @@ import { LeaseService, type LeaseServiceProps } from './lease-service.js';
 /** An existing IAM role (a Lambda function's or an ECS task's) that the stack lets call leasehold. */
 export interface RoleGrant {
   roleArn: string;
-  /** Only lease names starting with this; omit for all names (and list). */
+  /** Only lease names starting with this (and the watch of those only); omit for all names (and list). */
   namePrefix?: string;
   /**
-   * 'leases' (default): acquire, renew, release, handoff, describe (and list and the watch when
-   * there is no prefix). 'read': describe, list and the watch.
+   * 'leases' (default): acquire, renew, release, handoff, describe and the watch (and list when
+   * there is no prefix). 'read': describe and the watch (and list when there is no prefix).
    */
   access?: 'leases' | 'read';
   /**
-   * Also allow the watch (`grantWatch`). Only needed with a `namePrefix`: the other grants include
-   * it already. A watcher may subscribe to any name, so this shows the role every lease's events.
+   * Also watch every lease (`grantWatch` without a prefix), beyond `namePrefix`: the role then
+   * sees every lease's events (names, holders, tokens). Only meaningful with a `namePrefix`.
    */
   watch?: boolean;
 }
@@ -42,10 +42,7 @@ export class LeaseholdStack extends Stack {
     (props.grants ?? []).forEach((grant, i) => {
       const role = Role.fromRoleArn(this, `GrantedRole${i}`, grant.roleArn);
       if (grant.access === 'read') {
-        if (grant.namePrefix !== undefined) {
-          throw new Error(`grants[${i}]: a 'read' grant covers list, which shows every name; it cannot take a namePrefix.`);
-        }
-        this.service.grantRead(role);
+        this.service.grantRead(role, grant.namePrefix);
       } else {
         this.service.grantLeases(role, grant.namePrefix);
       }

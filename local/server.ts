@@ -16,7 +16,7 @@ import type { HandlerDeps, RouteHandler } from '../functions/http/route.js';
 import { matchRoute, type RouteId } from '../functions/http/routes.js';
 import { createDeps } from '../functions/runtime.js';
 import { createPageServer, type PageServer } from './page/serve.js';
-import { createSigV4Verifier, type SigV4VerifierOptions } from './sigv4-verifier.js';
+import { createSigV4Verifier, sigv4WatchGrants, type SigV4VerifierOptions } from './sigv4-verifier.js';
 import { TokenBucket, type ThrottleOptions } from './throttle.js';
 import { startStreamPoller, type StreamPoller } from './stream-poller.js';
 import { createWebSocketGateway, type WebSocketGateway } from './websocket-gateway.js';
@@ -118,6 +118,8 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
       credentials,
       clock,
       renewedEvents: options.watch.renewedEvents ?? true,
+      // With SigV4, each access key watches only its `prefixes` (as grantWatch does in AWS).
+      ...(options.sigv4 ? { grants: sigv4WatchGrants(options.sigv4) } : {}),
     });
     gateway = createWebSocketGateway({
       clock,

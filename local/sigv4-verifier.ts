@@ -3,6 +3,7 @@ import { Sha256 } from '@aws-crypto/sha256-js';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { ForbiddenError, UnauthorizedError } from '../client/src/protocol/index.js';
+import { EVERY_LEASE, staticWatchGrants, type WatchGrants } from '../functions/watch/watch-grants.js';
 
 /**
  * Verifies AWS SigV4 signatures on requests to the local server, as API Gateway's IAM auth does:
@@ -17,8 +18,12 @@ import { ForbiddenError, UnauthorizedError } from '../client/src/protocol/index.
  * or a signature that does not match.
  */
 export interface SigV4VerifierOptions {
-  /** Accepted credentials. */
-  credentials: Array<{ accessKeyId: string; secretAccessKey: string }>;
+  /**
+   * Accepted credentials. `prefixes` limits what that key may watch (the watch's subscriptions,
+   * as `grantWatch(role, prefix)` does in AWS); without it, the key watches every lease. The HTTP
+   * routes are not limited by it (in AWS, IAM scopes them).
+   */
+  credentials: Array<{ accessKeyId: string; secretAccessKey: string; prefixes?: string[] }>;
   region: string;
   /** Default 'execute-api'. */
   service?: string;
@@ -38,8 +43,31 @@ export interface IncomingSignedRequest {
   body: string;
 }
 
-/** Resolves when the request is correctly signed; throws UnauthorizedError (401) or ForbiddenError (403). */
-export type SigV4Verifier = (request: IncomingSignedRequest) => Promise<void>;
+/** Who signed a request, as API Gateway's IAM auth tells a function (`requestContext.identity`). */
+export interface VerifiedCaller {
+  accessKeyId: string;
+  /** The local stand-in for the caller's ARN: {@link localCallerArn}. */
+  userArn: string;
+}
+
+/** Resolves with the caller when the request is correctly signed; throws UnauthorizedError (401) or ForbiddenError (403). */
+export type SigV4Verifier = (request: IncomingSignedRequest) => Promise<VerifiedCaller>;
+
+/**
+ * The ARN the local server gives the holder of an access key: an IAM user named after the key in
+ * a placeholder account. (The watch compares user names case-insensitively, as IAM does: two
+ * keys that differ only in case would share their watch grants.)
+ */
+export function localCallerArn(accessKeyId: string): string {
+  return `arn:aws:iam::000000000000:user/${accessKeyId}`;
+}
+
+/** The watch grants of the local server's credentials: `prefixes`, or every lease without them. */
+export function sigv4WatchGrants(options: Pick<SigV4VerifierOptions, 'credentials'>): WatchGrants {
+  return staticWatchGrants(
+    options.credentials.map((c) => ({ principalArn: localCallerArn(c.accessKeyId), prefixes: c.prefixes ?? [EVERY_LEASE] })),
+  );
+}
 
 const AUTHORIZATION =
   /^AWS4-HMAC-SHA256 Credential=([^/\s]+)\/(\d{8})\/([a-z0-9-]+)\/([a-z0-9-]+)\/aws4_request,\s*SignedHeaders=([a-z0-9;-]+),\s*Signature=([0-9a-f]{64})$/;
@@ -52,7 +80,7 @@ export function createSigV4Verifier(options: SigV4VerifierOptions): SigV4Verifie
   const nowMs = options.nowMs ?? (() => Date.now());
   const secrets = new Map(options.credentials.map((c) => [c.accessKeyId, c.secretAccessKey]));
 
-  return async function verifySigV4(request: IncomingSignedRequest): Promise<void> {
+  return async function verifySigV4(request: IncomingSignedRequest): Promise<VerifiedCaller> {
     // 1. Parse what the client claims.
     const authorization = request.headers.authorization;
     if (authorization === undefined) {
@@ -128,6 +156,7 @@ export function createSigV4Verifier(options: SigV4VerifierOptions): SigV4Verifie
     if (expectedAuthorization?.[5] !== signedHeaderList || !constantTimeEqual(expectedSignature, signature as string)) {
       throw new ForbiddenError('The request signature does not match: check the secret key, the signed headers and the body.');
     }
+    return { accessKeyId: accessKeyId as string, userArn: localCallerArn(accessKeyId as string) };
   };
 }
 

@@ -17,8 +17,11 @@ type SocketRoute = (event: APIGatewayProxyWebsocketEventV2) => Promise<APIGatewa
 export interface WebSocketGatewayOptions {
   routes: { $connect: SocketRoute; $disconnect: SocketRoute; [action: string]: SocketRoute };
   clock: Clock;
-  /** Authorize the upgrade request (SigV4 in AWS); throw to refuse. */
-  authorize?: (req: IncomingMessage) => Promise<void>;
+  /**
+   * Authorize the upgrade request (SigV4 in AWS); throw to refuse. The caller it returns reaches
+   * `$connect` as `requestContext.identity.userArn`, as IAM auth's does in AWS.
+   */
+  authorize?: (req: IncomingMessage) => Promise<{ userArn: string } | void>;
 }
 
 export interface WebSocketGateway {
@@ -35,7 +38,13 @@ export function createWebSocketGateway(options: WebSocketGatewayOptions): WebSoc
   const wss = new WebSocketServer({ noServer: true, maxPayload: 32 * 1024 });
   const connections = new Map<string, WebSocket>();
 
-  const event = (connectionId: string, routeKey: string, eventType: 'CONNECT' | 'MESSAGE' | 'DISCONNECT', body?: string) => {
+  const event = (
+    connectionId: string,
+    routeKey: string,
+    eventType: 'CONNECT' | 'MESSAGE' | 'DISCONNECT',
+    body?: string,
+    caller?: { userArn: string } | void,
+  ) => {
     const now = options.clock.nowMs();
     return {
       requestContext: {
@@ -52,6 +61,7 @@ export function createWebSocketGateway(options: WebSocketGatewayOptions): WebSoc
         requestId: randomUUID(),
         domainName: 'localhost',
         apiId: 'local',
+        ...(caller ? { identity: { userArn: caller.userArn } } : {}),
       },
       ...(body !== undefined ? { body } : {}),
       isBase64Encoded: false,
@@ -65,14 +75,15 @@ export function createWebSocketGateway(options: WebSocketGatewayOptions): WebSoc
       const path = (req.url ?? '').split('?')[0];
       if (path !== WATCH_PATH) return false;
       void (async () => {
+        let caller: { userArn: string } | void;
         try {
-          await options.authorize?.(req);
+          caller = await options.authorize?.(req);
         } catch {
           socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
           return;
         }
         const connectionId = randomBytes(12).toString('base64');
-        const connected = await options.routes.$connect(event(connectionId, '$connect', 'CONNECT')).catch(() => ({ statusCode: 500 }));
+        const connected = await options.routes.$connect(event(connectionId, '$connect', 'CONNECT', undefined, caller)).catch(() => ({ statusCode: 500 }));
         if (statusOf(connected) !== 200) {
           socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
           return;

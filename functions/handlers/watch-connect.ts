@@ -1,5 +1,8 @@
 /**
- * WebSocket API `$connect`. API Gateway has already checked the caller's IAM signature; there is
- * nothing to store until the client subscribes, so this needs no client, no table and no config.
+ * WebSocket API `$connect`. API Gateway has already checked the caller's IAM signature; this
+ * looks the caller up in the watch grants and records what the connection may watch.
  */
-export const handler = async (): Promise<{ statusCode: number }> => ({ statusCode: 200 });
+import { watchEntry } from '../watch/lambda-entry.js';
+import { createConnectHandler } from '../watch/socket-handlers.js';
+
+export const handler = watchEntry(createConnectHandler);

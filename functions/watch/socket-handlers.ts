@@ -1,17 +1,39 @@
 import { PostToConnectionCommand } from '@aws-sdk/client-apigatewaymanagementapi';
 import type { APIGatewayProxyResultV2, APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
-import { isLeaseholdError, validateSubscribeMessage, type WatchMessage } from '../../client/src/protocol/index.js';
+import { ForbiddenError, isLeaseholdError, validateSubscribeMessage, type WatchMessage } from '../../client/src/protocol/index.js';
 import type { WatchDeps } from './watch-deps.js';
+import { assertWatchable } from './watch-grants.js';
 
 /**
- * The WebSocket API's routes. `$connect` is authorized by API Gateway (IAM) before it gets here;
- * `subscribe` records what the connection watches and acknowledges on the socket; `$disconnect`
+ * The WebSocket API's routes. `$connect` is authenticated by API Gateway (IAM) before it gets
+ * here, and looks the caller up in the watch grants (watch-grants.ts): no grant, no connection;
+ * otherwise it records the lease prefixes the connection may watch. `subscribe` checks what the
+ * connection asks for against them, records it and acknowledges on the socket; `$disconnect`
  * forgets the connection.
  */
 type SocketHandler = (event: APIGatewayProxyWebsocketEventV2) => Promise<APIGatewayProxyResultV2>;
 
-export function createConnectHandler(_deps: WatchDeps): SocketHandler {
-  return async function connect() {
+/**
+ * The caller API Gateway authenticated, on `$connect` with IAM auth (the aws-lambda types leave
+ * `identity` out of WebSocket events). The local gateway fills it in from the SigV4 access key.
+ */
+interface CallerIdentity {
+  userArn?: string | null;
+}
+
+export function createConnectHandler(deps: WatchDeps): SocketHandler {
+  return async function connect(event) {
+    if (deps.grants === undefined) return { statusCode: 200 };
+    const identity = (event.requestContext as { identity?: CallerIdentity }).identity;
+    const callerArn = identity?.userArn ?? undefined;
+    const prefixes = await deps.grants.prefixesOf(callerArn);
+    if (prefixes === undefined) {
+      // The caller holds execute-api:Invoke on $connect (API Gateway checked it) but no grant
+      // of the construct's: a policy written by hand, or a grant removed since.
+      deps.logger.warn('watch connection refused: the caller has no watch grant', { caller: callerArn ?? 'unknown' });
+      return { statusCode: 403 };
+    }
+    await deps.subscriptions.recordScope(event.requestContext.connectionId, prefixes);
     return { statusCode: 200 };
   };
 }
@@ -29,6 +51,11 @@ export function createSubscribeHandler(deps: WatchDeps): SocketHandler {
     let reply: WatchMessage;
     try {
       const message = validateSubscribeMessage(parseJson(event.body));
+      if (deps.grants !== undefined) {
+        const scope = await deps.subscriptions.scopeOf(connectionId);
+        if (scope === undefined) throw new ForbiddenError('This connection has no watch grant recorded: reconnect.');
+        assertWatchable(scope, message.names ?? [], message.prefixes ?? []);
+      }
       // Without renewed events the subscription still holds for the rest, and says so: refusing it
       // would fail a socket that other consumers (followers waiting for a release) share.
       const unavailable = message.renewed === true && !deps.renewedEvents;

@@ -1,12 +1,14 @@
-import { BatchWriteCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Clock } from '../clock.js';
 
 /**
  * Who listens to which lease, in a small DynamoDB table with a TTL.
  *
  * Items: `pk` = `name#<lease>` (a connection watching one lease) or `prefixes` (all prefix
- * watches, matched in memory: a lease name has up to 200 prefixes, too many to query one by one),
- * `sk` = `<connectionId>` or `<prefix>#<connectionId>`. A GSI on `connectionId` finds a closing
+ * watches, matched in memory: a lease name has up to 200 prefixes, too many to query one by one)
+ * or `connection#<id>` (what the connection may watch, recorded at `$connect`; see watch-grants.ts),
+ * `sk` = `<connectionId>`, `<prefix>#<connectionId>` or `scope`. The partition `grants` holds the
+ * watch grants the construct publishes (watch-grants.ts); they have no `connectionId` and no TTL. A GSI on `connectionId` finds a closing
  * connection's items. Items expire after `ttlMs` (default 3 h: API Gateway closes a WebSocket after
  * 2 h anyway), so a connection that vanished without `$disconnect` costs nothing for long.
  */
@@ -18,6 +20,7 @@ export const SUBSCRIPTION_TABLE_SCHEMA = {
 } as const;
 
 const PREFIXES_PARTITION = 'prefixes';
+const SCOPE_SORT_KEY = 'scope';
 const DEFAULT_TTL_MS = 3 * 60 * 60 * 1000;
 
 export interface Subscriber {
@@ -30,6 +33,10 @@ export interface SubscriptionStoreOptions {
   tableName: string;
   clock: Clock;
   ttlMs?: number;
+}
+
+function scopeKey(connectionId: string): string {
+  return `connection#${connectionId}`;
 }
 
 interface SubscriptionItem {
@@ -45,12 +52,30 @@ export class SubscriptionStore {
   constructor(private readonly options: SubscriptionStoreOptions) {}
 
   async subscribe(connectionId: string, names: string[], prefixes: string[], renewed: boolean): Promise<void> {
-    const expireAt = Math.ceil((this.options.clock.nowMs() + (this.options.ttlMs ?? DEFAULT_TTL_MS)) / 1000);
+    const expireAt = this.expireAt();
     const items: SubscriptionItem[] = [
       ...names.map((name) => ({ pk: `name#${name}`, sk: connectionId, connectionId, renewed, expireAt })),
       ...prefixes.map((prefix) => ({ pk: PREFIXES_PARTITION, sk: `${prefix}#${connectionId}`, connectionId, prefix, renewed, expireAt })),
     ];
     await Promise.all(items.map((Item) => this.options.client.send(new PutCommand({ TableName: this.options.tableName, Item }))));
+  }
+
+  /** Records the lease prefixes a connection may watch (`''`: every lease), at `$connect`. */
+  async recordScope(connectionId: string, prefixes: readonly string[]): Promise<void> {
+    const Item = { pk: scopeKey(connectionId), sk: SCOPE_SORT_KEY, connectionId, prefixes: [...prefixes], expireAt: this.expireAt() };
+    await this.options.client.send(new PutCommand({ TableName: this.options.tableName, Item }));
+  }
+
+  /** The prefixes recorded for a connection at `$connect`, or undefined when none were (or they expired). */
+  async scopeOf(connectionId: string): Promise<readonly string[] | undefined> {
+    const out = await this.options.client.send(
+      new GetCommand({ TableName: this.options.tableName, Key: { pk: scopeKey(connectionId), sk: SCOPE_SORT_KEY }, ConsistentRead: true }),
+    );
+    const item = out.Item as { prefixes?: unknown; expireAt?: unknown } | undefined;
+    if (item === undefined || !Array.isArray(item.prefixes) || typeof item.expireAt !== 'number') return undefined;
+    // DynamoDB deletes expired items lazily (within days): an expired one must not count.
+    if (item.expireAt < this.options.clock.nowMs() / 1000) return undefined;
+    return item.prefixes.filter((p): p is string => typeof p === 'string');
   }
 
   /** Connections that watch `name` directly or through a prefix (each connection once). */
@@ -73,6 +98,10 @@ export class SubscriptionStore {
       const batch = items.slice(i, i + 25).map((item) => ({ DeleteRequest: { Key: { pk: item.pk, sk: item.sk } } }));
       await this.options.client.send(new BatchWriteCommand({ RequestItems: { [this.options.tableName]: batch } }));
     }
+  }
+
+  private expireAt(): number {
+    return Math.ceil((this.options.clock.nowMs() + (this.options.ttlMs ?? DEFAULT_TTL_MS)) / 1000);
   }
 
   private async query(key: string, indexName?: string): Promise<SubscriptionItem[]> {

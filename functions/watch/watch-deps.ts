@@ -5,6 +5,7 @@ import { ConfigError } from '../config.js';
 import { createDocumentClient } from '../dynamodb-client.js';
 import { SERVICE_NAME } from '../runtime.js';
 import { SubscriptionStore } from './subscriptions.js';
+import { TableWatchGrants, type WatchGrants } from './watch-grants.js';
 
 /** What the watch handlers need: subscriptions, a way to post to connections, a logger. */
 export interface WatchDeps {
@@ -13,6 +14,12 @@ export interface WatchDeps {
   logger: Logger;
   /** `renewed` events are pushed (false: renewals are filtered out of the stream; see stream-filter.ts). */
   renewedEvents: boolean;
+  /**
+   * Who may watch what (watch-grants.ts): `$connect` refuses a caller without a grant and
+   * `subscribe` refuses names outside its prefixes. Undefined: every connection watches
+   * everything (the local server without SigV4, where nobody is identified).
+   */
+  grants: WatchGrants | undefined;
 }
 
 export interface WatchDepsOptions {
@@ -25,6 +32,11 @@ export interface WatchDepsOptions {
   clock?: Clock;
   /** Default true. */
   renewedEvents?: boolean;
+  /**
+   * 'table': the grants the construct published into the subscriptions table (in Lambda);
+   * a WatchGrants: those (the local server's SigV4 credentials). Default: no grant check.
+   */
+  grants?: 'table' | WatchGrants;
 }
 
 export function createWatchDeps(options: WatchDepsOptions): WatchDeps {
@@ -34,8 +46,10 @@ export function createWatchDeps(options: WatchDepsOptions): WatchDeps {
     ...(options.dynamodbEndpoint ? { endpoint: options.dynamodbEndpoint } : {}),
     ...credentials,
   });
+  const clock = options.clock ?? systemClock;
+  const tableName = options.subscriptionTableName;
   return {
-    subscriptions: new SubscriptionStore({ client, tableName: options.subscriptionTableName, clock: options.clock ?? systemClock }),
+    subscriptions: new SubscriptionStore({ client, tableName, clock }),
     // A hung post must not hold a whole stream batch: posts are hints, give up after 3 s.
     management: new ApiGatewayManagementApiClient({
       region: options.region,
@@ -45,6 +59,7 @@ export function createWatchDeps(options: WatchDepsOptions): WatchDeps {
     }),
     logger: new Logger({ serviceName: `${SERVICE_NAME}-watch` }),
     renewedEvents: options.renewedEvents ?? true,
+    grants: options.grants === 'table' ? new TableWatchGrants({ client, tableName, clock }) : options.grants,
   };
 }
 
@@ -65,6 +80,8 @@ export function watchDepsFromEnvironment(env: Record<string, string | undefined>
     region: region as string,
     dynamodbEndpoint: env.DYNAMODB_ENDPOINT,
     renewedEvents: env.WATCH_RENEWED_EVENTS !== 'false',
+    // Behind API Gateway every caller is identified, and only granted principals may watch.
+    grants: 'table',
   });
   return lambdaDeps;
 }

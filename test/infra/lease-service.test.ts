@@ -54,6 +54,11 @@ function serviceWithRole(configure: (service: LeaseService, role: Role) => void,
   return Template.fromStack(stack).toJSON() as CfnTemplate;
 }
 
+/** A role's statements without the one that lets a function write its own log group. */
+function withoutLogging<S extends Parameters<typeof actionsOf>[0]>(statements: S[]): S[] {
+  return statements.filter((s) => !actionsOf(s).every((a) => a.startsWith('logs:')));
+}
+
 function roleId(template: CfnTemplate, prefix: string): string {
   const id = resourcesOfType(template, 'AWS::IAM::Role').find(([logicalId]) => logicalId.startsWith(prefix))?.[0];
   if (id === undefined) throw new Error(`no role ${prefix}`);
@@ -141,7 +146,7 @@ describe('LeaseService table', () => {
       Fallback: [],
       // The subscriptions table uses the same key; the stream consumer also reads the lease
       // table's stream (its event source grants kms:Decrypt and kms:DescribeKey for that).
-      WatchConnect: [],
+      WatchConnect: readWrite,
       WatchDisconnect: readWrite,
       WatchSubscribe: readWrite,
       WatchStream: ['kms:Decrypt', 'kms:DescribeKey', ...readWrite].sort(),
@@ -157,7 +162,7 @@ describe('LeaseService functions', () => {
   const json = template.toJSON() as CfnTemplate;
   const tableId = leaseTableId(json);
 
-  it('runs one function per route plus the $default fallback and four watch functions, on Node.js 22 arm64', () => {
+  it('runs one function per route plus the $default fallback and four watch functions, on the newest Node.js runtime (24), arm64', () => {
     const functions = resourcesOfType(json, 'AWS::Lambda::Function');
     expect(functions.map(([, p]) => p.Description).sort()).toEqual(
       [
@@ -170,7 +175,7 @@ describe('LeaseService functions', () => {
       ].sort(),
     );
     for (const [, props] of functions) {
-      expect(props).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Handler: 'index.handler' });
+      expect(props).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'], Handler: 'index.handler' });
     }
   });
 
@@ -204,7 +209,7 @@ describe('LeaseService functions', () => {
     const roles = functionRoles(json);
     for (const route of ROUTES) {
       const fn = [...roles.keys()].find((id) => id.toLowerCase().startsWith(`leases${route.id}function`));
-      const statements = statementsOfRole(json, { logicalId: roles.get(fn as string) as string });
+      const statements = withoutLogging(statementsOfRole(json, { logicalId: roles.get(fn as string) as string }));
       expect(statements.map((s) => ({ actions: actionsOf(s).sort(), resources: resourcesOf(s), effect: s.Effect }))).toEqual([
         { actions: [...TABLE_ACTIONS_BY_ROUTE[route.id]], resources: [`{${tableId}.Arn}`], effect: 'Allow' },
       ]);
@@ -222,10 +227,24 @@ describe('LeaseService functions', () => {
     });
   });
 
-  it('gives the fallback function no policy at all beyond basic logging', () => {
+  it('gives the fallback function no policy at all beyond writing its own logs', () => {
     const roles = functionRoles(json);
     const fallback = [...roles.keys()].find((id) => id.startsWith('LeasesFallbackFunction')) as string;
-    expect(statementsOfRole(json, { logicalId: roles.get(fallback) as string })).toEqual([]);
+    expect(withoutLogging(statementsOfRole(json, { logicalId: roles.get(fallback) as string }))).toEqual([]);
+  });
+
+  it('gives each function a role of its own that may write only its own log group, with no managed policy', () => {
+    const roles = functionRoles(json);
+    expect(new Set(roles.values()).size).toBe(roles.size);
+    for (const [fn, role] of roles) {
+      const props = resourcesOfType(json, 'AWS::IAM::Role').find(([id]) => id === role)?.[1];
+      expect(props?.ManagedPolicyArns).toBeUndefined();
+      const logGroup = ((resourcesOfType(json, 'AWS::Lambda::Function').find(([id]) => id === fn)?.[1].LoggingConfig as { LogGroup: { Ref: string } }) ?? {}).LogGroup?.Ref;
+      const logging = statementsOfRole(json, { logicalId: role }).filter((s) => actionsOf(s).some((a) => a.startsWith('logs:')));
+      expect(logging.map((s) => ({ actions: actionsOf(s).sort(), resources: resourcesOf(s) }))).toEqual([
+        { actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [`{${logGroup}.Arn}`] },
+      ]);
+    }
   });
 
   it('grants no wildcard DynamoDB action anywhere in the template', () => {
@@ -421,7 +440,7 @@ describe('LeaseService watch', () => {
   const postToConnectionsArn = `arn:aws:execute-api:${REGION}:${ACCOUNT}:{${watchApiId}}/${WATCH_STAGE_NAME}/POST/@connections/*`;
   const watchRoutes = resourcesOfType(json, 'AWS::ApiGatewayV2::Route').filter(([, p]) => (p.ApiId as { Ref: string }).Ref === watchApiId);
   const grantsOf = (id: WatchFunctionId) =>
-    statementsOfRole(json, { logicalId: roleOfFunction(json, id) }).map((s) => ({ actions: actionsOf(s).sort(), resources: resourcesOf(s) }));
+    withoutLogging(statementsOfRole(json, { logicalId: roleOfFunction(json, id) })).map((s) => ({ actions: actionsOf(s).sort(), resources: resourcesOf(s) }));
 
   it('turns on the lease table stream with new and old images: a release is seen as a holder that disappears', () => {
     expect(json.Resources[tableId]?.Properties?.StreamSpecification).toEqual({ StreamViewType: 'NEW_AND_OLD_IMAGES' });
@@ -512,13 +531,13 @@ describe('LeaseService watch', () => {
     }
   });
 
-  it('gives the $connect function no permission at all: API Gateway has checked the caller already', () => {
-    expect(grantsOf('watch-connect')).toEqual([]);
+  it('lets $connect read the watch grants and record the connection\'s scope in the subscriptions table, nothing else', () => {
+    expect(grantsOf('watch-connect')).toEqual([{ actions: ['dynamodb:PutItem', 'dynamodb:Query'], resources: [subscriptionTableArn] }]);
   });
 
-  it("lets subscribe put subscription items and post its reply to this stage's connections, nothing else", () => {
+  it("lets subscribe read the connection's scope, put subscription items and post its reply to this stage's connections, nothing else", () => {
     expect(grantsOf('watch-subscribe')).toEqual([
-      { actions: ['dynamodb:PutItem'], resources: [subscriptionTableArn] },
+      { actions: ['dynamodb:GetItem', 'dynamodb:PutItem'], resources: [subscriptionTableArn] },
       { actions: ['execute-api:ManageConnections'], resources: [postToConnectionsArn] },
     ]);
   });
@@ -542,8 +561,8 @@ describe('LeaseService watch', () => {
 
   it('pins what each watch function may do', () => {
     expect(WATCH_ACCESS).toEqual({
-      'watch-connect': { subscriptionTable: [], connectionIndex: [], postToConnections: false, readLeaseStream: false },
-      'watch-subscribe': { subscriptionTable: ['dynamodb:PutItem'], connectionIndex: [], postToConnections: true, readLeaseStream: false },
+      'watch-connect': { subscriptionTable: ['dynamodb:PutItem', 'dynamodb:Query'], connectionIndex: [], postToConnections: false, readLeaseStream: false },
+      'watch-subscribe': { subscriptionTable: ['dynamodb:GetItem', 'dynamodb:PutItem'], connectionIndex: [], postToConnections: true, readLeaseStream: false },
       'watch-disconnect': { subscriptionTable: ['dynamodb:BatchWriteItem'], connectionIndex: ['dynamodb:Query'], postToConnections: false, readLeaseStream: false },
       'watch-stream': {
         subscriptionTable: ['dynamodb:BatchWriteItem', 'dynamodb:Query'],
@@ -656,12 +675,13 @@ describe('LeaseService grants', () => {
     );
   });
 
-  it('grantLeases with a prefix allows the lease routes only for names under it, and neither list nor the watch', () => {
+  it('grantLeases with a prefix allows the lease routes only for names under it, and the watch (scoped to it), but not list', () => {
     const template = serviceWithRole((service, role) => service.grantLeases(role, 'team-a.'));
     expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual(
       [
         `${API_ARN}/GET/v1/leases/team-a.*`,
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/team-a.*/${op}`),
+        WATCH_CONNECT_ARN,
       ].sort(),
     );
   });
@@ -674,9 +694,10 @@ describe('LeaseService grants', () => {
     });
     const a = invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') });
     const b = invokeArnsOfRole(template, { logicalId: roleId(template, 'TeamBRole') });
-    expect(a.every((arn) => arn.includes('/v1/leases/team-a.*'))).toBe(true);
-    expect(b.every((arn) => arn.includes('/v1/leases/team-b.*'))).toBe(true);
-    expect(a.filter((arn) => b.includes(arn))).toEqual([]);
+    const routes = (arns: string[]) => arns.filter((arn) => arn !== WATCH_CONNECT_ARN);
+    expect(routes(a).every((arn) => arn.includes('/v1/leases/team-a.*'))).toBe(true);
+    expect(routes(b).every((arn) => arn.includes('/v1/leases/team-b.*'))).toBe(true);
+    expect(routes(a).filter((arn) => b.includes(arn))).toEqual([]);
   });
 
   it.each([
@@ -702,12 +723,14 @@ describe('LeaseService grants', () => {
     expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual([WATCH_CONNECT_ARN]);
   });
 
-  it('grantLeases with a prefix plus grantWatch lets a prefix-scoped follower use the watch', () => {
-    const template = serviceWithRole((service, role) => {
-      service.grantLeases(role, 'team-a.');
-      service.grantWatch(role);
-    });
-    expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toContain(WATCH_CONNECT_ARN);
+  it('grantRead with a prefix allows describe and the watch under it only, and no list', () => {
+    const template = serviceWithRole((service, role) => service.grantRead(role, 'team-a.'));
+    expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual([`${API_ARN}/GET/v1/leases/team-a.*`, WATCH_CONNECT_ARN].sort());
+  });
+
+  it('grantWatch with a prefix allows the same $connect route: the prefix is enforced by the watch, not by IAM', () => {
+    const template = serviceWithRole((service, role) => service.grantWatch(role, 'team-a.'));
+    expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual([WATCH_CONNECT_ARN]);
   });
 
   it('without the watch, grantLeases and grantRead allow only the HTTP routes, and grantWatch throws', () => {
@@ -730,15 +753,16 @@ describe('LeaseService grants', () => {
       [
         `${API_ARN}/GET/v1/leases/team-a.*`,
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/team-a.*/${op}`),
+        WATCH_CONNECT_ARN,
       ].sort(),
     );
   });
 
-  it('the standalone stack adds the watch to a prefix grant that asks for it', () => {
+  it('the standalone stack adds the whole watch to a prefix grant that asks for it', () => {
     const { template } = synthInProcess({
       grants: parseGrants('[{"roleArn":"arn:aws:iam::123456789012:role/team-a-tasks","namePrefix":"team-a.","watch":true}]'),
     });
-    expect(invokeArnsOfRole(template.toJSON() as CfnTemplate, { roleName: 'team-a-tasks' })).toEqual(
+    expect([...new Set(invokeArnsOfRole(template.toJSON() as CfnTemplate, { roleName: 'team-a-tasks' }))]).toEqual(
       [
         `${API_ARN}/GET/v1/leases/team-a.*`,
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/team-a.*/${op}`),
@@ -747,10 +771,9 @@ describe('LeaseService grants', () => {
     );
   });
 
-  it('refuses a read grant with a prefix, since list shows every name', () => {
-    expect(() =>
-      synthInProcess({ grants: [{ roleArn: 'arn:aws:iam::123456789012:role/dash', access: 'read', namePrefix: 'a.' }] }),
-    ).toThrow("a 'read' grant covers list");
+  it('gives a read grant with a prefix describe and the watch under it, and no list (it shows every name)', () => {
+    const { template } = synthInProcess({ grants: [{ roleArn: 'arn:aws:iam::123456789012:role/dash', access: 'read', namePrefix: 'a.' }] });
+    expect(invokeArnsOfRole(template.toJSON() as CfnTemplate, { roleName: 'dash' })).toEqual([`${API_ARN}/GET/v1/leases/a.*`, WATCH_CONNECT_ARN].sort());
   });
 
   it('rejects a grants setting that is not a list of role ARNs', () => {

@@ -6,7 +6,7 @@ import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, PutItemCommand, type PutItemCommandInput } from '@aws-sdk/client-dynamodb';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type {
@@ -17,12 +17,14 @@ import type {
   DynamoDBStreamEvent,
 } from 'aws-lambda';
 import { Template } from 'aws-cdk-lib/assertions';
+import { AwsCustomResource } from 'aws-cdk-lib/custom-resources';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDocumentClient } from '../../functions/dynamodb-client.js';
 import { ROUTES } from '../../functions/http/routes.js';
 import type { LeaseRecord } from '../../functions/lease-record.js';
 import { ensureSubscriptionTable } from '../../functions/lease-table.js';
+import { WATCH_GRANTS_PARTITION } from '../../functions/watch/watch-grants.js';
 import {
   TABLE_ACTIONS_BY_ROUTE,
   WATCH_FUNCTION_IDS,
@@ -64,9 +66,16 @@ const ALARM_TOPIC_ARN = `arn:aws:sns:${REGION}:${ACCOUNT}:leasehold-alarms`;
 const API_ARN = `arn:aws:execute-api:${REGION}:${ACCOUNT}:{api}/$default`;
 const WATCH_ARN = `arn:aws:execute-api:${REGION}:${ACCOUNT}:{watch}/${WATCH_STAGE_NAME}`;
 const FUNCTION_IDS: FunctionId[] = [...ROUTES.map((r) => r.id), 'fallback'];
+/** Granted in the synthesized app: team A (a role with a path) for names under `team-a.`, the dashboard for all. */
+const TEAM_A_ROLE_ARN = `arn:aws:iam::${ACCOUNT}:role/teams/team-a-tasks`;
+const DASHBOARD_ROLE_ARN = `arn:aws:iam::${ACCOUNT}:role/dashboard`;
+/** How API Gateway reports those roles' callers on $connect: assumed-role sessions, without the role's path. */
+const TEAM_A_CALLER = `arn:aws:sts::${ACCOUNT}:assumed-role/team-a-tasks/i-0123456789abcdef0`;
+const DASHBOARD_CALLER = `arn:aws:sts::${ACCOUNT}:assumed-role/dashboard/grafana`;
 type AnyFunctionId = FunctionId | WatchFunctionId;
 const ALL_FUNCTION_IDS: AnyFunctionId[] = [...FUNCTION_IDS, ...WATCH_FUNCTION_IDS];
 /** Bundle size budgets (bytes of index.mjs). Raising one is a decision: record it in docs/deploy.md ("Bundle sizes"). */
+const CUSTOM_RESOURCE_PROVIDER_PREFIX = `AWS${AwsCustomResource.PROVIDER_FUNCTION_UUID.replaceAll('-', '')}`;
 const BUNDLE_BUDGET_BYTES = { route: 450 * 1024, fallback: 16 * 1024, watch: 420 * 1024 };
 
 function budgetOf(id: AnyFunctionId): number {
@@ -89,19 +98,22 @@ beforeAll(async () => {
     context: {
       'leasehold:alarmTopicArn': ALARM_TOPIC_ARN,
       'leasehold:grants': JSON.stringify([
-        { roleArn: `arn:aws:iam::${ACCOUNT}:role/team-a-tasks`, namePrefix: 'team-a.' },
-        { roleArn: `arn:aws:iam::${ACCOUNT}:role/dashboard`, access: 'read' },
+        { roleArn: TEAM_A_ROLE_ARN, namePrefix: 'team-a.' },
+        { roleArn: DASHBOARD_ROLE_ARN, access: 'read' },
       ]),
     },
   });
   json = readTemplate(outDir, STACK);
   template = Template.fromJSON(json as unknown as Record<string, unknown>);
   assets = new Map(
-    functionAssets(outDir, STACK).map((asset) => {
-      const id = ALL_FUNCTION_IDS.find((candidate) => isFunctionOf(asset.logicalId, candidate));
-      if (id === undefined) throw new Error(`unexpected function ${asset.logicalId} in the cloud assembly`);
-      return [id, asset];
-    }),
+    functionAssets(outDir, STACK)
+      // aws-cdk-lib's own AwsCustomResource provider (writing the watch grants at deploy time) is not ours to bundle.
+      .filter((asset) => !asset.logicalId.startsWith(CUSTOM_RESOURCE_PROVIDER_PREFIX))
+      .map((asset) => {
+        const id = ALL_FUNCTION_IDS.find((candidate) => isFunctionOf(asset.logicalId, candidate));
+        if (id === undefined) throw new Error(`unexpected function ${asset.logicalId} in the cloud assembly`);
+        return [id, asset];
+      }),
   );
 }, 300_000);
 
@@ -130,7 +142,7 @@ describe('cdk synth (pinned CLI, offline)', () => {
     for (const id of WATCH_FUNCTION_IDS) {
       const fn = json.Resources[assets.get(id)?.logicalId as string];
       const role = (fn?.Properties?.Role as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0];
-      const statements = statementsOfRole(json, { logicalId: role });
+      const statements = statementsOfRole(json, { logicalId: role }).filter((s) => !actionsOf(s).every((a) => a.startsWith('logs:')));
       for (const statement of statements) {
         const onLeaseTable = resourcesOf(statement).filter((arn) => arn.includes(`{${tableId}.`));
         expect(onLeaseTable.every((arn) => arn === `{${tableId}.StreamArn}`)).toBe(true);
@@ -144,7 +156,9 @@ describe('cdk synth (pinned CLI, offline)', () => {
     for (const id of FUNCTION_IDS) {
       const fn = json.Resources[assets.get(id)?.logicalId as string];
       const role = (fn?.Properties?.Role as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0];
-      const grants = statementsOfRole(json, { logicalId: role }).map((s) => ({ actions: actionsOf(s), resources: resourcesOf(s) }));
+      const grants = statementsOfRole(json, { logicalId: role })
+        .filter((s) => !actionsOf(s).every((a) => a.startsWith('logs:')))
+        .map((s) => ({ actions: actionsOf(s), resources: resourcesOf(s) }));
       expect(grants).toEqual(
         id === 'fallback' ? [] : [{ actions: [...TABLE_ACTIONS_BY_ROUTE[id]], resources: [`{${tableId}.Arn}`] }],
       );
@@ -187,11 +201,12 @@ describe('cdk synth (pinned CLI, offline)', () => {
     template.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [ALARM_TOPIC_ARN], OKActions: [ALARM_TOPIC_ARN] }, 8);
   });
 
-  it("limits team A's task role to lease names under team-a. and leaves list and the watch out", () => {
+  it("limits team A's task role to lease names under team-a., with the watch (scoped there) and without list", () => {
     expect(invokeArnsOfRole(json, { roleName: 'team-a-tasks' })).toEqual(
-      ROUTES.filter((r) => r.path.includes('{name}'))
-        .map((r) => `${API_ARN}/${r.method}${r.path.replace('{name}', 'team-a.*')}`)
-        .sort(),
+      [
+        ...ROUTES.filter((r) => r.path.includes('{name}')).map((r) => `${API_ARN}/${r.method}${r.path.replace('{name}', 'team-a.*')}`),
+        `${WATCH_ARN}/$connect`,
+      ].sort(),
     );
   });
 
@@ -410,6 +425,25 @@ beforeAll(async () => {
   const raw = new DynamoDBClient(localDynamoConfig());
   subscriptionTables = { bundle: `subscriptions-bundle-${randomUUID()}`, source: `subscriptions-source-${randomUUID()}` };
   await Promise.all(Object.values(subscriptionTables).map((name) => ensureSubscriptionTable(raw, name)));
+  // The watch grants, as the template's custom resources write them at deploy time, plus more
+  // grants than a Lambda environment (4 KB) could hold. Before any $connect: a function reads
+  // the grants once and keeps them for a minute.
+  for (const tableName of Object.values(subscriptionTables)) {
+    for (const call of publishedGrantCalls(json, tableName)) await raw.send(new PutItemCommand(call));
+    for (let i = 0; i < EXTRA_GRANTS; i++) {
+      await raw.send(
+        new PutItemCommand({
+          TableName: tableName,
+          Item: {
+            pk: { S: WATCH_GRANTS_PARTITION },
+            sk: { S: `LeaseholdExtraRole${i}` },
+            principalArn: { S: `arn:aws:iam::${ACCOUNT}:role/platform/batch/extra-team-${i}-tasks` },
+            prefixes: { L: [{ S: `extra-team-${i}.` }, { S: `extra-shared-${i}.` }] },
+          },
+        }),
+      );
+    }
+  }
   raw.destroy();
   const lambdaLikeEnv = {
     AWS_REGION: REGION,
@@ -735,8 +769,10 @@ interface WatchSide {
   posts(mark?: number): Post[];
   /** A mark for `posts`: the number of posts made so far. */
   mark(): number;
-  /** The subscription items of a connection in this side's table (`expireAt` masked). */
+  /** The items of a connection in this side's table, its recorded scope included (`expireAt` masked). */
   subscriptionsOf(connectionId: string): Promise<Array<Record<string, unknown>>>;
+  /** Opens a connection as API Gateway would after IAM auth: `$connect` with the caller's ARN. */
+  connect(connectionId: string, callerArn?: string): Promise<unknown>;
 }
 
 const subscriptionReader = createDocumentClient(localDynamoConfig());
@@ -754,6 +790,8 @@ function watchSide(side: Side): WatchSide {
         .map(({ method, connectionId, body }) => ({ method, connectionId, body }))
         .sort((a, b) => a.connectionId.localeCompare(b.connectionId)),
     mark: () => management.callsOf(side, from).length,
+    connect: async (connectionId, callerArn = DASHBOARD_CALLER) =>
+      (await invoker('watch-connect', socketEvent('$connect', connectionId, undefined, callerArn))).value,
     async subscriptionsOf(connectionId) {
       const out = await subscriptionReader.send(
         new ScanCommand({
@@ -778,8 +816,41 @@ async function watchSideBySide<T>(scenario: (side: WatchSide) => Promise<T>): Pr
   return { bundle, source: fromSource };
 }
 
-/** An API Gateway WebSocket event for one route, as Lambda receives it. */
-function socketEvent(routeKey: '$connect' | '$disconnect' | 'subscribe', connectionId: string, body?: unknown): APIGatewayProxyWebsocketEventV2 {
+/** A connection's items without the scope `$connect` records. */
+function withoutScope(items: Array<Record<string, unknown>>): Array<Record<string, unknown>> {
+  return items.filter((item) => !String(item.pk).startsWith('connection#'));
+}
+
+/** Grant items written next to the template's own, by role number: far more than 4 KB in all. */
+const EXTRA_GRANTS = 80;
+
+/**
+ * The PutItem calls of the template's watch grant custom resources (their `Create`), with the
+ * subscriptions table's name filled in as CloudFormation would.
+ */
+function publishedGrantCalls(template: CfnTemplate, tableName: string): PutItemCommandInput[] {
+  const subscriptionTableId = resourcesOfType(template, 'AWS::DynamoDB::Table').find(([id]) => id !== leaseTableId(template))?.[0];
+  const resolve = (value: unknown): string => {
+    if (typeof value === 'string') return value;
+    const node = value as { Ref?: string; 'Fn::Join'?: [string, unknown[]] };
+    if (node.Ref === subscriptionTableId) return tableName;
+    if (node['Fn::Join']) return node['Fn::Join'][1].map(resolve).join(node['Fn::Join'][0]);
+    throw new Error(`unexpected intrinsic in a grant: ${JSON.stringify(value)}`);
+  };
+  return resourcesOfType(template, 'Custom::LeaseholdWatchGrant').map(([, props]) => {
+    const call = JSON.parse(resolve(props.Create)) as { service: string; action: string; parameters: PutItemCommandInput };
+    expect([call.service, call.action]).toEqual(['DynamoDB', 'PutItem']);
+    return call.parameters;
+  });
+}
+
+/** An API Gateway WebSocket event for one route, as Lambda receives it; `$connect` carries the IAM caller. */
+function socketEvent(
+  routeKey: '$connect' | '$disconnect' | 'subscribe',
+  connectionId: string,
+  body?: unknown,
+  callerArn?: string,
+): APIGatewayProxyWebsocketEventV2 {
   const eventType = routeKey === '$connect' ? 'CONNECT' : routeKey === '$disconnect' ? 'DISCONNECT' : 'MESSAGE';
   return {
     requestContext: {
@@ -796,6 +867,7 @@ function socketEvent(routeKey: '$connect' | '$disconnect' | 'subscribe', connect
       domainName: 'ws123.execute-api.us-east-1.amazonaws.com',
       connectionId,
       apiId: 'ws123',
+      ...(callerArn === undefined ? {} : { identity: { userArn: callerArn, sourceIp: '203.0.113.7', userAgent: 'leasehold-infra-test' } }),
     },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     isBase64Encoded: false,
@@ -848,17 +920,95 @@ function streamEvent(...changes: Array<{ oldItem?: LeaseRecord; newItem: LeaseRe
 }
 
 describe('the bundled watch functions behave exactly as the source handlers do', () => {
-  it('$connect: 200, without touching a table or the management API', async () => {
+  it("$connect of a granted caller (a session of a role whose ARN has a path): 200, the grant's prefixes recorded for the connection, no post", async () => {
+    const connectionId = 'cOnNeCt0Aa1=';
     const { bundle } = await watchSideBySide(async (w) => ({
-      result: await w.invoke('watch-connect', socketEvent('$connect', 'cOnNeCt0Aa1=')),
+      result: await w.connect(connectionId, TEAM_A_CALLER),
       posts: w.posts(),
+      items: await w.subscriptionsOf(connectionId),
     }));
-    expect(bundle).toEqual({ result: { statusCode: 200 }, posts: [] });
+    expect(bundle).toEqual({
+      result: { statusCode: 200 },
+      posts: [],
+      items: [{ pk: `connection#${connectionId}`, sk: 'scope', connectionId, prefixes: ['team-a.'], expireAt: '<epoch seconds>' }],
+    });
+  });
+
+  it('$connect of a caller with no watch grant (another role, or no identity at all): 403, nothing recorded', async () => {
+    const { bundle } = await watchSideBySide(async (w) => ({
+      otherRole: await w.connect('nOgRaNt0Aa1=', `arn:aws:sts::${ACCOUNT}:assumed-role/team-b-tasks/i-0123`),
+      otherAccount: await w.connect('nOgRaNt0Aa2=', `arn:aws:sts::210987654321:assumed-role/team-a-tasks/i-0123`),
+      anonymous: await w.invoke('watch-connect', socketEvent('$connect', 'nOgRaNt0Aa3=')),
+      items: [
+        ...(await w.subscriptionsOf('nOgRaNt0Aa1=')),
+        ...(await w.subscriptionsOf('nOgRaNt0Aa2=')),
+        ...(await w.subscriptionsOf('nOgRaNt0Aa3=')),
+      ],
+    }));
+    expect(bundle).toEqual({ otherRole: { statusCode: 403 }, otherAccount: { statusCode: 403 }, anonymous: { statusCode: 403 }, items: [] });
+  });
+
+  it('$connect finds a grant among more grants than a 4 KB Lambda environment could hold', async () => {
+    const connectionId = 'mAnYgRaNtS0Aa1=';
+    const last = EXTRA_GRANTS - 1;
+    const { bundle } = await watchSideBySide(async (w) => ({
+      result: await w.connect(connectionId, `arn:aws:sts::${ACCOUNT}:assumed-role/extra-team-${last}-tasks/s`),
+      prefixes: (await w.subscriptionsOf(connectionId)).map((item) => item.prefixes),
+    }));
+    expect(bundle).toEqual({ result: { statusCode: 200 }, prefixes: [[`extra-shared-${last}.`, `extra-team-${last}.`]] });
+  });
+
+  it("subscribe inside the caller's prefixes: stored and acknowledged", async () => {
+    const connectionId = 'tEaMaIn0Aa1=';
+    const { bundle } = await watchSideBySide(async (w) => {
+      await w.connect(connectionId, TEAM_A_CALLER);
+      await w.invoke('watch-subscribe', socketEvent('subscribe', connectionId, { action: 'subscribe', names: ['team-a.indexer'], prefixes: ['team-a.jobs.'] }));
+      return { posts: w.posts(), items: withoutScope(await w.subscriptionsOf(connectionId)).map((item) => item.sk) };
+    });
+    expect(bundle).toEqual({
+      posts: [{ method: 'POST', connectionId, body: { type: 'subscribed', names: ['team-a.indexer'], prefixes: ['team-a.jobs.'] } }],
+      items: [connectionId, `team-a.jobs.#${connectionId}`],
+    });
+  });
+
+  it("subscribe to a name or a prefix outside the caller's prefixes: nothing stored, a FORBIDDEN reply", async () => {
+    const byName = 'tEaMaOuT0Aa1=';
+    const byPrefix = 'tEaMaOuT0Aa2=';
+    const { bundle } = await watchSideBySide(async (w) => {
+      await w.connect(byName, TEAM_A_CALLER);
+      await w.connect(byPrefix, TEAM_A_CALLER);
+      await w.invoke('watch-subscribe', socketEvent('subscribe', byName, { action: 'subscribe', names: ['team-a.ok', 'team-b.indexer'] }));
+      await w.invoke('watch-subscribe', socketEvent('subscribe', byPrefix, { action: 'subscribe', prefixes: ['team-'] }));
+      return {
+        posts: w.posts(),
+        items: [...withoutScope(await w.subscriptionsOf(byName)), ...withoutScope(await w.subscriptionsOf(byPrefix))],
+      };
+    });
+    const forbidden = (connectionId: string, entry: string) => ({
+      method: 'POST',
+      connectionId,
+      body: { type: 'error', error: { code: 'FORBIDDEN', message: expect.stringContaining(entry) } },
+    });
+    expect(bundle.items).toEqual([]);
+    expect(bundle.posts).toEqual([forbidden(byName, 'names[1] "team-b.indexer"'), forbidden(byPrefix, 'prefixes[0] "team-"')]);
+  });
+
+  it('subscribe on a connection with no recorded grant: nothing stored, a FORBIDDEN reply', async () => {
+    const connectionId = 'nOsCoPe0Aa1=';
+    const { bundle } = await watchSideBySide(async (w) => {
+      await w.invoke('watch-subscribe', socketEvent('subscribe', connectionId, { action: 'subscribe', names: ['team-a.x'] }));
+      return { posts: w.posts(), items: await w.subscriptionsOf(connectionId) };
+    });
+    expect(bundle).toEqual({
+      posts: [{ method: 'POST', connectionId, body: { type: 'error', error: { code: 'FORBIDDEN', message: expect.any(String) } } }],
+      items: [],
+    });
   });
 
   it('subscribe: stores one item per name and prefix, and posts `subscribed` to the connection', async () => {
     const connectionId = 'sUbScRiBe0Aa1=';
     const { bundle } = await watchSideBySide(async (w) => ({
+      connected: await w.connect(connectionId),
       result: await w.invoke('watch-subscribe', socketEvent('subscribe', connectionId, { action: 'subscribe', names: ['infra-watch.a'], prefixes: ['infra-watch.'] })),
       posts: w.posts(),
       items: await w.subscriptionsOf(connectionId),
@@ -867,10 +1017,11 @@ describe('the bundled watch functions behave exactly as the source handlers do',
     expect(bundle.posts).toEqual([
       { method: 'POST', connectionId, body: { type: 'subscribed', names: ['infra-watch.a'], prefixes: ['infra-watch.'] } },
     ]);
-    expect(bundle.items.map((item) => item.pk)).toEqual(['name#infra-watch.a', 'prefixes']);
+    expect(withoutScope(bundle.items).map((item) => item.pk)).toEqual(['name#infra-watch.a', 'prefixes']);
   });
 
   it('subscribe: signs its post to the management API with SigV4 for execute-api in the function region', async () => {
+    await bundled('watch-connect', socketEvent('$connect', 'sIgNeD0Aa1=', undefined, DASHBOARD_CALLER));
     const from = management.calls.length;
     await bundled('watch-subscribe', socketEvent('subscribe', 'sIgNeD0Aa1=', { action: 'subscribe', names: ['infra-watch.signed'] }));
     const [call] = management.callsOf('bundle', from);
@@ -880,6 +1031,7 @@ describe('the bundled watch functions behave exactly as the source handlers do',
   it('subscribe with an invalid name: stores nothing and posts a VALIDATION_ERROR reply', async () => {
     const connectionId = 'iNvAlId0Aa1=';
     const { bundle } = await watchSideBySide(async (w) => ({
+      connected: await w.connect(connectionId),
       result: await w.invoke('watch-subscribe', socketEvent('subscribe', connectionId, { action: 'subscribe', names: ['bad/name'] })),
       posts: w.posts(),
       items: await w.subscriptionsOf(connectionId),
@@ -888,18 +1040,19 @@ describe('the bundled watch functions behave exactly as the source handlers do',
     expect(bundle.posts).toEqual([
       { method: 'POST', connectionId, body: { type: 'error', error: { code: 'VALIDATION_ERROR', message: expect.any(String), field: 'names[0]' } } },
     ]);
-    expect(bundle.items).toEqual([]);
+    expect(withoutScope(bundle.items)).toEqual([]);
   });
 
-  it('$disconnect: removes every subscription of the connection, found through the byConnection index', async () => {
+  it('$disconnect: removes every subscription of the connection and its recorded scope, found through the byConnection index', async () => {
     const connectionId = 'dIsCoNnEcT0Aa1=';
     const { bundle } = await watchSideBySide(async (w) => {
+      await w.connect(connectionId);
       await w.invoke('watch-subscribe', socketEvent('subscribe', connectionId, { action: 'subscribe', names: ['infra-watch.d1', 'infra-watch.d2'], prefixes: ['infra-watch-d.'] }));
       const before = (await w.subscriptionsOf(connectionId)).length;
       const result = await w.invoke('watch-disconnect', socketEvent('$disconnect', connectionId));
       return { before, result, after: await w.subscriptionsOf(connectionId) };
     });
-    expect(bundle).toEqual({ before: 3, result: { statusCode: 200 }, after: [] });
+    expect(bundle).toEqual({ before: 4, result: { statusCode: 200 }, after: [] });
   });
 
   it('stream: turns a grant into an acquired event, posted to the name and prefix subscribers, with no batch item failure', async () => {
@@ -908,6 +1061,7 @@ describe('the bundled watch functions behave exactly as the source handlers do',
     const bystander = 'sTrEaMoThEr0Aa1=';
     const name = 'infra-stream.job';
     const { bundle } = await watchSideBySide(async (w) => {
+      for (const connectionId of [direct, prefixed, bystander]) await w.connect(connectionId);
       await w.invoke('watch-subscribe', socketEvent('subscribe', direct, { action: 'subscribe', names: [name] }));
       await w.invoke('watch-subscribe', socketEvent('subscribe', prefixed, { action: 'subscribe', prefixes: ['infra-stream.'] }));
       await w.invoke('watch-subscribe', socketEvent('subscribe', bystander, { action: 'subscribe', names: ['infra-stream.other'] }));
@@ -934,6 +1088,7 @@ describe('the bundled watch functions behave exactly as the source handlers do',
     const name = 'infra-release.job';
     const held = leaseItem(name, { holder: 'worker-a' });
     const { bundle } = await watchSideBySide(async (w) => {
+      await w.connect(connectionId);
       await w.invoke('watch-subscribe', socketEvent('subscribe', connectionId, { action: 'subscribe', names: [name] }));
       const mark = w.mark();
       const { holder: _holder, ...released } = held;
@@ -949,6 +1104,7 @@ describe('the bundled watch functions behave exactly as the source handlers do',
     const connectionId = 'gOnE0Aa1=';
     const name = 'infra-gone.job';
     const { bundle } = await watchSideBySide(async (w) => {
+      await w.connect(connectionId);
       await w.invoke('watch-subscribe', socketEvent('subscribe', connectionId, { action: 'subscribe', names: [name], prefixes: ['infra-gone.'] }));
       const before = (await w.subscriptionsOf(connectionId)).length;
       management.gone.add(connectionId);
@@ -959,6 +1115,6 @@ describe('the bundled watch functions behave exactly as the source handlers do',
         management.gone.delete(connectionId);
       }
     });
-    expect(bundle).toEqual({ before: 2, result: { batchItemFailures: [] }, after: [] });
+    expect(bundle).toEqual({ before: 3, result: { batchItemFailures: [] }, after: [] });
   });
 });
