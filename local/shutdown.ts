@@ -34,10 +34,16 @@ export function stopWhenAsked(options: StopWatchOptions): () => void {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const graceMs = options.graceMs ?? 4_000;
   let stopping = false;
+  let forced = false;
+  const force = () => {
+    if (forced) return;
+    forced = true;
+    options.force();
+  };
 
   const forceExit = (why: string) => {
     log(`leasehold: ${why}; killing what is left`);
-    options.force();
+    force();
     process.exit(1);
   };
 
@@ -66,11 +72,11 @@ export function stopWhenAsked(options: StopWatchOptions): () => void {
   parentWatch?.unref();
 
   // Whatever ends the process (an uncaught error included) must not leave Java behind.
-  process.on('exit', options.force);
+  process.on('exit', force);
 
   return () => {
     for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
     if (parentWatch) clearInterval(parentWatch);
-    process.off('exit', options.force);
+    process.off('exit', force);
   };
 }

@@ -19,6 +19,8 @@ interface Run {
   npmPid: number;
   serverPid: number;
   javaPid: number;
+  /** The server's other children (tsx's esbuild service): they must go too. */
+  helperPids: number[];
   apiUrl: string;
   apiPort: number;
   dynamodbPort: number;
@@ -30,7 +32,7 @@ const runs: Run[] = [];
 afterEach(() => {
   // A failed test must not leak its processes into the next one.
   for (const run of runs.splice(0)) {
-    for (const pid of [run.serverPid, run.javaPid]) if (isRunning(pid)) process.kill(pid, 'SIGKILL');
+    for (const pid of [run.serverPid, run.javaPid, ...run.helperPids]) if (isRunning(pid)) process.kill(pid, 'SIGKILL');
     if (isRunning(run.npmPid)) process.kill(run.npmPid, 'SIGKILL');
   }
 });
@@ -105,6 +107,7 @@ async function startNpm(): Promise<Run> {
     npmPid: npm.pid as number,
     serverPid,
     javaPid,
+    helperPids: childrenNamed(serverPid, 'esbuild'),
     apiUrl: apiUrl[1] as string,
     apiPort: Number(apiUrl[2]),
     dynamodbPort: Number(dynamodb[1]),
@@ -115,14 +118,11 @@ async function startNpm(): Promise<Run> {
   return run;
 }
 
-/**
- * Waits until the server, Java and (unless `npmSurvives`) npm are gone and both ports refuse
- * connections; returns how long that took.
- */
+/** Waits until npm, the server, Java and the server's helpers are gone and both ports refuse connections; returns how long that took. */
 async function timeUntilStopped(run: Run, sentAt: number): Promise<number> {
   const deadline = sentAt + 3 * STOP_BUDGET_MS;
   for (;;) {
-    const running = [run.npmPid, run.serverPid, run.javaPid].filter(isRunning);
+    const running = [run.npmPid, run.serverPid, run.javaPid, ...run.helperPids].filter(isRunning);
     const open = (await Promise.all([run.apiPort, run.dynamodbPort].map(portIsOpen))).some(Boolean);
     if (running.length === 0 && !open) return performance.now() - sentAt;
     if (performance.now() > deadline) {
@@ -188,4 +188,22 @@ describe('npm start (the embedded default)', () => {
     process.kill(run.serverPid, 'SIGKILL');
     expect(await timeUntilStopped(run, sentAt)).toBeLessThan(STOP_BUDGET_MS);
   }, 45_000);
+
+  it('forces the exit, with code 1, when an orderly stop hangs past its grace period', async () => {
+    // stopWhenAsked alone, with a stop that never finishes and a short grace.
+    const code = `import { stopWhenAsked } from ${JSON.stringify(resolve(ROOT, 'local/shutdown.ts'))};
+      stopWhenAsked({ stop: () => new Promise(() => {}), force: () => console.log('force ran'), graceMs: 300 });
+      console.log('ready');
+      setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    await new Promise<void>((resolveReady) => child.stdout.on('data', () => output.includes('ready') && resolveReady()));
+    const exited = new Promise<number | null>((resolveExit) => child.once('exit', (exitCode) => resolveExit(exitCode)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(1);
+    expect(output.match(/force ran/g)).toHaveLength(1);
+    expect(output).toContain('still stopping after 300 ms; killing what is left');
+  }, 30_000);
 });
