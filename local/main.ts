@@ -33,7 +33,10 @@ const HELP = `Usage: npm start -- [--port N] [--data DIR] [--quiet]
 Environment: PORT, LEASE_TABLE_NAME (default leasehold-leases), DYNAMODB_ENDPOINT,
 LEASEHOLD_BACKEND=aws (use real DynamoDB with AWS_REGION and the default credential chain),
 LEASEHOLD_WATCH_RENEWED=off (the watch never pushes renewed events, as with the construct's
-watch: { renewedEvents: false }).`;
+watch: { renewedEvents: false }).
+
+Stops, with DynamoDB Local, on Ctrl-C, on SIGTERM, SIGINT or SIGHUP (to npm or to the server), and
+when its parent process exits.`;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
