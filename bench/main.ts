@@ -22,6 +22,7 @@ import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal
 import { measureColdStart } from './cold-start.js';
 import { measureRequestCost } from './cost.js';
 import { measureFailover, measureHandover, type ElectionTarget } from './elections.js';
+import { measureEpochFencing } from './epoch-fencing.js';
 import { measureEtcdLatency, measureOperationLatency, measureRedisLatency } from './latency.js';
 import { loadAverageNow, machineInfo } from './machine.js';
 import { ensurePeerBinaries, startEtcd, startRedis, type PeerServer } from './peers.js';
@@ -30,6 +31,7 @@ import {
   failoverSvg,
   renderColdStart,
   renderCost,
+  renderEpochFencing,
   renderFailover,
   renderHandover,
   renderHeader,
@@ -48,7 +50,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 process.env.POWERTOOLS_LOG_LEVEL ??= 'WARN';
 
-const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart'] as const;
+const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart', 'epoch'] as const;
 type Section = (typeof SECTIONS)[number];
 
 interface Plan {
@@ -62,6 +64,8 @@ interface Plan {
   costTtlMs: number;
   costTerms: number;
   coldStartRuns: number;
+  /** Writes of each kind in the epoch fencing section. */
+  epochCount: number;
   scale: Array<{ leases: number; ttlMs: number; windowMs: number }>;
 }
 
@@ -76,6 +80,7 @@ const FULL: Plan = {
   costTtlMs: 3_000,
   costTerms: 20,
   coldStartRuns: 7,
+  epochCount: 1_000,
   scale: [
     { leases: 1_000, ttlMs: 60_000, windowMs: 60_000 },
     { leases: 10_000, ttlMs: 300_000, windowMs: 100_000 },
@@ -93,6 +98,7 @@ const QUICK: Plan = {
   costTtlMs: 3_000,
   costTerms: 5,
   coldStartRuns: 3,
+  epochCount: 200,
   scale: [{ leases: 1_000, ttlMs: 30_000, windowMs: 30_000 }],
 };
 
@@ -373,6 +379,21 @@ async function main(): Promise<void> {
     redis = undefined;
 
     if (only.has('scale')) print(renderScale(results));
+
+    if (only.has('epoch')) {
+      await section('epoch', '7. Epoch fencing', async () => {
+        const epochRaw = new DynamoDBClient({ endpoint: (db as DynamoDBLocal).endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+        await ensureLeaseTable(epochRaw, 'bench-epoch');
+        epochRaw.destroy();
+        const epochDoc = createDocumentClient({ endpoint: (db as DynamoDBLocal).endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+        try {
+          results.epoch = await measureEpochFencing({ doc: epochDoc, tableName: 'bench-epoch', count: plan.epochCount, log });
+        } finally {
+          epochDoc.destroy();
+        }
+      });
+      print(renderEpochFencing(results.epoch, results.errors.epoch));
+    }
 
     if (only.has('coldstart')) {
       await section('coldStart', '5. Cold start', async () => {

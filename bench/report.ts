@@ -1,6 +1,7 @@
 import type { ColdStartRow } from './cold-start.js';
 import type { CostMeasurement } from './cost.js';
 import type { FailoverTrial, HandoverTrial } from './elections.js';
+import type { EpochFencingResult } from './epoch-fencing.js';
 import type { LatencyCell, PeerLatency } from './latency.js';
 import type { MachineInfo } from './machine.js';
 import type { ScaleResult } from './scale.js';
@@ -51,6 +52,7 @@ export interface BenchResults {
   cost?: CostMeasurement;
   coldStart?: ColdStartRow[];
   scale?: ScaleResult[];
+  epoch?: EpochFencingResult;
   /** Sections that failed, with the error message: the rest of the run still reports. */
   errors: Record<string, string>;
 }
@@ -467,6 +469,24 @@ function sectionError(results: BenchResults, key: string, title: string): string
   return [`## ${title}`, '', ...sectionErrorBody(results, key)];
 }
 
+export function renderEpochFencing(result: EpochFencingResult | undefined, error?: string): string[] {
+  const title = '## 7. Epoch fencing: cost of a fenced write';
+  if (!result) return [title, '', error ? `Not measured: ${error}` : 'Not measured in this run.'];
+  const ms = (v: number) => v.toFixed(2);
+  return [
+    title,
+    '',
+    `One small item (or row) written ${result.count} times in sequence by one client on this machine, after a warm-up; ` +
+      'write units as DynamoDB Local reports them with `ReturnConsumedCapacity: TOTAL` (the same rules as DynamoDB: ' +
+      'a transactional write and a ConditionCheck cost 2 units each per KB). ' +
+      `PostgreSQL ${result.postgresVersion ?? ''} is a throwaway server on 127.0.0.1 with fsync off, so its absolute numbers are low; compare the rows.`,
+    '',
+    '| store | write | write units | p50 ms | p90 ms | p99 ms |',
+    '|---|---|---:|---:|---:|---:|',
+    ...result.rows.map((r) => `| ${r.store} | ${r.write} | ${r.writeUnits ?? '–'} | ${ms(r.latencyMs.p50)} | ${ms(r.latencyMs.p90)} | ${ms(r.latencyMs.p99)} |`),
+  ];
+}
+
 export function renderMarkdown(results: BenchResults): string {
   const parts = [
     renderHeader(results),
@@ -478,6 +498,7 @@ export function renderMarkdown(results: BenchResults): string {
     renderCost(results),
     renderColdStart(results),
     renderScale(results),
+    results.epoch || results.errors.epoch ? renderEpochFencing(results.epoch, results.errors.epoch) : [],
   ].filter((p) => p.length > 0);
   return `${parts.map((p) => p.join('\n')).join('\n\n')}\n`;
 }

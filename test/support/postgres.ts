@@ -1,9 +1,9 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from '../../local/dynamodb/dynamodb-local.js';
 
 /**
  * A real, throwaway PostgreSQL from Debian's `postgresql` package: a fresh data directory in a temp
@@ -61,14 +61,3 @@ function postgresIds(): { uid: number; gid: number } {
 }
 const postgresUid = () => postgresIds().uid;
 const postgresGid = () => postgresIds().gid;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}

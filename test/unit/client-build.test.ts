@@ -57,27 +57,31 @@ describe('the client build', () => {
     const script = `
       const main = await import(${JSON.stringify(pathToFileURL(join(outDir, 'index.js')).href)});
       const dynamodb = await import(${JSON.stringify(pathToFileURL(join(outDir, 'dynamodb/index.js')).href)});
+      const postgres = await import(${JSON.stringify(pathToFileURL(join(outDir, 'postgres/index.js')).href)});
       const protocol = await import(${JSON.stringify(pathToFileURL(join(outDir, 'protocol/index.js')).href)});
       console.log(JSON.stringify({
         main: ['LeaseClient', 'createLeader', 'withLease', 'createWatch', 'sigv4Signer', 'LeaderMetrics', 'LeaseLostError'].filter((k) => typeof main[k] !== 'function'),
-        dynamodb: ['fencePut', 'fenceUpdate', 'fenceDelete', 'isFencedOut'].filter((k) => typeof dynamodb[k] !== 'function'),
+        dynamodb: ['fencePut', 'fenceUpdate', 'fenceDelete', 'isFencedOut', 'dynamodbEpoch'].filter((k) => typeof dynamodb[k] !== 'function'),
+        postgres: ['createEpochTable', 'postgresEpoch', 'staleTokenPredicate', 'isFencedOutError'].filter((k) => typeof postgres[k] !== 'function'),
         protocol: ['errorFromBody', 'validateName'].filter((k) => typeof protocol[k] !== 'function'),
       }));`;
     const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
-    expect(JSON.parse(out)).toEqual({ main: [], dynamodb: [], protocol: [] });
+    expect(JSON.parse(out)).toEqual({ main: [], dynamodb: [], postgres: [], protocol: [] });
   }, 180_000);
 });
 
 describe('the examples in the docs', () => {
-  it('compile against the SDK as published names (leasehold, leasehold/dynamodb)', () => {
+  it('compile against the SDK as published names (leasehold, leasehold/dynamodb, leasehold/postgres)', () => {
     const config = parseConfig(join(ROOT, 'tsconfig.json'));
     const program = ts.createProgram({ rootNames: EXAMPLES.map((f) => join(ROOT, f)), options: config.options });
     expect(diagnosticsText(ts.getPreEmitDiagnostics(program))).toEqual([]);
   }, 180_000);
 
-  it('are four: a cron leader on ECS, a Lambda with withLease, a fenced DynamoDB write, and a leader against the local server', () => {
+  it('are six: a cron leader on ECS, a Lambda with withLease, a fenced DynamoDB write, a leader against the local server, and epoch-fenced DynamoDB and PostgreSQL jobs', () => {
     expect(EXAMPLES.sort()).toEqual([
       'examples/ecs-cron-leader.ts',
+      'examples/epoch-fenced-dynamodb-job.ts',
+      'examples/epoch-fenced-postgres-job.ts',
       'examples/fenced-dynamodb-write.ts',
       'examples/lambda-with-lease.ts',
       'examples/local-leader.ts',
