@@ -45,7 +45,7 @@ import { SKIP_RENEWALS_PATTERN } from '../functions/watch/stream-filter.js';
 import { EVERY_LEASE } from '../functions/watch/watch-grants.js';
 import { SUBSCRIPTION_TABLE_SCHEMA } from '../functions/watch/subscriptions.js';
 import { acknowledgeWildcardResource } from './nag.js';
-import { createServiceFunction } from './service-function.js';
+import { createServiceFunction, grantTableKey } from './service-function.js';
 import { WatchGrantMap } from './watch-grant-map.js';
 
 /** Settings of {@link LeaseService}. Every one is optional; each documents its default. */
@@ -444,13 +444,7 @@ export class LeaseService extends Construct {
       }
       const fn = this.createFunction(route.id, `leasehold ${route.method} ${route.path}`, { memorySize, timeout, logRetention }, tableEnvironment);
       fn.addToRolePolicy(new PolicyStatement({ actions: [...tableActions], resources: [this.table.tableArn] }));
-      const writes = tableActions.includes('dynamodb:UpdateItem');
-      props.encryptionKey?.grant(
-        fn,
-        'kms:Decrypt',
-        'kms:DescribeKey',
-        ...(writes ? ['kms:Encrypt', 'kms:ReEncrypt*', 'kms:GenerateDataKey*'] : []),
-      );
+      grantTableKey(props.encryptionKey, fn.role as IRole, tableActions.includes('dynamodb:UpdateItem'));
       new HttpRoute(this, `${pascal(route.id)}Route`, {
         httpApi: this.httpApi,
         routeKey: HttpRouteKey.with(route.path, HttpMethod[route.method]),
@@ -589,13 +583,7 @@ export class LeaseService extends Construct {
       }
       const actions = [...access.subscriptionTable, ...access.connectionIndex];
       if (actions.length > 0) {
-        const writes = actions.some((a) => a === 'dynamodb:PutItem' || a === 'dynamodb:BatchWriteItem');
-        options.encryptionKey?.grant(
-          fn,
-          'kms:Decrypt',
-          'kms:DescribeKey',
-          ...(writes ? ['kms:Encrypt', 'kms:ReEncrypt*', 'kms:GenerateDataKey*'] : []),
-        );
+        grantTableKey(options.encryptionKey, fn.role as IRole, actions.some((a) => a === 'dynamodb:PutItem' || a === 'dynamodb:BatchWriteItem'));
       }
       if (access.readLeaseStream) {
         acknowledgeWildcardResource(

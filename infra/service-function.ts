@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { type Duration, Validations } from 'aws-cdk-lib';
-import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Role, ServicePrincipal, type IRole } from 'aws-cdk-lib/aws-iam';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -79,7 +80,7 @@ export function createServiceFunction(scope: Construct, options: ServiceFunction
       forceDockerBundling: false,
     },
   });
-  acknowledgeFunctionFindings(fn, role);
+  acknowledgeFunctionFindings(fn);
   return fn;
 }
 
@@ -87,7 +88,7 @@ export function createServiceFunction(scope: Construct, options: ServiceFunction
  * The cdk-nag findings every leasehold function (and the construct's custom resource function)
  * has by design, acknowledged next to it with the reason.
  */
-export function acknowledgeFunctionFindings(fn: Construct, role: Construct | undefined): void {
+export function acknowledgeFunctionFindings(fn: Construct): void {
   Validations.of(fn).acknowledge({
     id: 'Serverless-LambdaDLQ',
     reason:
@@ -100,13 +101,20 @@ export function acknowledgeFunctionFindings(fn: Construct, role: Construct | und
       'Each function makes one DynamoDB request per invocation; X-Ray would add cost and a trace per lease renewal ' +
       'for no insight the logs and the API access log do not already give.',
   });
-  if (role !== undefined) acknowledgeLogStreamWildcard(role);
 }
 
-/** The only wildcard of a function role's logging statement: Lambda names the log streams at run time. */
-function acknowledgeLogStreamWildcard(role: Construct): void {
-  Validations.of(role).acknowledge({
-    id: 'AwsSolutions-IAM5',
-    reason: "Lambda creates the function's log streams with names chosen at run time; the statement covers the streams of this function's own log group only.",
-  });
+/**
+ * Lets `role` use a customer managed table key: decrypt, and with `writes` encrypt too, with the
+ * action set aws-cdk-lib's own table grants use (`ReEncrypt*`, `GenerateDataKey*`), on this key only.
+ */
+export function grantTableKey(key: IKey | undefined, role: IRole, writes: boolean): void {
+  if (key === undefined) return;
+  key.grant(role, 'kms:Decrypt', 'kms:DescribeKey', ...(writes ? ['kms:Encrypt', 'kms:ReEncrypt*', 'kms:GenerateDataKey*'] : []));
+  if (writes) {
+    const reason = 'DynamoDB encrypts with the table key on the caller\'s behalf; the action families are the ones aws-cdk-lib grants for table writes, on this one key.';
+    Validations.of(role).acknowledge(
+      { id: 'AwsSolutions-IAM5[Action::kms:ReEncrypt*]', reason },
+      { id: 'AwsSolutions-IAM5[Action::kms:GenerateDataKey*]', reason },
+    );
+  }
 }

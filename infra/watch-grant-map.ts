@@ -7,7 +7,7 @@ import { AwsCustomResource, PhysicalResourceId, type AwsSdkCall } from 'aws-cdk-
 import { Construct } from 'constructs';
 import { SUBSCRIPTION_TABLE_SCHEMA } from '../functions/watch/subscriptions.js';
 import { EVERY_LEASE, WATCH_GRANTS_PARTITION, WATCH_GRANT_ATTRIBUTES } from '../functions/watch/watch-grants.js';
-import { acknowledgeFunctionFindings } from './service-function.js';
+import { acknowledgeFunctionFindings, grantTableKey } from './service-function.js';
 
 /**
  * Publishes who may watch which leases, for the watch's `$connect` and `subscribe`
@@ -107,7 +107,7 @@ export class WatchGrantMap extends Construct {
       });
       logGroup.grantWrite(role);
       role.addToPolicy(new PolicyStatement({ actions: ['dynamodb:PutItem', 'dynamodb:DeleteItem'], resources: [this.props.table.tableArn] }));
-      this.props.encryptionKey?.grant(role, 'kms:Decrypt', 'kms:DescribeKey', 'kms:Encrypt', 'kms:ReEncrypt*', 'kms:GenerateDataKey*');
+      grantTableKey(this.props.encryptionKey, role, true);
       this.publisher = { role, logGroup };
     }
     return this.publisher;
@@ -117,7 +117,7 @@ export class WatchGrantMap extends Construct {
   private acknowledgeProviderFindings(): void {
     const provider = Stack.of(this).node.tryFindChild(`AWS${AwsCustomResource.PROVIDER_FUNCTION_UUID.replaceAll('-', '')}`);
     if (provider === undefined) return;
-    acknowledgeFunctionFindings(provider, undefined);
+    acknowledgeFunctionFindings(provider);
   }
 }
 
