@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { createServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EpochNotClaimedError, FencedOutError, dynamodbEpoch, fenceUpdate, isFencedOut, type DynamoDBEpoch } from 'leasehold/dynamodb';
-import { createTestLeaseTable, type TestTable } from '../support/dynamodb.js';
+import { createTestLeaseTable, localDynamoConfig, type TestTable } from '../support/dynamodb.js';
 
 // Epoch fencing checked by DynamoDB Local itself: claims, fenced transactions, and races between a
 // deposed leader's writes and its successor's claim.
@@ -43,6 +45,25 @@ describe('an epoch claim', () => {
     expect(error).toBeInstanceOf(FencedOutError);
     expect(error).toMatchObject({ token: 6, epoch: 7 });
     expect(isFencedOut(error, 6)).toBe(true);
+  });
+
+  it('gives up on an attempt that gets no answer when its timeoutMs is up (a partition)', async () => {
+    // A server that accepts connections and never answers, as a partitioned network looks.
+    const sockets: Socket[] = [];
+    const blackHole = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
+    const { port } = blackHole.address() as { port: number };
+    const db = DynamoDBDocumentClient.from(new DynamoDBClient({ ...localDynamoConfig(), endpoint: `http://127.0.0.1:${port}`, maxAttempts: 1 }));
+    try {
+      const epoch = dynamodbEpoch(db, { tableName: data.tableName, key: { pk: `epoch#${randomUUID()}` } });
+      const startedMs = performance.now();
+      await expect(epoch.claim(1, { timeoutMs: 300 })).rejects.toThrow();
+      expect(performance.now() - startedMs).toBeLessThan(3_000);
+    } finally {
+      db.destroy();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => blackHole.close(resolve));
+    }
   });
 });
 

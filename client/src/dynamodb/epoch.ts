@@ -93,7 +93,8 @@ export function dynamodbEpoch(db: Pick<DynamoDBDocumentClient, 'send'>, options:
   const claimTimeoutMs = options.claimTimeoutMs ?? DEFAULT_CLAIM_TIMEOUT_MS;
   const clock = options.clock ?? systemClock;
   const random = options.random ?? Math.random;
-  const send = (command: UpdateCommand | TransactWriteCommand) => (db.send as (c: unknown) => Promise<unknown>)(command);
+  const send = (command: UpdateCommand | TransactWriteCommand, abortSignal?: AbortSignal) =>
+    (db.send as (c: unknown, o?: { abortSignal?: AbortSignal }) => Promise<unknown>)(command, abortSignal ? { abortSignal } : undefined);
 
   function transaction(token: number, items: EpochTransactItem[], extra: Omit<TransactWriteCommandInput, 'TransactItems'> = {}): TransactWriteCommandInput {
     validateToken(token);
@@ -135,6 +136,11 @@ export function dynamodbEpoch(db: Pick<DynamoDBDocumentClient, 'send'>, options:
     const signal = claimOptions.signal;
     for (let attempt = 0; ; attempt++) {
       signal?.throwIfAborted();
+      // An attempt that gets no answer (a partition) is abandoned when the claim's time is up.
+      const attemptAbort = new AbortController();
+      const cancelTimer = clock.setTimer(startedMs + timeoutMs - clock.nowMs(), () => attemptAbort.abort(new Error(`The epoch claim of token ${token} got no answer within ${timeoutMs} ms.`)));
+      const onAbort = () => attemptAbort.abort(signal?.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
       try {
         await send(
           new UpdateCommand({
@@ -146,6 +152,7 @@ export function dynamodbEpoch(db: Pick<DynamoDBDocumentClient, 'send'>, options:
             ExpressionAttributeValues: { [EPOCH_VALUE]: token },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
+          attemptAbort.signal,
         );
         return;
       } catch (error) {
@@ -160,6 +167,9 @@ export function dynamodbEpoch(db: Pick<DynamoDBDocumentClient, 'send'>, options:
         const waitMs = backoffMs(attempt, CLAIM_RETRY_BASE_MS, CLAIM_RETRY_MAX_MS, random);
         if (clock.nowMs() + waitMs - startedMs > timeoutMs) throw error;
         if (!(await delay(clock, waitMs, signal))) signal?.throwIfAborted();
+      } finally {
+        cancelTimer();
+        signal?.removeEventListener('abort', onAbort);
       }
     }
   }
