@@ -25,7 +25,7 @@ const ESM_REQUIRE_BANNER = "import { createRequire } from 'module'; const requir
 /**
  * The Lambda runtime of every function: the newest Node.js (cdk-nag's AwsSolutions-L1 and
  * Serverless-LambdaLatestVersion). The bundles keep to node22 syntax (`BUNDLE_TARGET`) and are
- * tested on Node 20 and 22, so moving the runtime is a one-line change either way.
+ * tested on Node 20, so moving the runtime is a one-line change either way.
  */
 export const FUNCTION_RUNTIME = Runtime.NODEJS_24_X;
 const BUNDLE_TARGET = 'node22';
