@@ -458,7 +458,8 @@ function decodeCursor(cursor: string): { pk: string } {
 }
 
 function stringifyQuery(input: object): Record<string, string | undefined> {
-  const out: Record<string, string | undefined> = {};
+  // No prototype: a `__proto__` parameter stays an own key, which the rules then refuse.
+  const out: Record<string, string | undefined> = Object.create(null);
   for (const [key, value] of Object.entries(input)) {
     if (value !== undefined) out[key] = String(value);
   }

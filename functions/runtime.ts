@@ -1,8 +1,8 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { systemClock, type Clock } from './clock.js';
 import { readConfig } from './config.js';
 import { createDocumentClient } from './dynamodb-client.js';
+import { createLogger } from './logging.js';
 import { LeaseStore } from './lease-store.js';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { HandlerDeps, RouteHandler } from './http/route.js';
@@ -28,7 +28,7 @@ export function createDeps(options: DepsOptions): HandlerDeps {
   return {
     store: new LeaseStore({ client, tableName: options.tableName, clock: options.clock ?? systemClock }),
     // The construct may set POWERTOOLS_* variables; they win over our defaults.
-    logger: new Logger({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? SERVICE_NAME }),
+    logger: createLogger(process.env.POWERTOOLS_SERVICE_NAME ?? SERVICE_NAME),
     metrics: new Metrics({
       namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? METRICS_NAMESPACE,
       serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? SERVICE_NAME,

@@ -299,9 +299,10 @@ function flattenHeaders(req: IncomingMessage): Record<string, string> {
 
 /** API Gateway joins repeated query parameters with commas; so do we. */
 function parseQuery(raw: string): Record<string, string> {
-  const out: Record<string, string> = {};
+  // No prototype, own keys only: `__proto__` or `constructor` are parameters like any other.
+  const out: Record<string, string> = Object.create(null);
   for (const [key, value] of new URLSearchParams(raw)) {
-    out[key] = key in out ? `${out[key]},${value}` : value;
+    out[key] = Object.hasOwn(out, key) ? `${out[key]},${value}` : value;
   }
   return out;
 }

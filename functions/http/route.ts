@@ -7,7 +7,7 @@ import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { isLeaseLostError, validateName } from '../../client/src/protocol/index.js';
+import { isLeaseLostError, validateName, validateQueryParameters } from '../../client/src/protocol/index.js';
 import type { LeaseStore } from '../lease-store.js';
 import { bodySizeLimit, leaseholdErrors } from './middlewares.js';
 
@@ -34,12 +34,19 @@ export type RouteHandler = middy.MiddyfiedHandler<APIGatewayProxyEventV2, APIGat
 
 type RouteFn = (event: APIGatewayProxyEventV2, deps: HandlerDeps) => Promise<APIGatewayProxyStructuredResultV2>;
 
+export interface RouteOptions {
+  jsonBody: boolean;
+  /** The query parameters the route reads; any other is a VALIDATION_ERROR. Default: none. */
+  queryParameters?: readonly string[];
+}
+
 /**
  * Wraps a route's few lines of logic in the shared middleware chain: context-aware logs, metrics
  * flushed per invocation, normalized headers, an 8 KiB body limit, JSON parsing for POST routes,
- * and the one error middleware that maps failures to v1 error bodies.
+ * unknown query parameters refused, and the one error middleware that maps failures to v1 error
+ * bodies.
  */
-export function leaseRoute(deps: HandlerDeps, options: { jsonBody: boolean }, fn: RouteFn): RouteHandler {
+export function leaseRoute(deps: HandlerDeps, options: RouteOptions, fn: RouteFn): RouteHandler {
   const handler = middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context>()
     .use(injectLambdaContext(deps.logger, { resetKeys: true }))
     .use(logMetrics(deps.metrics))
@@ -48,7 +55,10 @@ export function leaseRoute(deps: HandlerDeps, options: { jsonBody: boolean }, fn
   if (options.jsonBody) handler.use(httpJsonBodyParser({ disableContentTypeError: false }));
   // Used last so that its onError runs first (middy runs onError in reverse order).
   handler.use(leaseholdErrors(deps.logger));
-  return handler.handler((event) => fn(event, deps));
+  return handler.handler(async (event) => {
+    validateQueryParameters(event.queryStringParameters, options.queryParameters ?? []);
+    return fn(event, deps);
+  });
 }
 
 /**

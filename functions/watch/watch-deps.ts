@@ -1,8 +1,9 @@
 import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
-import { Logger } from '@aws-lambda-powertools/logger';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import { systemClock, type Clock } from '../clock.js';
 import { ConfigError } from '../config.js';
 import { createDocumentClient } from '../dynamodb-client.js';
+import { createLogger } from '../logging.js';
 import { SERVICE_NAME } from '../runtime.js';
 import { SubscriptionStore } from './subscriptions.js';
 import { TableWatchGrants, type WatchGrants } from './watch-grants.js';
@@ -57,7 +58,7 @@ export function createWatchDeps(options: WatchDepsOptions): WatchDeps {
       requestHandler: { requestTimeout: 3_000, connectionTimeout: 1_000 },
       ...credentials,
     }),
-    logger: new Logger({ serviceName: `${SERVICE_NAME}-watch` }),
+    logger: createLogger(`${SERVICE_NAME}-watch`),
     renewedEvents: options.renewedEvents ?? true,
     grants: options.grants === 'table' ? new TableWatchGrants({ client, tableName, clock }) : options.grants,
   };

@@ -46,8 +46,8 @@ describe('I1 accepts what a correct server can do', () => {
 
   it('a retried acquire with the same holder and requestId that returns the same grant', () => {
     const report = i1([
-      acquireOk('a', [0, 10], 5, { requestId: 'req-1' }),
-      acquireOk('a', [20, 30], 5, { requestId: 'req-1' }),
+      acquireOk('a', [0, 10], 5, { requestId: 'a-request-000001' }),
+      acquireOk('a', [20, 30], 5, { requestId: 'a-request-000001' }),
       renewOk('a', [40, 50], 5),
     ]);
     expect(report.status).toBe('pass');

@@ -40,9 +40,9 @@ function recorded() {
 
 describe('the recording fetch', () => {
   it('records a granted acquire with its token, requestId and the server’s times', async () => {
-    await client(() => json(200, { lease: { ...lease, leaseId: 'a'.repeat(32) } })).acquire('orders', { holder: 'w1', ttlMs: 2_000, requestId: 'r1' });
+    await client(() => json(200, { lease: { ...lease, leaseId: 'a'.repeat(32) } })).acquire('orders', { holder: 'w1', ttlMs: 2_000, requestId: 'w1-request-000001' });
     expect(recorded()).toEqual([
-      expect.objectContaining({ op: 'acquire', lease: 'orders', holder: 'w1', requestId: 'r1', ttlMs: 2_000, outcome: 'ok', token: 42, serverNowMs: 10_000, serverExpiresAtMs: 12_000 }),
+      expect.objectContaining({ op: 'acquire', lease: 'orders', holder: 'w1', requestId: 'w1-request-000001', ttlMs: 2_000, outcome: 'ok', token: 42, serverNowMs: 10_000, serverExpiresAtMs: 12_000 }),
     ]);
   });
 

@@ -19,7 +19,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const sample: HistoryRecord[] = [
   { type: 'meta', ttlMs: 1_000, clockSkewMs: 25, run: 'seed 7' },
-  acquireOk('w1', [0.25, 10.5], 5, { requestId: 'r-1', serverNowMs: 4, serverExpiresAtMs: 1_004 }),
+  acquireOk('w1', [0.25, 10.5], 5, { requestId: 'w1-request-000001', serverNowMs: 4, serverExpiresAtMs: 1_004 }),
   renewUnknown('w1', [300, null], 5, { localDeadlineMs: 900 }),
   write('w1', [400, 410], 'job-1', 5, true, 900),
   event('kill', 'w1', 500),

@@ -1,57 +1,143 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../../functions/clock.js';
 import { createAcquireHandler } from '../../functions/handlers/acquire.js';
+import { createHandoffHandler } from '../../functions/handlers/handoff.js';
+import { createListHandler } from '../../functions/handlers/list.js';
 import { createReleaseHandler } from '../../functions/handlers/release.js';
 import { createRenewHandler } from '../../functions/handlers/renew.js';
+import { REDACTED } from '../../functions/logging.js';
 import { createDeps } from '../../functions/runtime.js';
+import { createWatchDeps } from '../../functions/watch/watch-deps.js';
 import { LOCAL_CREDENTIALS } from '../../local/dynamodb/dynamodb-local.js';
 import { createTestLeaseTable, localDynamoConfig } from '../support/dynamodb.js';
+import { startTestServer } from '../support/local-server.js';
+
+/**
+ * Every log line the functions print, with the two switches that log the most: the whole
+ * invocation event (POWERTOOLS_LOGGER_LOG_EVENT) and DEBUG. Set before the loggers are built,
+ * since Powertools reads them at construction.
+ */
+let lines: string[];
+
+beforeEach(() => {
+  vi.stubEnv('POWERTOOLS_LOGGER_LOG_EVENT', 'true');
+  vi.stubEnv('POWERTOOLS_LOG_LEVEL', 'DEBUG');
+  vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'true');
+  lines = [];
+  const capture = (chunk: unknown) => {
+    lines.push(String(chunk));
+    return true;
+  };
+  vi.spyOn(process.stdout, 'write').mockImplementation(capture as never);
+  vi.spyOn(process.stderr, 'write').mockImplementation(capture as never);
+  for (const method of ['log', 'info', 'debug', 'warn', 'error'] as const) {
+    vi.spyOn(console, method).mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(' ')));
+  }
+});
 
 afterEach(() => {
   vi.unstubAllEnvs();
   vi.restoreAllMocks();
 });
 
-function event(name: string, action: string, body: unknown) {
+/** A requestId as the SDK makes one: 128 random bits. */
+const newRequestId = () => randomBytes(16).toString('hex');
+
+function event(method: string, path: string, body: unknown, rawQueryString = '') {
+  const name = path.split('/')[3];
   return {
     version: '2.0',
-    routeKey: `POST /v1/leases/{name}/${action}`,
-    rawPath: `/v1/leases/${name}/${action}`,
-    rawQueryString: '',
+    routeKey: `${method} ${path}`,
+    rawPath: path,
+    rawQueryString,
     headers: { 'content-type': 'application/json' },
-    pathParameters: { name },
-    requestContext: { http: { method: 'POST', path: `/v1/leases/${name}/${action}` }, requestId: 'r', timeEpoch: 0 },
-    body: JSON.stringify(body),
+    ...(name ? { pathParameters: { name } } : {}),
+    ...(rawQueryString ? { queryStringParameters: Object.fromEntries(new URLSearchParams(rawQueryString)) } : {}),
+    requestContext: { apiId: 'api', http: { method, path }, requestId: 'apigw-request-id', timeEpoch: 0 },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     isBase64Encoded: false,
   } as never;
 }
 
 const context = { functionName: 'test', awsRequestId: 'req', getRemainingTimeInMillis: () => 1000 } as never;
 
+function expectNoSecret(secrets: string[]): void {
+  const log = lines.join('\n');
+  for (const secret of secrets) expect(log, `the logs hold ${secret}`).not.toContain(secret);
+}
+
 describe('handler logs', () => {
-  it('never contain a leaseId, even at DEBUG level', async () => {
-    vi.stubEnv('POWERTOOLS_LOG_LEVEL', 'DEBUG');
-    vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'true');
-    const lines: string[] = [];
-    const capture = (chunk: unknown) => {
-      lines.push(String(chunk));
-      return true;
-    };
-    vi.spyOn(process.stdout, 'write').mockImplementation(capture as never);
-    vi.spyOn(console, 'log').mockImplementation((...args) => void lines.push(args.join(' ')));
-    vi.spyOn(console, 'info').mockImplementation((...args) => void lines.push(args.join(' ')));
-    vi.spyOn(console, 'debug').mockImplementation((...args) => void lines.push(args.join(' ')));
-
+  it('hold no leaseId or requestId through acquire, retry, renew, handoff, release and errors, with the event logged at DEBUG', async () => {
     const { tableName } = await createTestLeaseTable('logs');
-    const deps = createDeps({ tableName, region: 'us-east-1', dynamodbEndpoint: localDynamoConfig().endpoint, credentials: LOCAL_CREDENTIALS, clock: systemClock });
-    const acquired = await createAcquireHandler(deps)(event('logged', 'acquire', { holder: 'w', ttlMs: 5_000 }), context);
-    const grant = JSON.parse(acquired.body as string).lease;
-    await createRenewHandler(deps)(event('logged', 'renew', { leaseId: grant.leaseId, token: grant.token }), context);
-    await createRenewHandler(deps)(event('logged', 'renew', { leaseId: 'b'.repeat(32), token: grant.token }), context);
-    await createReleaseHandler(deps)(event('logged', 'release', { leaseId: grant.leaseId, token: grant.token }), context);
+    const dynamo = { region: 'us-east-1', dynamodbEndpoint: localDynamoConfig().endpoint, credentials: LOCAL_CREDENTIALS, clock: systemClock };
+    const deps = createDeps({ tableName, ...dynamo });
+    const acquire = createAcquireHandler(deps);
+    const renew = createRenewHandler(deps);
+    const path = (action: string) => `/v1/leases/logged/${action}`;
+    const firstRequestId = newRequestId();
+    const secondRequestId = newRequestId();
+    const strangerLeaseId = 'b'.repeat(32);
+    const queryLeaseId = 'c'.repeat(32);
 
-    expect(lines.join('\n')).toContain('lease acquired');
-    expect(lines.join('\n')).not.toContain(grant.leaseId);
-    expect(lines.join('\n')).not.toContain('b'.repeat(32));
+    const first = JSON.parse((await acquire(event('POST', path('acquire'), { holder: 'w1', ttlMs: 5_000, requestId: firstRequestId }), context)).body as string).lease;
+    const retried = await acquire(event('POST', path('acquire'), { holder: 'w1', ttlMs: 5_000, requestId: firstRequestId }), context);
+    expect(JSON.parse(retried.body as string).lease.leaseId).toBe(first.leaseId);
+    const stranger = await acquire(event('POST', path('acquire'), { holder: 'w2', ttlMs: 5_000, requestId: firstRequestId }), context);
+    expect(stranger.statusCode).toBe(409);
+    expect(stranger.body).not.toContain(first.leaseId);
+    await renew(event('POST', path('renew'), { leaseId: first.leaseId, token: first.token }), context);
+    expect((await renew(event('POST', path('renew'), { leaseId: strangerLeaseId, token: first.token }), context)).statusCode).toBe(409);
+    const handoff = await createHandoffHandler(deps)(event('POST', path('handoff'), { leaseId: first.leaseId, token: first.token, to: 'w2' }), context);
+    expect(handoff.statusCode).toBe(200);
+    const second = JSON.parse((await acquire(event('POST', path('acquire'), { holder: 'w2', ttlMs: 5_000, requestId: secondRequestId }), context)).body as string).lease;
+    expect(second.holder).toBe('w2');
+    expect((await createReleaseHandler(deps)(event('POST', path('release'), { leaseId: second.leaseId, token: second.token }), context)).statusCode).toBe(200);
+    expect((await createListHandler(deps)(event('GET', '/v1/leases', undefined, `leaseId=${queryLeaseId}`), context)).statusCode).toBe(400);
+    // An internal error is logged whole (error, cause, stack) together with the event.
+    const broken = createDeps({ tableName: 'no-such-table', ...dynamo });
+    expect((await createRenewHandler(broken)(event('POST', path('renew'), { leaseId: second.leaseId, token: second.token }), context)).statusCode).toBe(500);
+
+    const log = lines.join('\n');
+    expect(log).toContain('Lambda invocation event');
+    expect(log).toContain('lease renewed');
+    expect(log).toContain('lease handed off');
+    expect(log).toContain('request failed');
+    expect(log).toContain(REDACTED);
+    // API Gateway's own request id is a correlation id, not a secret.
+    expect(log).toContain('apigw-request-id');
+    expectNoSecret([first.leaseId, second.leaseId, firstRequestId, secondRequestId, strangerLeaseId, queryLeaseId]);
+  });
+
+  it('of the watch functions hold no leaseId or requestId of a logged stream record', () => {
+    const { logger } = createWatchDeps({ subscriptionTableName: 'subs', managementEndpoint: 'http://127.0.0.1:1', region: 'us-east-1' });
+    const leaseId = randomBytes(16).toString('hex');
+    const requestId = newRequestId();
+    const record = { eventName: 'MODIFY', dynamodb: { NewImage: { pk: { S: 'jobs' }, leaseId: { S: leaseId }, requestId: { S: requestId } } } };
+    logger.debug('stream record', { record, error: new Error(`could not publish ${leaseId}`) });
+
+    expect(lines.join('\n')).toContain('stream record');
+    expectNoSecret([leaseId, requestId]);
+  });
+
+  it('of the local server hold no leaseId or requestId through a cycle over HTTP', async () => {
+    const server = await startTestServer();
+    try {
+      const post = async (action: string, body: unknown) => {
+        const res = await fetch(`${server.url}/v1/leases/served/${action}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        return (await res.json()) as { lease: { leaseId: string; token: number } };
+      };
+      const requestId = newRequestId();
+      const { lease } = await post('acquire', { holder: 'w1', ttlMs: 5_000, requestId });
+      await post('renew', { leaseId: lease.leaseId, token: lease.token });
+      await post('handoff', { leaseId: lease.leaseId, token: lease.token, to: 'w2' });
+      const next = await post('acquire', { holder: 'w2', ttlMs: 5_000, requestId: newRequestId() });
+      await post('release', { leaseId: next.lease.leaseId, token: next.lease.token });
+
+      expect(lines.join('\n')).toContain('Lambda invocation event');
+      expectNoSecret([lease.leaseId, next.lease.leaseId, requestId]);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -61,7 +61,7 @@ describe('the lease store under random operation sequences (manual clock, real D
           } else if (step.kind === 'acquire') {
             const mine = latest.get(step.holder);
             const retry = step.retry && mine !== undefined;
-            const requestId = retry ? mine.requestId : `r${++requestSeq}`;
+            const requestId = retry ? mine.requestId : `request-${String(++requestSeq).padStart(8, '0')}`;
             const result = await store.acquire(name, { holder: `h${step.holder}`, ttlMs: step.ttlMs, lockDelayMs: step.lockDelayMs, requestId });
             if (result.acquired) {
               if (retry && result.lease.leaseId === mine.grant.leaseId) {

@@ -115,11 +115,11 @@ describe('acquire', () => {
   it('an acquire retried with the same holder and requestId returns the same grant', async () => {
     const { clock, store } = storeAt();
     const name = uniqueName('retry');
-    const first = await grant(store, name, 'worker-a', 10_000, { requestId: 'req-1' });
+    const first = await grant(store, name, 'worker-a', 10_000, { requestId: 'retry-9f2c4e7a1b3d5f60' });
     clock.advance(100);
-    const retried = await store.acquire(name, { holder: 'worker-a', ttlMs: 10_000, requestId: 'req-1' });
+    const retried = await store.acquire(name, { holder: 'worker-a', ttlMs: 10_000, requestId: 'retry-9f2c4e7a1b3d5f60' });
     expect(retried).toMatchObject({ acquired: true, lease: { token: first.token, leaseId: first.leaseId } });
-    const other = await store.acquire(name, { holder: 'worker-b', ttlMs: 10_000, requestId: 'req-1' });
+    const other = await store.acquire(name, { holder: 'worker-b', ttlMs: 10_000, requestId: 'retry-9f2c4e7a1b3d5f60' });
     expect(other.acquired).toBe(false);
   });
 
@@ -385,7 +385,9 @@ describe('invalid input', () => {
     ['a ttl above 1 h', 'ok-name', { holder: 'a', ttlMs: 3_600_001 }, 'ttlMs'],
     ['a fractional ttl', 'ok-name', { holder: 'a', ttlMs: 1_000.5 }, 'ttlMs'],
     ['metadata over 2 KiB', 'ok-name', { holder: 'a', ttlMs: 1_000, metadata: 'x'.repeat(2_047) }, 'metadata'],
-    ['a requestId with a dot', 'ok-name', { holder: 'a', ttlMs: 1_000, requestId: 'a.b' }, 'requestId'],
+    ['a requestId with a dot', 'ok-name', { holder: 'a', ttlMs: 1_000, requestId: 'a.b'.padEnd(16, 'x') }, 'requestId'],
+    ['a 15-character requestId (a guessable one)', 'ok-name', { holder: 'a', ttlMs: 1_000, requestId: 'nightly-job-015' }, 'requestId'],
+    ['a 65-character requestId', 'ok-name', { holder: 'a', ttlMs: 1_000, requestId: 'r'.repeat(65) }, 'requestId'],
     ['a negative lock-delay', 'ok-name', { holder: 'a', ttlMs: 1_000, lockDelayMs: -1 }, 'lockDelayMs'],
     ['a lock-delay over 60 s', 'ok-name', { holder: 'a', ttlMs: 1_000, lockDelayMs: 60_001 }, 'lockDelayMs'],
   ])('acquire rejects %s with VALIDATION_ERROR naming the field, and writes nothing', async (_label, name, body, field) => {

@@ -87,8 +87,8 @@ describe('requests', () => {
 
   it('keeps a requestId the caller chose', async () => {
     const t = client([json(200, { lease: grant() })]);
-    await t.client.acquire('jobs', { holder: 'me', ttlMs: 15_000, requestId: 'job-42' });
-    expect(t.sent[0]?.body).toMatchObject({ requestId: 'job-42' });
+    await t.client.acquire('jobs', { holder: 'me', ttlMs: 15_000, requestId: 'nightly-job-42-7c1e9a0f' });
+    expect(t.sent[0]?.body).toMatchObject({ requestId: 'nightly-job-42-7c1e9a0f' });
   });
 
   it('renew and release send only the grant fields, even when given a whole grant', async () => {

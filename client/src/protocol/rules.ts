@@ -11,6 +11,12 @@ export const LIMITS = {
   ttlMinMs: 1_000,
   ttlMaxMs: 3_600_000,
   metadataMaxBytes: 2_048,
+  /**
+   * A requestId is a bearer secret: a retry that presents it (with the holder, which is public)
+   * gets the live grant back, leaseId included. 16 characters of the alphabet carry at least
+   * 96 bits when chosen at random; the SDK sends 32 hex characters (128 bits).
+   */
+  requestIdMinLength: 16,
   requestIdMaxLength: 64,
   lockDelayMaxMs: 60_000,
   listDefaultLimit: 100,
@@ -24,7 +30,7 @@ export const LIMITS = {
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
 /** Printable ASCII without space (0x21–0x7E). */
 export const HOLDER_PATTERN = /^[\x21-\x7e]{1,128}$/;
-export const REQUEST_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+export const REQUEST_ID_PATTERN = new RegExp(`^[A-Za-z0-9_-]{${LIMITS.requestIdMinLength},${LIMITS.requestIdMaxLength}}$`);
 /** leaseId is 128 random bits, hex encoded by the server. */
 export const LEASE_ID_PATTERN = /^[0-9a-f]{32}$/;
 export const PREFIX_PATTERN = /^[A-Za-z0-9._:-]{0,200}$/;
@@ -67,7 +73,12 @@ export function validateLockDelayMs(value: unknown, field = 'lockDelayMs'): numb
 }
 
 export function validateRequestId(value: unknown, field = 'requestId'): string {
-  return requireString(value, field, REQUEST_ID_PATTERN, 'must be 1-64 characters of A-Z a-z 0-9 _ -');
+  return requireString(
+    value,
+    field,
+    REQUEST_ID_PATTERN,
+    `must be ${LIMITS.requestIdMinLength}-${LIMITS.requestIdMaxLength} characters of A-Z a-z 0-9 _ -`,
+  );
 }
 
 export function validateLeaseId(value: unknown, field = 'leaseId'): string {
@@ -153,25 +164,46 @@ export function validateHandoffRequest(body: unknown): HandoffRequest {
   return request;
 }
 
+/** The query parameters of `GET /v1/leases`; every other route takes none. */
+export const LIST_QUERY_PARAMETERS = ['prefix', 'limit', 'cursor'] as const;
+
+/**
+ * Refuses any query parameter outside `allowed`. Keys are read as own properties only, so
+ * `__proto__`, `constructor` or `hasOwnProperty` are unknown parameters like any other, whatever
+ * prototype the caller's object has.
+ */
+export function validateQueryParameters(query: object | null | undefined, allowed: readonly string[]): void {
+  if (query === null || query === undefined) return;
+  for (const key of Object.keys(query)) {
+    if (!allowed.includes(key)) {
+      const expected = allowed.length === 0 ? 'this route takes none' : `expected ${allowed.join(', ')}`;
+      throw new ValidationError(key, `is not a known query parameter (${expected})`);
+    }
+  }
+}
+
+function ownQueryValue(query: Record<string, string | undefined>, key: string): string | undefined {
+  return Object.hasOwn(query, key) ? query[key] : undefined;
+}
+
 /** Query parameters arrive as strings; `limit` is parsed strictly (digits only). */
 export function validateListRequest(query: Record<string, string | undefined>): Required<Pick<ListRequest, 'limit'>> & ListRequest {
-  for (const key of Object.keys(query)) {
-    if (!['prefix', 'limit', 'cursor'].includes(key)) {
-      throw new ValidationError(key, 'is not a known query parameter (expected prefix, limit, cursor)');
-    }
-  }
+  validateQueryParameters(query, LIST_QUERY_PARAMETERS);
+  const prefix = ownQueryValue(query, 'prefix');
+  const limit = ownQueryValue(query, 'limit');
+  const cursor = ownQueryValue(query, 'cursor');
   const request: Required<Pick<ListRequest, 'limit'>> & ListRequest = { limit: LIMITS.listDefaultLimit };
-  if (query.prefix !== undefined && query.prefix !== '') {
-    request.prefix = requireString(query.prefix, 'prefix', PREFIX_PATTERN, 'must be up to 200 characters of A-Z a-z 0-9 . _ : -');
+  if (prefix !== undefined && prefix !== '') {
+    request.prefix = requireString(prefix, 'prefix', PREFIX_PATTERN, 'must be up to 200 characters of A-Z a-z 0-9 . _ : -');
   }
-  if (query.limit !== undefined) {
-    if (!/^[0-9]{1,5}$/.test(query.limit)) {
+  if (limit !== undefined) {
+    if (typeof limit !== 'string' || !/^[0-9]{1,5}$/.test(limit)) {
       throw new ValidationError('limit', `must be an integer from 1 to ${LIMITS.listMaxLimit}`);
     }
-    request.limit = requireInteger(Number(query.limit), 'limit', 1, LIMITS.listMaxLimit);
+    request.limit = requireInteger(Number(limit), 'limit', 1, LIMITS.listMaxLimit);
   }
-  if (query.cursor !== undefined && query.cursor !== '') {
-    request.cursor = requireString(query.cursor, 'cursor', CURSOR_PATTERN, 'must be a cursor returned by a previous list call');
+  if (cursor !== undefined && cursor !== '') {
+    request.cursor = requireString(cursor, 'cursor', CURSOR_PATTERN, 'must be a cursor returned by a previous list call');
   }
   return request;
 }

@@ -128,7 +128,7 @@ export function simulateWithJobs(config: SimulationConfig, server = new Referenc
     switch (action) {
       case 'acquire':
       case 'retry-acquire': {
-        const requestId = action === 'retry-acquire' ? (me.pendingRequestId as string) : `${process}-r${++me.requests}`;
+        const requestId = action === 'retry-acquire' ? (me.pendingRequestId as string) : `${process}-request-${String(++me.requests).padStart(6, '0')}`;
         const request = { holder: process, ttlMs: config.ttlMs, requestId, ...(config.lockDelayMs ? { lockDelayMs: config.lockDelayMs } : {}) };
         const fields = { ...base, op: 'acquire' as const, holder: process, requestId, ttlMs: config.ttlMs, ...(config.lockDelayMs ? { lockDelayMs: config.lockDelayMs } : {}) };
         if (!applies) {

@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { ValidationError } from '../../client/src/protocol/index.js';
+import { REDACTED, redactSecrets } from '../../functions/logging.js';
+
+const leaseId = '0123456789abcdef0123456789abcdef';
+const requestId = 'Zq3-9_kLmN0pQrStUvWx';
+
+/** What the logger would print for `value`. */
+function printed(value: unknown): string {
+  return JSON.stringify(redactSecrets(value));
+}
+
+describe('log redaction', () => {
+  it('replaces leaseId and requestId properties at any depth, whatever their case or separator', () => {
+    const out = printed({ a: { leaseId, nested: [{ request_id: requestId }, { LEASE_ID: { S: leaseId } }] } });
+    expect(out).not.toContain(leaseId);
+    expect(out).not.toContain(requestId);
+    expect(out).toContain(REDACTED);
+  });
+
+  it('redacts the raw JSON body of a logged event and keeps the rest of it readable', () => {
+    const event = { body: JSON.stringify({ leaseId, token: 7 }), rawPath: '/v1/leases/jobs/renew' };
+    const out = redactSecrets({ event }) as { event: { body: string; rawPath: string } };
+    expect(JSON.parse(out.event.body)).toEqual({ leaseId: REDACTED, token: 7 });
+    expect(out.event.rawPath).toBe('/v1/leases/jobs/renew');
+  });
+
+  it('redacts JSON nested in a JSON string, a base64-encoded body, and bodies that do not parse', () => {
+    const nested = JSON.stringify({ body: JSON.stringify({ requestId, holder: 'w' }) });
+    const base64 = { isBase64Encoded: true, body: Buffer.from(JSON.stringify({ leaseId })).toString('base64') };
+    const truncated = `{"holder":"w","requestId":"${requestId}","ttlMs":`;
+    const out = printed({ nested, base64, truncated });
+    expect(out).not.toContain(requestId);
+    expect(out).not.toContain(leaseId);
+    expect(out).not.toContain(Buffer.from(JSON.stringify({ leaseId })).toString('base64'));
+    const decoded = Buffer.from((redactSecrets(base64) as { body: string }).body, 'base64').toString('utf8');
+    expect(JSON.parse(decoded)).toEqual({ leaseId: REDACTED });
+  });
+
+  it('redacts secrets in query strings', () => {
+    const out = printed({ rawQueryString: `prefix=a&leaseId=${leaseId}&requestId=${requestId}` });
+    expect(out).not.toContain(leaseId);
+    expect(out).not.toContain(requestId);
+    expect(out).toContain('prefix=a');
+  });
+
+  it('removes a secret found in one place from every other text of the same log item, such as an error message', () => {
+    const error = new Error(`no grant ${leaseId} for retry ${requestId}`, { cause: new Error(`still ${leaseId}`) });
+    const out = redactSecrets({ request: { leaseId, requestId }, error }) as { error: Error };
+    expect(out.error).toBeInstanceOf(Error);
+    expect(out.error.message).toBe(`no grant ${REDACTED} for retry ${REDACTED}`);
+    expect(String(out.error.stack)).not.toContain(leaseId);
+    expect((out.error.cause as Error).message).toBe(`still ${REDACTED}`);
+  });
+
+  it('keeps errors as errors of the same class with their fields', () => {
+    const out = redactSecrets({ error: new ValidationError('requestId', 'must be 16-64 characters of A-Z a-z 0-9 _ -') }) as { error: ValidationError };
+    expect(out.error).toBeInstanceOf(ValidationError);
+    expect(out.error.field).toBe('requestId');
+    expect(out.error.message).toBe('Invalid `requestId`: must be 16-64 characters of A-Z a-z 0-9 _ -.');
+  });
+
+  it('keeps the request ids AWS uses for correlation: API Gateway’s and the SDK’s', () => {
+    const out = redactSecrets({
+      event: { requestContext: { apiId: 'abc123', requestId: 'JnQW2gfxIAMEbxg=' } },
+      error: { $metadata: { httpStatusCode: 400, requestId: 'N0PQ1RS2TU3VW4XY5Z6A7BC8DEFGHIJKLMNOPQRSTUVWXYZ' } },
+    });
+    expect(out).toEqual({
+      event: { requestContext: { apiId: 'abc123', requestId: 'JnQW2gfxIAMEbxg=' } },
+      error: { $metadata: { httpStatusCode: 400, requestId: 'N0PQ1RS2TU3VW4XY5Z6A7BC8DEFGHIJKLMNOPQRSTUVWXYZ' } },
+    });
+  });
+
+  it('copes with cycles and a __proto__ key', () => {
+    const looped: Record<string, unknown> = { leaseId };
+    looped.self = looped;
+    const hostile = JSON.parse(`{"__proto__":{"leaseId":"${leaseId}"}}`) as object;
+    expect(() => redactSecrets(looped)).not.toThrow();
+    expect(printed({ hostile })).not.toContain(leaseId);
+  });
+});
