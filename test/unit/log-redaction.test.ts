@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../client/src/protocol/index.js';
 import { REDACTED, redactSecrets } from '../../functions/logging.js';
@@ -77,5 +79,16 @@ describe('log redaction', () => {
     const hostile = JSON.parse(`{"__proto__":{"leaseId":"${leaseId}"}}`) as object;
     expect(() => redactSecrets(looped)).not.toThrow();
     expect(printed({ hostile })).not.toContain(leaseId);
+  });
+
+  it('is applied to every function: no code builds a Powertools Logger except the one factory', () => {
+    const root = new URL('../../', import.meta.url).pathname;
+    const sources = ['functions', 'local'].flatMap((dir) =>
+      readdirSync(join(root, dir), { recursive: true, encoding: 'utf8' })
+        .filter((file) => file.endsWith('.ts'))
+        .map((file) => join(dir, file)),
+    );
+    const builders = sources.filter((file) => /new Logger\(/.test(readFileSync(join(root, file), 'utf8')));
+    expect(builders).toEqual([join('functions', 'logging.ts')]);
   });
 });
