@@ -1,4 +1,4 @@
-import type { Grant, JsonValue, PublicLease } from '../client/src/protocol/index.js';
+import { LeaseLostReason, type Grant, type JsonValue, type KnownLeaseLostReason, type PublicLease } from '../client/src/protocol/index.js';
 
 /**
  * The lease item as stored in DynamoDB, and the pure rules that read it at a given instant.
@@ -76,6 +76,42 @@ export function retryAfterMs(record: LeaseRecord, holder: string, nowMs: number)
 /** A retried acquire whose first attempt won: same holder, same requestId, grant still live. */
 export function isSameGrantRetry(record: LeaseRecord, holder: string, requestId: string | undefined, nowMs: number): boolean {
   return requestId !== undefined && record.requestId === requestId && record.holder === holder && isHeld(record, nowMs);
+}
+
+/**
+ * Why a renew, release or handoff of the grant `request` was refused: decided from the item as it
+ * was when the write's condition failed (the ALL_OLD item; undefined if there was none), so it
+ * costs no second read. The one place this is decided.
+ *
+ * Tokens of one item go up by exactly one per grant (`transitions` counts the grants), so the
+ * item's first token is `token − transitions + 1`: a request token in [first, token) was a real
+ * earlier grant of this item, and anything else never was.
+ *
+ *   item (ALL_OLD)                                                            reason
+ *   ───────────────────────────────────────────────────────────────────────  ──────────
+ *   none                                                                      not_found
+ *   token > request's, request's ≥ the item's first (held, released or not)  superseded
+ *   token > request's, request's before the item's first token               mismatch
+ *   token < request's (no such grant was ever made here)                      mismatch
+ *   token = request's, another leaseId                                        mismatch
+ *   same grant (leaseId, token), no holder: released or handed off            released
+ *   same grant, holder still set: only the expiry can have failed renew's     expired
+ *     condition (a release of it cannot fail; renew answers a later renewal)
+ *
+ * A grant released and then superseded is `superseded`: the newer grant is what matters.
+ */
+export function leaseLostReason(
+  record: Pick<LeaseRecord, 'token' | 'transitions' | 'leaseId' | 'holder'> | undefined,
+  request: { leaseId: string; token: number },
+): KnownLeaseLostReason {
+  if (record === undefined) return LeaseLostReason.not_found;
+  if (record.token > request.token) {
+    const firstToken = record.token - record.transitions + 1;
+    return request.token >= firstToken ? LeaseLostReason.superseded : LeaseLostReason.mismatch;
+  }
+  if (record.token < request.token || record.leaseId !== request.leaseId) return LeaseLostReason.mismatch;
+  if (record.holder === undefined) return LeaseLostReason.released;
+  return LeaseLostReason.expired;
 }
 
 export function toPublicLease(record: LeaseRecord, nowMs: number): PublicLease {

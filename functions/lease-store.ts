@@ -35,6 +35,7 @@ import type { Clock } from './clock.js';
 import {
   LAST_OP_ATTRIBUTE,
   isSameGrantRetry,
+  leaseLostReason,
   retryAfterMs,
   toGrant,
   toPublicLease,
@@ -238,7 +239,7 @@ export class LeaseStore {
         // SDK bounds its deadline by the `remainingMs` it reports.
         return toGrant(current, at);
       }
-      throw new LeaseLostError(name, current ? toPublicLease(current, at) : null, lostReason(current, request, now));
+      throw leaseLost(name, current, request, at);
     }
   }
 
@@ -311,7 +312,7 @@ export class LeaseStore {
         current.token === request.token &&
         (reserve === undefined || current.reservedFor === reserve.to);
       if (alreadyEnded) return { lease: toPublicLease(current, at), reservedUntil: current.reservedUntil };
-      throw new LeaseLostError(name, current ? toPublicLease(current, at) : null, lostReason(current, request, now));
+      throw leaseLost(name, current, request, at);
     }
   }
 
@@ -374,16 +375,9 @@ function isCurrentGrant(record: LeaseRecord, request: { leaseId: string; token: 
   return record.holder !== undefined && record.leaseId === request.leaseId && record.token === request.token;
 }
 
-function lostReason(current: LeaseRecord | undefined, request: { leaseId: string; token: number }, now: number): string {
-  if (current === undefined) return 'it does not exist';
-  if (current.token !== request.token || current.leaseId !== request.leaseId) {
-    return current.token > request.token
-      ? `it was granted again (token ${current.token} > ${request.token})`
-      : 'the leaseId or token does not match the current grant';
-  }
-  if (current.holder === undefined) return 'it was released';
-  if (current.expiresAt < now) return `it expired ${now - current.expiresAt} ms ago`;
-  return 'the grant is no longer current';
+/** The LEASE_LOST answer for a refused renew, release or handoff; the reason is decided in lease-record.ts. */
+function leaseLost(name: string, current: LeaseRecord | undefined, request: { leaseId: string; token: number }, nowMs: number): LeaseLostError {
+  return new LeaseLostError(name, current ? toPublicLease(current, nowMs) : null, leaseLostReason(current, request));
 }
 
 function isConditionFailure(error: unknown): error is ConditionalCheckFailedException {

@@ -153,7 +153,9 @@ class LeaderImpl implements Leader {
     } else {
       throw new TypeError(`Expected \`watch\` to be a WatchClient or a ws:// or wss:// URL, got ${typeof watch}.`);
     }
-    this.lastSignal = AbortSignal.abort(new LeaseLostError(this.name, null, 'this process has not been elected'));
+    this.lastSignal = AbortSignal.abort(
+      new LeaseLostError(this.name, null, undefined, { message: `Lease "${this.name}" is not led by this process: it has not been elected.` }),
+    );
     if (options.signal?.aborted) this.stopped = true;
     else options.signal?.addEventListener('abort', this.onAbort, { once: true });
   }
@@ -415,9 +417,11 @@ class LeaderImpl implements Leader {
     this.lastSignal = term.signal;
     this.callback('onLost', () => this.options.onLost?.(reason, term.info()));
     if (reason === 'released' || reason === 'stopped') return;
-    // Lost involuntarily. If it may still be ours on the server, release it so that the next term
-    // (ours or another's) need not wait for the expiry; then campaign again.
-    const released = reason === 'superseded' ? undefined : this.track(releaseQuietly(this.ctx, term.lease));
+    // Lost involuntarily (releasedElsewhere included: someone else's release is no resign of ours).
+    // If it may still be ours on the server, release it so that the next term (ours or another's)
+    // need not wait for the expiry; then campaign again.
+    const endedOnServer = reason === 'superseded' || reason === 'releasedElsewhere';
+    const released = endedOnServer ? undefined : this.track(releaseQuietly(this.ctx, term.lease));
     if (this.wantCampaign) this.runCampaign(released);
   }
 

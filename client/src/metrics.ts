@@ -23,7 +23,9 @@ interface LeaseCounters {
   isLeader: 0 | 1;
 }
 
-const REASONS: readonly LossReason[] = ['superseded', 'expired', 'released', 'stopped', 'paused', 'unhealthy'];
+// A record, so that a new LossReason does not compile until it is listed here (keys keep this order).
+const LABELLED: Record<LossReason, true> = { superseded: true, expired: true, released: true, releasedElsewhere: true, stopped: true, paused: true, unhealthy: true };
+const REASONS = Object.keys(LABELLED) as LossReason[];
 
 const FAMILIES: ReadonlyArray<{
   name: MetricName;
@@ -35,7 +37,7 @@ const FAMILIES: ReadonlyArray<{
   {
     name: 'leader_lost_total',
     type: 'counter',
-    help: 'Terms ended, by reason (superseded, expired, released, stopped, paused, unhealthy).',
+    help: `Terms ended, by reason (${REASONS.join(', ')}).`,
     read: (c) => REASONS.map((reason) => [{ reason }, c.lost[reason]]),
   },
   { name: 'leader_renewals_total', type: 'counter', help: 'Successful renewals of a held lease.', read: (c) => [[{}, c.renewals]] },
@@ -132,7 +134,7 @@ export class LeaderMetrics {
     if (counters === undefined) {
       counters = {
         acquired: 0,
-        lost: { superseded: 0, expired: 0, released: 0, stopped: 0, paused: 0, unhealthy: 0 },
+        lost: Object.fromEntries(REASONS.map((reason) => [reason, 0])) as Record<LossReason, number>,
         renewals: 0,
         renewalFailures: 0,
         healthCheckFailures: 0,

@@ -3,6 +3,7 @@ import type { LeaseApi } from './lease-client.js';
 import {
   LeaseLostError,
   isLeaseLostError,
+  type LeaseLostReason,
   validateHolder,
   validateLockDelayMs,
   validateMetadata,
@@ -21,14 +22,23 @@ import { backoffMs, resolveTiming, type Timing, type TimingOptions } from './tim
  * top of `leader.ts`.
  */
 
-/** Why a term ended. */
+/**
+ * Why a term ended: the SDK's own reasons, distinct from the server's `LeaseLostReason` (what one
+ * LEASE_LOST answer said). A renewal answered LEASE_LOST ends the term with the reason that
+ * matches the answer (see `lossReasonFor`).
+ */
 export type LossReason =
-  /** Someone else was granted the lease (the server answered LEASE_LOST with a newer token). */
+  /** Someone else was granted the lease (the server answered `superseded`, or `mismatch`: the grant is not the current one). */
   | 'superseded'
-  /** The deadline passed without a successful renewal: server unreachable, slow or throttling. */
+  /**
+   * The deadline passed without a successful renewal (server unreachable, slow or throttling), or
+   * the server answered that the grant expired (`expired`, `not_found`).
+   */
   | 'expired'
-  /** This process released it: `resign()`, or `withLease` finished. */
+  /** This process released it: `resign()`, `handoff()`, or `withLease` finished. */
   | 'released'
+  /** A release this process did not make ended the grant (the server answered `released`); a Leader campaigns again. */
+  | 'releasedElsewhere'
   /** `stop()` was called (or the leader's `signal` aborted). */
   | 'stopped'
   /** A timer fired far later than scheduled: the process was frozen, so nothing it believes is current. */
@@ -65,23 +75,52 @@ export interface TermInfo {
 
 const LOSS_TEXT: Record<LossReason, string> = {
   superseded: 'another holder was granted it',
-  expired: 'its deadline passed without a successful renewal (server unreachable, slow or throttling)',
+  expired: 'its deadline passed without a successful renewal (server unreachable, slow or throttling), or the server found it expired',
   released: 'this process released it',
+  releasedElsewhere: 'a release this process did not make ended the grant',
   stopped: 'the leader was stopped',
   paused: 'this process was frozen (a timer fired far later than scheduled), so it stepped down',
   unhealthy: 'its health check failed too many times in a row, so it stepped down and released it',
 };
 
-/** The reason a term's signal aborts with, and what `withLease` throws when its lease is lost. */
+/**
+ * The reason a term's signal aborts with, and what `withLease` throws when its lease is lost.
+ * `reason` is the SDK's loss reason; `serverReason` what the server answered, when a LEASE_LOST
+ * answer ended the term.
+ */
 export class LeadershipLostError extends LeaseLostError {
   override name = 'LeadershipLostError';
   constructor(
     leaseName: string,
     readonly reason: LossReason,
     readonly token: number,
-    options: { cause?: unknown } = {},
+    options: { cause?: unknown; serverReason?: LeaseLostReason } = {},
   ) {
-    super(leaseName, null, `${LOSS_TEXT[reason]} (token ${token})`, options);
+    super(leaseName, null, options.serverReason, {
+      message: `Lease "${leaseName}" was lost: ${LOSS_TEXT[reason]} (token ${token}).`,
+      ...(options.cause === undefined ? {} : { cause: options.cause }),
+    });
+  }
+}
+
+/**
+ * The loss reason of a term whose renewal the server answered LEASE_LOST, read from the answer's
+ * `reason` field. A `released` answer during a term means someone else released it: this process
+ * releases only after its term has ended. A reason this SDK does not know (a newer server), or none
+ * (an older one), is judged by the lease in the answer: a newer token means superseded.
+ */
+export function lossReasonFor(error: LeaseLostError, token: number): LossReason {
+  switch (error.serverReason) {
+    case 'released':
+      return 'releasedElsewhere';
+    case 'superseded':
+    case 'mismatch':
+      return 'superseded';
+    case 'expired':
+    case 'not_found':
+      return 'expired';
+    default:
+      return error.lease !== null && error.lease.token > token ? 'superseded' : 'expired';
   }
 }
 
@@ -157,6 +196,7 @@ export class Term {
   private grant: Grant;
   private deadlineMs: number;
   private endedWith: LossReason | undefined;
+  private endedByServer: LeaseLostReason | undefined;
   private readonly controller = new AbortController();
   private cancelRenewTimer: CancelTimer | undefined;
   private cancelDeadlineTimer: CancelTimer | undefined;
@@ -206,6 +246,11 @@ export class Term {
     return this.endedWith;
   }
 
+  /** What the server answered, if a LEASE_LOST answer ended the term. */
+  get serverReason(): LeaseLostReason | undefined {
+    return this.endedByServer;
+  }
+
   info(): TermInfo {
     return { token: this.token, signal: this.signal, lease: this.grant };
   }
@@ -223,10 +268,11 @@ export class Term {
    * Ends the term: work stops first (the signal aborts), then timers and any renewal in flight are
    * cancelled, then listeners hear of it. Returns false if it had already ended.
    */
-  end(reason: LossReason): boolean {
+  end(reason: LossReason, serverReason?: LeaseLostReason): boolean {
     if (this.endedWith !== undefined) return false;
     this.endedWith = reason;
-    this.controller.abort(new LeadershipLostError(this.ctx.name, reason, this.token));
+    this.endedByServer = serverReason;
+    this.controller.abort(new LeadershipLostError(this.ctx.name, reason, this.token, serverReason === undefined ? {} : { serverReason }));
     this.cancelRenewTimer?.();
     this.cancelDeadlineTimer?.();
     this.inflight?.abort();
@@ -309,8 +355,7 @@ export class Term {
       if (this.inflight === inflight) this.inflight = undefined;
       if (!this.stillValidNow()) return;
       if (isLeaseLostError(error)) {
-        const current = error.lease;
-        this.end(current !== null && current.token > this.token ? 'superseded' : 'expired');
+        this.end(lossReasonFor(error, this.token), error.serverReason);
         return;
       }
       this.ctx.emit({ type: 'renewFailed', name, holder, token: this.token, error });

@@ -98,9 +98,13 @@ export async function withLease<T>(
   const lost = term.ended;
   if (lost === undefined) term.end('released');
   // Release also after an expiry or a pause: it may still be ours, and the next job need not wait.
-  if (lost !== 'superseded') await releaseQuietly(ctx, term.lease);
+  // Superseded or released by someone else, it is not ours on the server any more.
+  if (lost !== 'superseded' && lost !== 'releasedElsewhere') await releaseQuietly(ctx, term.lease);
   if (lost === 'stopped') throw signal?.reason;
-  if (lost !== undefined) throw new LeadershipLostError(name, lost, term.token, failure ? { cause: failure.error } : {});
+  if (lost !== undefined) {
+    const serverReason = term.serverReason;
+    throw new LeadershipLostError(name, lost, term.token, { ...(failure ? { cause: failure.error } : {}), ...(serverReason === undefined ? {} : { serverReason }) });
+  }
   if (failure) throw failure.error;
   return { acquired: true, value: value as T, token: term.token };
 }

@@ -1,5 +1,6 @@
 import type middy from '@middy/core';
 import type { Logger } from '@aws-lambda-powertools/logger';
+import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import {
   InternalError,
@@ -8,6 +9,7 @@ import {
   UnsupportedMediaTypeError,
   ValidationError,
   isLeaseholdError,
+  type ErrorCode,
   type LeaseholdError,
 } from '../../client/src/protocol/index.js';
 import { errorResponse } from './responses.js';
@@ -32,11 +34,23 @@ export function bodySizeLimit(maxBytes: number = LIMITS.bodyMaxBytes): middy.Mid
 }
 
 /**
+ * The metric counting error answers with `code` (unit Count): `rejected.VALIDATION_ERROR`,
+ * `rejected.LEASE_LOST`, … One metric per code rather than a `code` dimension: Powertools applies a
+ * dimension to every metric of the invocation, which would also split `lost` and `held`. The names
+ * are bounded by the ErrorCode set.
+ */
+export function rejectedMetric(code: ErrorCode): string {
+  return `rejected.${code}`;
+}
+
+/**
  * Maps every failure to the v1 error body. Only LeaseholdErrors are exposed as they are; middy's
  * own HTTP errors are translated to our codes; anything else becomes a generic INTERNAL (500) whose
- * details go to the log, never to the caller.
+ * details go to the log, never to the caller. Each error answer is counted by its code: a refused
+ * request is a metric, not a log line (and the invocation's metrics flush then has something to
+ * publish instead of warning that it has nothing).
  */
-export function leaseholdErrors(logger: Logger): middy.MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2> {
+export function leaseholdErrors(logger: Logger, metrics: Metrics): middy.MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2> {
   return {
     onError: function leaseholdErrorsOnError(request: Request) {
       if (request.response !== undefined && request.response !== null && !request.error) return;
@@ -44,6 +58,7 @@ export function leaseholdErrors(logger: Logger): middy.MiddlewareObj<APIGatewayP
       if (error.status >= 500) {
         logger.error('request failed', { code: error.code, error: request.error as Error });
       }
+      metrics.addMetric(rejectedMetric(error.code), MetricUnit.Count, 1);
       request.response = errorResponse(error);
     },
   };

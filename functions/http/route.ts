@@ -54,7 +54,7 @@ export function leaseRoute(deps: HandlerDeps, options: RouteOptions, fn: RouteFn
     .use(bodySizeLimit());
   if (options.jsonBody) handler.use(httpJsonBodyParser({ disableContentTypeError: false }));
   // Used last so that its onError runs first (middy runs onError in reverse order).
-  handler.use(leaseholdErrors(deps.logger));
+  handler.use(leaseholdErrors(deps.logger, deps.metrics));
   return handler.handler(async (event) => {
     validateQueryParameters(event.queryStringParameters, options.queryParameters ?? []);
     return fn(event, deps);
@@ -71,7 +71,7 @@ export async function countingLoss<T>(deps: HandlerDeps, what: string, lease: st
   } catch (error) {
     if (isLeaseLostError(error)) {
       deps.metrics.addMetric(OUTCOME.lost, MetricUnit.Count, 1);
-      deps.logger.info(`${what} refused: lease lost`, { lease, token, reason: error.message });
+      deps.logger.info(`${what} refused: lease lost`, { lease, token, reason: error.serverReason });
     }
     throw error;
   }

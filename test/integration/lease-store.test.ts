@@ -409,3 +409,122 @@ describe('invalid input', () => {
     expect(await rawItem(name)).toEqual(before);
   });
 });
+
+/** The LEASE_LOST a write was refused with (fails the test if it was not refused so). */
+async function refusal(write: Promise<unknown>): Promise<LeaseLostError> {
+  const error = await write.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(LeaseLostError);
+  return error as LeaseLostError;
+}
+
+describe('LEASE_LOST reasons, one row of the decision table each (functions/lease-record.ts)', () => {
+  it('not_found: a name never acquired', async () => {
+    const { store } = storeAt();
+    const ref = { leaseId: 'a'.repeat(32), token: 5 };
+    for (const lost of [await refusal(store.renew(uniqueName('never'), ref)), await refusal(store.release(uniqueName('never'), ref))]) {
+      expect(lost.serverReason).toBe('not_found');
+      expect(lost.lease).toBeNull();
+      expect(lost.message).not.toContain('granted again');
+    }
+  });
+
+  it('superseded: a newer grant holds the lease, and the message names its holder', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('reason-superseded');
+    const old = await grant(store, name, 'worker-a', 1_000);
+    clock.advance(1_001);
+    const successor = await grant(store, name, 'worker-b');
+    const lost = await refusal(store.renew(name, old));
+    expect(lost.serverReason).toBe('superseded');
+    expect(lost.toBody()).toMatchObject({ reason: 'superseded', lease: { holder: 'worker-b', token: successor.token } });
+    expect(lost.message).toBe(`Lease "${name}" was lost: it was granted again: "worker-b" holds it with token ${successor.token}.`);
+  });
+
+  it('superseded: a newer grant was made and has been released since', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('reason-superseded-ended');
+    const old = await grant(store, name, 'worker-a', 1_000);
+    clock.advance(1_001);
+    const successor = await grant(store, name, 'worker-b');
+    await store.release(name, successor);
+    const lost = await refusal(store.release(name, old));
+    expect(lost.serverReason).toBe('superseded');
+    expect(lost.lease).toMatchObject({ holder: null, token: successor.token });
+    expect(lost.message).toContain('that grant has ended too');
+  });
+
+  it('superseded: released by its holder, then granted to another', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('reason-released-superseded');
+    const old = await grant(store, name, 'worker-a');
+    await store.release(name, old);
+    clock.advance(1);
+    await grant(store, name, 'worker-b');
+    expect((await refusal(store.renew(name, old))).serverReason).toBe('superseded');
+  });
+
+  it('mismatch: the current token with another leaseId (a pasted sample), and the message says so', async () => {
+    const { store } = storeAt();
+    const name = uniqueName('reason-mismatch-id');
+    const held = await grant(store, name, 'worker-a');
+    for (const lost of [
+      await refusal(store.renew(name, { leaseId: '0'.repeat(32), token: held.token })),
+      await refusal(store.release(name, { leaseId: '0'.repeat(32), token: held.token })),
+    ]) {
+      expect(lost.serverReason).toBe('mismatch');
+      expect(lost.message).toBe(`Lease "${name}" was lost: the leaseId or token does not match the current grant (token ${held.token}).`);
+    }
+  });
+
+  it('mismatch: a token above the current one, or below the first grant this lease ever made', async () => {
+    const { store } = storeAt();
+    const name = uniqueName('reason-mismatch-token');
+    const held = await grant(store, name, 'worker-a');
+    expect((await refusal(store.renew(name, { leaseId: held.leaseId, token: held.token + 1 }))).serverReason).toBe('mismatch');
+    expect((await refusal(store.renew(name, { leaseId: held.leaseId, token: held.token - 1 }))).serverReason).toBe('mismatch');
+    expect((await refusal(store.release(name, { leaseId: held.leaseId, token: 42 }))).serverReason).toBe('mismatch');
+  });
+
+  it('mismatch: a grant from before the item was deleted and made again', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('reason-reborn');
+    const old = await grant(store, name, 'worker-a');
+    await table.doc.send(new DeleteCommand({ TableName: table.tableName, Key: { pk: name } }));
+    clock.advance(1);
+    const reborn = await grant(store, name, 'worker-b');
+    expect(reborn.token).toBeGreaterThan(old.token);
+    expect((await refusal(store.renew(name, old))).serverReason).toBe('mismatch');
+  });
+
+  it('released: the grant itself was released, or handed off', async () => {
+    const { store } = storeAt();
+    const name = uniqueName('reason-released');
+    const held = await grant(store, name, 'worker-a');
+    await store.release(name, held);
+    const lost = await refusal(store.renew(name, held));
+    expect(lost.serverReason).toBe('released');
+    expect(lost.message).toBe(`Lease "${name}" was lost: the grant was released.`);
+
+    const other = uniqueName('reason-handed-off');
+    const handed = await grant(store, other, 'worker-a');
+    await store.handoff(other, { leaseId: handed.leaseId, token: handed.token, to: 'worker-b' });
+    expect((await refusal(store.renew(other, handed))).serverReason).toBe('released');
+    // A handoff to someone else after it took effect is not a retry of it.
+    expect((await refusal(store.handoff(other, { leaseId: handed.leaseId, token: handed.token, to: 'worker-c' }))).serverReason).toBe('released');
+  });
+
+  it('expired: the grant ran out and nobody has taken the lease, within its lock-delay or after', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('reason-expired');
+    const held = await grant(store, name, 'worker-a', 1_000, { lockDelayMs: 2_000 });
+    clock.advance(1_001);
+    const lost = await refusal(store.renew(name, held));
+    expect(lost.serverReason).toBe('expired');
+    expect(lost.message).toBe(`Lease "${name}" was lost: the grant expired and nobody has taken the lease since.`);
+    clock.advance(5_000);
+    expect((await refusal(store.renew(name, held))).serverReason).toBe('expired');
+  });
+});

@@ -17,6 +17,7 @@ import {
   type WebSocketFactory,
   type WebSocketLike,
 } from 'leasehold';
+import { leaseLostReason } from '../../functions/lease-record.js';
 
 /**
  * A fake of the verbs the leader uses. Every call waits until the test answers it, so a test
@@ -355,7 +356,8 @@ export class InMemoryLeaseServer implements LeaseApi {
     const current = this.leases.get(name);
     const live = current !== undefined && current.holder !== undefined && this.clock.nowMs() <= current.expiresAt;
     if (!live || current.leaseId !== ref.leaseId || current.token !== ref.token) {
-      throw new LeaseLostError(name, current ? this.publicOf(name, current) : null, 'the grant is no longer current');
+      // The server's own decision table, so the SDK is tested against the reasons it will really get.
+      throw new LeaseLostError(name, current ? this.publicOf(name, current) : null, leaseLostReason(current, ref));
     }
     return current;
   }

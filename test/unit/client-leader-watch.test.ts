@@ -271,7 +271,7 @@ describe('leader.handoff()', () => {
     const t = setup();
     await leading(t);
     const done = t.leader.handoff('task-2');
-    t.api.next('handoff').reject(new LeaseLostError('jobs', publicLease({ holder: 'other', token: 8 }), 'it was granted again'));
+    t.api.next('handoff').reject(new LeaseLostError('jobs', publicLease({ holder: 'other', token: 8 }), 'superseded'));
     await expect(done).rejects.toBeInstanceOf(LeaseLostError);
     expect(t.api.all('release')).toHaveLength(0);
   });

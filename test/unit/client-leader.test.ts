@@ -321,13 +321,56 @@ describe('losing the lease', () => {
     const t = setup();
     const term = await elect(t);
     await at(t, 5_000);
-    t.api.next('renew').reject(new LeaseLostError('jobs', publicLease({ holder: 'other', token: 8 }), 'it was granted again'));
+    t.api.next('renew').reject(new LeaseLostError('jobs', publicLease({ holder: 'other', token: 8 }), 'superseded'));
     await t.clock.advance(0);
     expect(t.lost).toEqual(['superseded']);
     expect(t.leader.isLeader()).toBe(false);
     expect((term.signal.reason as LeadershipLostError).reason).toBe('superseded');
+    expect((term.signal.reason as LeadershipLostError).serverReason).toBe('superseded');
     expect(t.api.all('release')).toHaveLength(0);
     expect(t.api.next('acquire')).toBeDefined();
+  });
+
+  it('steps down as releasedElsewhere when the server says a release it did not make ended the grant, and campaigns again', async () => {
+    const t = setup();
+    const term = await elect(t);
+    await at(t, 5_000);
+    t.api.next('renew').reject(new LeaseLostError('jobs', publicLease({ holder: null, token: 7 }), 'released'));
+    await t.clock.advance(0);
+    expect(t.lost).toEqual(['releasedElsewhere']);
+    expect((term.signal.reason as LeadershipLostError).reason).toBe('releasedElsewhere');
+    expect((term.signal.reason as LeadershipLostError).serverReason).toBe('released');
+    expect(t.metrics.value('leader_lost_total', { lease: 'jobs', reason: 'releasedElsewhere' })).toBe(1);
+    expect(t.metrics.value('leader_lost_total', { lease: 'jobs', reason: 'released' })).toBe(0);
+    // Already released on the server: nothing to release; campaigning goes on (unlike resign()).
+    expect(t.api.all('release')).toHaveLength(0);
+    t.api.next('acquire').resolve({ acquired: true, lease: grant({ token: 8 }) });
+    await t.clock.advance(0);
+    expect(t.leader.isLeader()).toBe(true);
+    expect(t.leader.token).toBe(8);
+  });
+
+  it('steps down as expired when the server says the grant expired, releases it and campaigns again', async () => {
+    const t = setup();
+    const term = await elect(t);
+    await at(t, 5_000);
+    t.api.next('renew').reject(new LeaseLostError('jobs', publicLease({ holder: null, token: 7 }), 'expired'));
+    await t.clock.advance(0);
+    expect(t.lost).toEqual(['expired']);
+    expect((term.signal.reason as LeadershipLostError).serverReason).toBe('expired');
+    expect(t.api.next('release').request).toMatchObject({ token: 7 });
+  });
+
+  it('steps down on a reason this SDK does not know, judging by the lease in the answer', async () => {
+    const t = setup();
+    const term = await elect(t);
+    await at(t, 5_000);
+    t.api.next('renew').reject(new LeaseLostError('jobs', publicLease({ holder: null, token: 7 }), 'evicted_by_operator'));
+    await t.clock.advance(0);
+    expect(t.lost).toEqual(['expired']);
+    expect((term.signal.reason as LeadershipLostError).serverReason).toBe('evicted_by_operator');
+    expect(t.leader.isLeader()).toBe(false);
+    expect(t.api.next('release')).toBeDefined();
   });
 
   it('steps down as paused when a timer fires far later than scheduled, before sending anything', async () => {

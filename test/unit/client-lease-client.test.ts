@@ -160,11 +160,34 @@ describe('results and errors', () => {
 
   it('raises LeaseLostError with the lease name and current state when a renewal is refused', async () => {
     const lease = publicLease({ holder: 'other', token: 8 });
-    const t = client([json(409, { error: { code: 'LEASE_LOST', message: 'Lease "jobs" was lost: it was granted again (token 8 > 7).', lease } })]);
+    const message = 'Lease "jobs" was lost: it was granted again: "other" holds it with token 8.';
+    const t = client([json(409, { error: { code: 'LEASE_LOST', message, lease, reason: 'superseded' } })]);
     const error = await t.client.renew('jobs', { leaseId: ID, token: 7 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LeaseLostError);
-    expect(error).toMatchObject({ code: 'LEASE_LOST', leaseName: 'jobs', lease });
-    expect((error as Error).message).toBe('Lease "jobs" was lost: it was granted again (token 8 > 7).');
+    expect(error).toMatchObject({ code: 'LEASE_LOST', leaseName: 'jobs', lease, serverReason: 'superseded' });
+    expect((error as Error).message).toBe(message);
+  });
+
+  it('reads the LEASE_LOST reason from its field, never from the message', async () => {
+    const lease = publicLease({ holder: null, token: 7 });
+    // A message that reads like another reason: only the field counts.
+    const t = client([json(409, { error: { code: 'LEASE_LOST', message: 'Lease "jobs" was lost: it was granted again (token 8 > 7).', lease, reason: 'released' } })]);
+    const error = (await t.client.renew('jobs', { leaseId: ID, token: 7 }).catch((e: unknown) => e)) as LeaseLostError;
+    expect(error.serverReason).toBe('released');
+  });
+
+  it('keeps a LEASE_LOST reason it does not know, and has none from a server that sends none', async () => {
+    const lease = publicLease({ holder: null, token: 7 });
+    const t = client([
+      json(409, { error: { code: 'LEASE_LOST', message: 'Lease "jobs" was lost: quota.', lease, reason: 'evicted_by_quota' } }),
+      json(409, { error: { code: 'LEASE_LOST', message: 'Lease "jobs" was lost: it was released.', lease } }),
+    ]);
+    const unknown = (await t.client.renew('jobs', { leaseId: ID, token: 7 }).catch((e: unknown) => e)) as LeaseLostError;
+    expect(unknown).toBeInstanceOf(LeaseLostError);
+    expect(unknown.serverReason).toBe('evicted_by_quota');
+    expect(unknown.message).toBe('Lease "jobs" was lost: quota.');
+    const older = (await t.client.renew('jobs', { leaseId: ID, token: 7 }).catch((e: unknown) => e)) as LeaseLostError;
+    expect(older.serverReason).toBeUndefined();
   });
 
   const classes: Record<ErrorCodeType, new (...args: never[]) => LeaseholdError> = {

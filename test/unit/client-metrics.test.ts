@@ -9,6 +9,8 @@ function recorded() {
   metrics.record({ type: 'renewed', ...base });
   metrics.record({ type: 'renewFailed', ...base, error: new Error('down') });
   metrics.record({ type: 'lost', ...base, reason: 'expired' });
+  metrics.record({ type: 'elected', ...base, token: 8 });
+  metrics.record({ type: 'lost', ...base, token: 8, reason: 'releasedElsewhere' });
   metrics.record({ type: 'elected', ...base, token: 9 });
   metrics.record({ type: 'healthCheckFailed', ...base, token: 9, failure: 'timeout', consecutive: 1 });
   return metrics;
@@ -17,10 +19,12 @@ function recorded() {
 describe('LeaderMetrics', () => {
   it('counts terms, renewals, renewal failures, health check failures and losses by reason from leader events', () => {
     const metrics = recorded();
-    expect(metrics.value('leader_acquired_total', { lease: 'jobs' })).toBe(2);
+    expect(metrics.value('leader_acquired_total', { lease: 'jobs' })).toBe(3);
     expect(metrics.value('leader_renewals_total', { lease: 'jobs' })).toBe(2);
     expect(metrics.value('leader_renewal_failures_total', { lease: 'jobs' })).toBe(1);
     expect(metrics.value('leader_lost_total', { lease: 'jobs', reason: 'expired' })).toBe(1);
+    expect(metrics.value('leader_lost_total', { lease: 'jobs', reason: 'releasedElsewhere' })).toBe(1);
+    expect(metrics.value('leader_lost_total', { lease: 'jobs', reason: 'released' })).toBe(0);
     expect(metrics.value('leader_lost_total', { lease: 'jobs', reason: 'paused' })).toBe(0);
     expect(metrics.value('leader_health_check_failures_total', { lease: 'jobs' })).toBe(1);
     expect(metrics.value('leader_is_leader', { lease: 'jobs' })).toBe(1);
@@ -31,12 +35,13 @@ describe('LeaderMetrics', () => {
       [
         '# HELP leader_acquired_total Terms won: successful acquires that made this process leader.',
         '# TYPE leader_acquired_total counter',
-        'leader_acquired_total{lease="jobs"} 2',
-        '# HELP leader_lost_total Terms ended, by reason (superseded, expired, released, stopped, paused, unhealthy).',
+        'leader_acquired_total{lease="jobs"} 3',
+        '# HELP leader_lost_total Terms ended, by reason (superseded, expired, released, releasedElsewhere, stopped, paused, unhealthy).',
         '# TYPE leader_lost_total counter',
         'leader_lost_total{lease="jobs",reason="superseded"} 0',
         'leader_lost_total{lease="jobs",reason="expired"} 1',
         'leader_lost_total{lease="jobs",reason="released"} 0',
+        'leader_lost_total{lease="jobs",reason="releasedElsewhere"} 1',
         'leader_lost_total{lease="jobs",reason="stopped"} 0',
         'leader_lost_total{lease="jobs",reason="paused"} 0',
         'leader_lost_total{lease="jobs",reason="unhealthy"} 0',

@@ -114,11 +114,63 @@ describe('withLease', () => {
     await t.clock.advance(0);
     t.api.next('acquire').resolve({ acquired: true, lease: grant() });
     await t.clock.advance(5_000);
-    t.api.next('renew').reject(new LeaseLostError('jobs', publicLease({ token: 8 }), 'it was granted again'));
+    t.api.next('renew').reject(new LeaseLostError('jobs', publicLease({ token: 8 }), 'superseded'));
     await t.clock.advance(0);
     job.finish();
     expect(((await result) as LeadershipLostError).reason).toBe('superseded');
     expect(t.api.all('release')).toHaveLength(0);
+  });
+
+  it('rejects with releasedElsewhere, not expired, when the server says someone else released the grant', async () => {
+    const t = setup();
+    const job = manualJob<void>();
+    const result = withLease(t.api, 'jobs', t.options, job.fn).catch((e: unknown) => e);
+    await t.clock.advance(0);
+    t.api.next('acquire').resolve({ acquired: true, lease: grant() });
+    await t.clock.advance(5_000);
+    t.api.next('renew').reject(new LeaseLostError('jobs', publicLease({ holder: null, token: 7 }), 'released'));
+    await t.clock.advance(0);
+    expect(job.terms[0]?.signal.aborted).toBe(true);
+    job.finish();
+    const error = (await result) as LeadershipLostError;
+    expect(error).toBeInstanceOf(LeadershipLostError);
+    expect(error.reason).toBe('releasedElsewhere');
+    expect(error.serverReason).toBe('released');
+    expect(error.message).toBe('Lease "jobs" was lost: a release this process did not make ended the grant (token 7).');
+    expect(t.api.all('release')).toHaveLength(0);
+  });
+
+  it('rejects with expired and releases when the server says the grant expired', async () => {
+    const t = setup();
+    const job = manualJob<void>();
+    const result = withLease(t.api, 'jobs', t.options, job.fn).catch((e: unknown) => e);
+    await t.clock.advance(0);
+    t.api.next('acquire').resolve({ acquired: true, lease: grant() });
+    await t.clock.advance(5_000);
+    t.api.next('renew').reject(new LeaseLostError('jobs', publicLease({ holder: null, token: 7 }), 'expired'));
+    await t.clock.advance(0);
+    job.finish();
+    await t.clock.advance(0);
+    t.api.next('release').resolve(publicLease({ holder: null }));
+    const error = (await result) as LeadershipLostError;
+    expect(error.reason).toBe('expired');
+    expect(error.serverReason).toBe('expired');
+  });
+
+  it('rejects with a LeadershipLostError when the server gives a reason this SDK does not know', async () => {
+    const t = setup();
+    const job = manualJob<void>();
+    const result = withLease(t.api, 'jobs', t.options, job.fn).catch((e: unknown) => e);
+    await t.clock.advance(0);
+    t.api.next('acquire').resolve({ acquired: true, lease: grant() });
+    await t.clock.advance(5_000);
+    t.api.next('renew').reject(new LeaseLostError('jobs', publicLease({ holder: 'other', token: 9 }), 'evicted_by_operator'));
+    await t.clock.advance(0);
+    job.finish();
+    const error = (await result) as LeadershipLostError;
+    expect(error).toBeInstanceOf(LeadershipLostError);
+    expect(error.reason).toBe('superseded'); // a newer token in the answer
+    expect(error.serverReason).toBe('evicted_by_operator');
   });
 
   it('waits up to waitMs for the holder to go, using the server retryAfterMs', async () => {

@@ -44,6 +44,34 @@ export const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   ErrorCode.UNAVAILABLE,
 ]);
 
+/**
+ * Why a renew, release or handoff was answered LEASE_LOST: the `reason` of the error body.
+ * - `released`: the grant was released (or handed off).
+ * - `superseded`: a newer grant was made since (it may itself have ended by now; the body's `lease` shows).
+ * - `expired`: the grant ran out and nobody has taken the lease since.
+ * - `mismatch`: the leaseId or token does not match the current grant, nor any earlier one of this lease.
+ * - `not_found`: the lease does not exist (never acquired, or its record was cleaned up).
+ *
+ * Later versions may add values: clients must accept any string (see `LeaseLostReason`).
+ */
+export const LeaseLostReason = {
+  released: 'released',
+  superseded: 'superseded',
+  expired: 'expired',
+  mismatch: 'mismatch',
+  not_found: 'not_found',
+} as const;
+
+/** A reason this version of the protocol knows. */
+export type KnownLeaseLostReason = (typeof LeaseLostReason)[keyof typeof LeaseLostReason];
+
+/** What a client must accept in `error.reason`: a known reason, or one added by a newer server. */
+export type LeaseLostReason = KnownLeaseLostReason | (string & {});
+
+export function isKnownLeaseLostReason(value: unknown): value is KnownLeaseLostReason {
+  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(LeaseLostReason, value);
+}
+
 export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && Object.prototype.hasOwnProperty.call(STATUS_BY_CODE, value);
 }

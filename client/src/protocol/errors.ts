@@ -1,4 +1,4 @@
-import { ErrorCode, STATUS_BY_CODE, isErrorCode } from './codes.js';
+import { ErrorCode, STATUS_BY_CODE, isErrorCode, type LeaseLostReason } from './codes.js';
 import type { ErrorBody, PublicLease } from './types.js';
 
 interface LeaseholdErrorOptions {
@@ -81,19 +81,47 @@ export class LeaseHeldError extends LeaseholdError {
 /**
  * A lease the caller held is no longer theirs: it expired, was taken over, or was released.
  * The caller must stop the work the lease protected.
+ *
+ * `serverReason` is the server's `error.reason` (see `LeaseLostReason`): branch on it, never on the
+ * message. It is undefined when no server said why: an answer from a server older than reasons, or
+ * a loss this process decided itself (`LeadershipLostError`, whose own `reason` says why).
  */
 export class LeaseLostError extends LeaseholdError {
   override name = 'LeaseLostError';
   constructor(
     leaseName: string,
     readonly lease: PublicLease | null,
-    reason: string,
-    options: LeaseholdErrorOptions = {},
+    readonly serverReason: LeaseLostReason | undefined,
+    /** `message`: the whole message, as a server sent it. Default: one written from the reason. */
+    options: LeaseholdErrorOptions & { message?: string } = {},
   ) {
-    super(ErrorCode.LEASE_LOST, `Lease "${leaseName}" was lost: ${reason}.`, { ...options, leaseName });
+    super(ErrorCode.LEASE_LOST, options.message ?? `Lease "${leaseName}" was lost: ${lostText(serverReason, lease)}.`, { ...options, leaseName });
   }
   override toBody(): ErrorBody['error'] {
-    return { ...super.toBody(), lease: this.lease };
+    return { ...super.toBody(), lease: this.lease, ...(this.serverReason === undefined ? {} : { reason: this.serverReason }) };
+  }
+}
+
+/** The message's account of each reason; "granted again" only when a newer grant was made. */
+function lostText(reason: LeaseLostReason | undefined, lease: PublicLease | null): string {
+  switch (reason) {
+    case 'released':
+      return 'the grant was released';
+    case 'superseded':
+      if (lease === null) return 'it was granted again';
+      return lease.holder === null
+        ? `it was granted again (token ${lease.token}), and that grant has ended too`
+        : `it was granted again: "${lease.holder}" holds it with token ${lease.token}`;
+    case 'expired':
+      return 'the grant expired and nobody has taken the lease since';
+    case 'mismatch':
+      return `the leaseId or token does not match the current grant${lease === null ? '' : ` (token ${lease.token})`}`;
+    case 'not_found':
+      return 'it does not exist (never acquired, or its record was cleaned up)';
+    case undefined:
+      return 'the grant is no longer current';
+    default:
+      return `the grant is no longer current (reason "${reason}")`;
   }
 }
 
@@ -189,7 +217,10 @@ export function errorFromBody(body: ErrorBody['error'], leaseName?: string): Lea
       if (body.lease) return new LeaseHeldError(body.lease, body.retryAfterMs ?? 0);
       return new LeaseholdError(ErrorCode.LEASE_HELD, message, opts);
     case ErrorCode.LEASE_LOST:
-      return new LeaseLostError(leaseName ?? body.lease?.name ?? '(unknown)', body.lease ?? null, stripLost(message));
+      // The reason is read from its field, never parsed out of the message; any string is kept.
+      return new LeaseLostError(leaseName ?? body.lease?.name ?? '(unknown)', body.lease ?? null, typeof body.reason === 'string' ? body.reason : undefined, {
+        message,
+      });
     case ErrorCode.UNAVAILABLE:
       return new UnavailableError(message, opts);
     case ErrorCode.THROTTLED:
@@ -209,9 +240,4 @@ export function errorFromBody(body: ErrorBody['error'], leaseName?: string): Lea
     default:
       return new InternalError(message, opts);
   }
-}
-
-function stripLost(message: string): string {
-  const match = /was lost: (.*)\.$/.exec(message);
-  return match?.[1] ?? message;
 }

@@ -1,3 +1,5 @@
+import type { LeaseLostReason } from './codes.js';
+
 /**
  * Wire types of the v1 contract. All times are epoch milliseconds of the *server's* clock;
  * `remainingMs` is computed by the server when it answers, so clients never compare clocks.
@@ -96,5 +98,7 @@ export interface ErrorBody {
     lease?: PublicLease | null;
     /** Present with LEASE_HELD: when the lease may next be acquired. */
     retryAfterMs?: number;
+    /** Present with LEASE_LOST: why the grant is not current (see `LeaseLostReason`; accept unknown values). */
+    reason?: LeaseLostReason;
   };
 }
