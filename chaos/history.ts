@@ -15,7 +15,8 @@ import { createInterface } from 'node:readline';
  * Records may carry extra fields (the harness may add its own notes); the fields below are validated.
  */
 
-export const OP_KINDS = ['acquire', 'renew', 'release', 'describe', 'write'] as const;
+/** `claim`: an epoch claim (`--fence epoch`): the worker raised the lease's epoch in the jobs store to `token`. */
+export const OP_KINDS = ['acquire', 'renew', 'release', 'describe', 'write', 'claim'] as const;
 export type OpKind = (typeof OP_KINDS)[number];
 
 /**
@@ -195,7 +196,7 @@ export function validateRecord(value: unknown, line: number, source = 'history')
   const op = r.op as OpKind;
   const outcome = r.outcome as Outcome;
   const needsToken =
-    op === 'renew' || op === 'release' || op === 'write' || (outcome === 'ok' && (op === 'acquire' || op === 'describe'));
+    op === 'renew' || op === 'release' || op === 'write' || op === 'claim' || (outcome === 'ok' && (op === 'acquire' || op === 'describe'));
   if (needsToken && typeof r.token !== 'number') fail(`${describe('token')} is required on ${outcome} ${op}`);
   if (op === 'acquire' && typeof r.holder !== 'string') fail(`${describe('holder')} is required on acquire`);
   if (op === 'describe' && outcome === 'ok' && r.holder === undefined) {

@@ -26,7 +26,10 @@ export interface FailClosedOptions {
  *   server's expiry, which is at least the holder's send time + ttl − ε, to have passed on a clock
  *   at most ε fast, while the holder's deadline is at most its send time + ttl;
  * - every write with a stale token (below a token accepted for the same job by a write that
- *   completed before it was invoked) was rejected.
+ *   completed before it was invoked) was rejected;
+ * - epoch fencing (`claim` records): no write by token t that was invoked after a claim of a newer
+ *   epoch t′ > t on the same lease had succeeded was accepted, whichever job it wrote. Both times
+ *   are on the one harness clock; DynamoDB has no commit order to judge by.
  */
 export function checkFailClosed(ops: readonly OpEntry[], options: FailClosedOptions): InvariantReport {
   const violations: Violation[] = [];
@@ -64,7 +67,30 @@ export function checkFailClosed(ops: readonly OpEntry[], options: FailClosedOpti
       }
     }
   }
-  return reportOf('I4', writes.length, violations, ['checked: writes']);
+  const claims = ops.filter((e) => e.record.op === 'claim' && e.record.outcome === 'ok' && typeof e.record.completeMs === 'number');
+  violations.push(...writesAfterNewerClaims(writes, claims));
+  return reportOf('I4', writes.length, violations, claims.length > 0 ? ['checked: writes', `against ${claims.length} epoch claims`] : ['checked: writes']);
+}
+
+function writesAfterNewerClaims(writes: readonly OpEntry[], claims: readonly OpEntry[]): Violation[] {
+  const violations: Violation[] = [];
+  for (const w of writes) {
+    if (w.record.accepted !== true) continue;
+    const token = w.record.token as number;
+    const earlier = claims
+      .filter((c) => c.record.lease === w.record.lease && (c.record.token as number) > token && (c.record.completeMs as number) < w.record.invokeMs)
+      .sort((a, b) => (a.record.completeMs as number) - (b.record.completeMs as number))[0];
+    if (earlier === undefined) continue;
+    violations.push({
+      invariant: 'I4',
+      lease: w.record.lease,
+      message:
+        `${w.record.process}'s write for ${w.record.job} with token ${token} was accepted, though it was sent at ${round(w.record.invokeMs)}, ` +
+        `after ${earlier.record.process} had claimed epoch ${earlier.record.token} at ${round(earlier.record.completeMs as number)}`,
+      records: [earlier, w],
+    });
+  }
+  return violations;
 }
 
 function deadlinesOutlivingGrants(ops: readonly OpEntry[], eps: number): Violation[] {

@@ -127,7 +127,7 @@ export function toLeaseHistory(records: readonly OpRecord[], options: LeaseModel
   // dropped, so unanswered acquires of one holder that differ only in it lead to equal states.
   const answeredRequestIds = new Set(records.filter((r) => r.op === 'acquire' && r.outcome === 'ok' && r.requestId !== undefined).map((r) => r.requestId));
   records.forEach((r, index) => {
-    if (r.op === 'write') return;
+    if (r.op === 'write' || r.op === 'claim') return; // the resource's operations, not the lease's
     const effect = effectOf(r);
     if (effect === 'none' || (effect === 'maybe' && r.op === 'describe')) return;
 

@@ -7,6 +7,7 @@ import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, freePort, startDynamoDBLocal, type DynamoDBLocal } from '../../local/dynamodb/dynamodb-local.js';
 import { createFaultProxy, type FaultMode, type FaultProxy } from '../proxy.js';
 import type { ApiServerConfig } from './api-server.js';
+import type { FenceMode } from './options.js';
 import type { WorkerConfig, WorkerMessage } from './worker.js';
 
 /**
@@ -157,6 +158,7 @@ export interface WorkerNodeOptions {
   dbPort: number;
   journalDir: string;
   logDir: string;
+  fenceMode: FenceMode;
   unsafeNoFence: boolean;
   onMessage: (node: WorkerNode, message: WorkerMessage) => void;
   onExit: (node: WorkerNode, incarnation: string, code: number | null, signal: string | null) => void;
@@ -213,6 +215,7 @@ export class WorkerNode {
       leases: this.options.leases,
       ttlMs: this.options.ttlMs,
       journalPath,
+      fenceMode: this.options.fenceMode,
       unsafeNoFence: this.options.unsafeNoFence,
     };
     const child = forkEntry('worker.ts', { CHAOS_WORKER: JSON.stringify(config) }, join(this.options.logDir, `${this.name}.log`));

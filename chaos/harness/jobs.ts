@@ -2,6 +2,7 @@ import {
   ConditionalCheckFailedException,
   CreateTableCommand,
   ResourceInUseException,
+  type CreateTableCommandInput,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import {
@@ -36,26 +37,41 @@ import type { FinalJobRow } from '../checker/final-jobs.js';
  *
  * With `--unsafe-no-fence` both writes are sent without the fence condition (the token is still
  * stored), which is what makes double charges possible.
+ *
+ * With `--fence epoch` the per-job claim is not needed: each term claims the lease's epoch (one
+ * record per lease in EPOCHS_TABLE) before it begins, so once it reads a job as uncharged, no older
+ * term's charge can land on it any more, in flight or not. Each charge is then one transaction:
+ * the epoch ConditionCheck and the same blind increment (`epochChargeItem`).
  */
 
 export const JOBS_TABLE = 'chaos-jobs';
+/** `--fence epoch`: one epoch record per lease name, key `lease`. */
+export const EPOCHS_TABLE = 'chaos-epochs';
 
 export async function createJobsTable(client: DynamoDBClient): Promise<void> {
+  await createTable(client, {
+    TableName: JOBS_TABLE,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [
+      { AttributeName: 'lease', AttributeType: 'S' },
+      { AttributeName: 'seq', AttributeType: 'N' },
+    ],
+    KeySchema: [
+      { AttributeName: 'lease', KeyType: 'HASH' },
+      { AttributeName: 'seq', KeyType: 'RANGE' },
+    ],
+  });
+  await createTable(client, {
+    TableName: EPOCHS_TABLE,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [{ AttributeName: 'lease', AttributeType: 'S' }],
+    KeySchema: [{ AttributeName: 'lease', KeyType: 'HASH' }],
+  });
+}
+
+async function createTable(client: DynamoDBClient, input: CreateTableCommandInput): Promise<void> {
   try {
-    await client.send(
-      new CreateTableCommand({
-        TableName: JOBS_TABLE,
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [
-          { AttributeName: 'lease', AttributeType: 'S' },
-          { AttributeName: 'seq', AttributeType: 'N' },
-        ],
-        KeySchema: [
-          { AttributeName: 'lease', KeyType: 'HASH' },
-          { AttributeName: 'seq', KeyType: 'RANGE' },
-        ],
-      }),
-    );
+    await client.send(new CreateTableCommand(input));
   } catch (error) {
     if (!(error instanceof ResourceInUseException)) throw error;
   }
@@ -244,14 +260,27 @@ export function claimCommand(job: JobRow, holder: string, token: number, fenced:
 
 /** The charge: a blind increment, fenced by the term's token. */
 export function chargeCommand(job: JobRow, holder: string, token: number, fenced: boolean): UpdateCommandInput {
-  const input: UpdateCommandInput = {
+  const input = chargeInput(job, holder, token);
+  return fenced ? fenceUpdate(input, token) : unfenced(input);
+}
+
+/**
+ * `--fence epoch`: the same blind increment, to go into the epoch transaction (`dynamodbEpoch().write`);
+ * it stores the token as `fenceToken` too, so the final table reads as in the item mode.
+ */
+export function epochChargeItem(job: JobRow, holder: string, token: number): UpdateCommandInput & { UpdateExpression: string } {
+  const input = unfenced(chargeInput(job, holder, token));
+  return { ...input, UpdateExpression: input.UpdateExpression as string };
+}
+
+function chargeInput(job: JobRow, holder: string, token: number): UpdateCommandInput {
+  return {
     TableName: JOBS_TABLE,
     Key: { lease: job.lease, seq: job.seq },
     UpdateExpression: 'SET ackedBy = :holder, chargedToken = :token ADD chargedCount :one',
     ConditionExpression: 'attribute_exists(seq)',
     ExpressionAttributeValues: { ':holder': holder, ':token': token, ':one': 1 },
   };
-  return fenced ? fenceUpdate(input, token) : unfenced(input);
 }
 
 /** --unsafe-no-fence: store the token like the fence would, but without its condition. */

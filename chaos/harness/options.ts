@@ -20,6 +20,12 @@ export interface HarnessOptions {
   /** Fault kinds the nemesis may use (default: all). */
   faults: FaultChoice[];
   outDir: string | undefined;
+  /**
+   * How workers fence their writes: `item`, each job row carries the token (fenceUpdate); `epoch`,
+   * each term claims the lease's epoch first and every charge is a transaction checking it
+   * (dynamodbEpoch). Default `item`.
+   */
+  fenceMode: FenceMode;
   /** Debug: writes without the fence condition. The checker must report I5 (and I4) violations. */
   unsafeNoFence: boolean;
   /** Debug: API instance api-1 runs with this clock offset (beyond the bound). The checker must report CLOCK. */
@@ -27,6 +33,9 @@ export interface HarnessOptions {
   /** Print one line per fault and a status line every few seconds. Default true. */
   verbose: boolean;
 }
+
+export const FENCE_MODES = ['item', 'epoch'] as const;
+export type FenceMode = (typeof FENCE_MODES)[number];
 
 export const USAGE = `usage: npm run chaos -- [options]
 
@@ -40,11 +49,14 @@ export const USAGE = `usage: npm run chaos -- [options]
   --job-rate N           jobs enqueued per lease per second, at most 25 ahead of the charges (default 4)
   --fault-every D        mean time between fault starts (default 1.5 × ttl)
   --faults K,K,…         only these fault kinds: ${FAULT_CHOICES.join(', ')}
+  --fence MODE           item: each job row is fenced by token (default); epoch: each term claims the
+                         lease's epoch and every charge is a transaction checking it
   --out DIR              output folder (default .chaos/run-<seed>-<time>/)
   --quiet                no live log (the summary is still printed)
 
   debug, to show that the checker catches bugs (the run must then FAIL):
-  --unsafe-no-fence      workers write without the fencing condition
+  --unsafe-no-fence      workers write without the fencing condition (with --fence epoch: they still
+                         claim, but charge without the epoch check)
   --unsafe-clock-offset D  api-1 runs with this clock offset, beyond the bound
 
 Writes history.jsonl, final-jobs.json, summary.txt, summary.json and timeline.svg to the output
@@ -86,6 +98,7 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
         'job-rate': { type: 'string' },
         'fault-every': { type: 'string' },
         faults: { type: 'string' },
+        fence: { type: 'string' },
         out: { type: 'string' },
         quiet: { type: 'boolean', default: false },
         'unsafe-no-fence': { type: 'boolean', default: false },
@@ -124,6 +137,8 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
       throw new UsageError(`Expected \`--faults\` to list some of ${FAULT_CHOICES.join(', ')}, got "${v.faults}".`);
     }
   }
+  const fenceMode = (v.fence ?? 'item') as FenceMode;
+  if (!FENCE_MODES.includes(fenceMode)) throw new UsageError(`Expected \`--fence\` to be one of ${FENCE_MODES.join(', ')}, got "${v.fence}".`);
   let unsafeClockOffsetMs: number | undefined;
   if (v['unsafe-clock-offset'] !== undefined) {
     const text = v['unsafe-clock-offset'];
@@ -148,6 +163,7 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
     faultEveryMs,
     faults,
     outDir: v.out,
+    fenceMode,
     unsafeNoFence: v['unsafe-no-fence'],
     unsafeClockOffsetMs,
     verbose: !v.quiet,

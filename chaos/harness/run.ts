@@ -78,7 +78,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
 
   print(
     `leasehold chaos: seed ${options.seed}, ${seconds(options.durationMs)} of faults, ${options.workers} workers, ` +
-      `leases ${leases.join(', ')}, ttl ${options.ttlMs} ms, skew bound ${options.clockSkewBoundMs} ms, ${plan.length} faults planned`,
+      `leases ${leases.join(', ')}, ttl ${options.ttlMs} ms, skew bound ${options.clockSkewBoundMs} ms, ${options.fenceMode} fencing, ${plan.length} faults planned`,
   );
   if (options.unsafeNoFence) print('UNSAFE: workers write WITHOUT the fence (--unsafe-no-fence): the checker must report violations');
   if (options.unsafeClockOffsetMs !== undefined) {
@@ -171,6 +171,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
           dbPort: dbPort!,
           journalDir,
           logDir,
+          fenceMode: options.fenceMode,
           unsafeNoFence: options.unsafeNoFence,
           onMessage,
           onExit,
@@ -235,7 +236,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     // 4. History, check, report.
     const runText =
       `seed ${options.seed}, ${seconds(options.durationMs)} of faults, ${options.workers} workers, ttl ${options.ttlMs} ms, ` +
-      `api offsets ${offsets.map(signed).join('/')} ms${options.unsafeNoFence ? ', UNSAFE no fence' : ''}` +
+      `api offsets ${offsets.map(signed).join('/')} ms, ${options.fenceMode} fencing${options.unsafeNoFence ? ', UNSAFE no fence' : ''}` +
       `${options.unsafeClockOffsetMs !== undefined ? `, UNSAFE api-1 offset ${options.unsafeClockOffsetMs} ms` : ''}`;
     const meta: MetaRecord = { type: 'meta', ttlMs: options.ttlMs, clockSkewMs: options.clockSkewBoundMs, run: runText };
     const merged = mergeJournals([harnessJournalPath, ...workers.flatMap((w) => w.journals)], meta);

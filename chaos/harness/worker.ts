@@ -1,13 +1,15 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { isFencedOut } from '../../client/src/dynamodb/index.js';
+import { dynamodbEpoch, isFencedOut, type DynamoDBEpoch } from '../../client/src/dynamodb/index.js';
+import type { Fence, FenceClaimOptions } from '../../client/src/fence.js';
 import { createLeader, type Leader } from '../../client/src/leader.js';
 import { LeaseClient } from '../../client/src/lease-client.js';
 import type { TermInfo } from '../../client/src/term.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
 import { harnessNowMs, monotonicToHarnessMs, timeOriginErrorMs } from '../harness-clock.js';
-import { chargeCommand, claimCommand, unchargedJobs, type JobRow } from './jobs.js';
+import { EPOCHS_TABLE, chargeCommand, claimCommand, epochChargeItem, unchargedJobs, type JobRow } from './jobs.js';
 import { openJournal } from './journal.js';
+import type { FenceMode } from './options.js';
 import { networkCode, recordingFetch } from './recording-fetch.js';
 
 /**
@@ -30,6 +32,8 @@ export interface WorkerConfig {
   leases: string[];
   ttlMs: number;
   journalPath: string;
+  /** item: fenceUpdate on each job row; epoch: each term claims the lease's epoch, charges check it (jobs.ts). */
+  fenceMode: FenceMode;
   unsafeNoFence: boolean;
 }
 
@@ -85,13 +89,19 @@ const db = DynamoDBDocumentClient.from(
 
 let stopping = false;
 const workLoops = new Set<Promise<void>>();
+/** `--fence epoch`: the epoch record of each lease, in the jobs store. */
+const epochs = new Map<string, DynamoDBEpoch>();
 
 for (const lease of config.leases) {
+  const epoch = config.fenceMode === 'epoch' ? dynamodbEpoch(db, { tableName: EPOCHS_TABLE, key: { lease } }) : undefined;
+  if (epoch !== undefined) epochs.set(lease, epoch);
   const leader = createLeader(client, {
     name: lease,
     holder: name,
     ttlMs,
     requestTimeoutMs: ttlMs,
+    // The SDK claims each won token before the term begins; the claims are journalled for the checker.
+    ...(epoch !== undefined ? { fence: journalledFence(lease, epoch) } : {}),
     onElected: (term) => {
       send({ type: 'elected', name, lease, token: term.token });
       const loop = work(lease, leader, term).catch((error: unknown) => {
@@ -145,14 +155,17 @@ async function work(lease: string, leader: Leader, term: TermInfo): Promise<void
       continue;
     }
 
-    // A claim charges nothing, so one whose answer was lost is simply tried again.
-    const claim = await fencedWrite(lease, leader, token, job, 'claim');
-    if (claim === 'not-leading' || claim === 'fenced-out') return;
-    if (claim === 'unknown' || claim === 'failed') {
-      if (!(await pause(50, signal))) return;
-      continue;
+    // A claim charges nothing, so one whose answer was lost is simply tried again. With an epoch,
+    // the term's epoch claim already fenced off every older charge: the job read above is final.
+    if (config!.fenceMode === 'item') {
+      const claim = await fencedWrite(lease, leader, token, job, 'claim');
+      if (claim === 'not-leading' || claim === 'fenced-out') return;
+      if (claim === 'unknown' || claim === 'failed') {
+        if (!(await pause(50, signal))) return;
+        continue;
+      }
+      if ((claim.chargedCount ?? 0) >= 1) continue; // an older term charged it before our claim
     }
-    if ((claim.chargedCount ?? 0) >= 1) continue; // an older term charged it before our claim
 
     // "Call the payment provider": the time a stale leader has to be overtaken.
     if (!(await pause(50 + Math.random() * 100, signal))) return;
@@ -190,12 +203,30 @@ async function fencedWrite(lease: string, leader: Leader, token: number, job: Jo
     ...(kind === 'claim' ? { charge: false } : {}),
     localDeadlineMs: monotonicToHarnessMs(nowMono + remaining),
   });
+  const epoch = epochs.get(lease);
   try {
+    if (epoch !== undefined && kind === 'charge') {
+      const item = epochChargeItem(job, name, token);
+      // --unsafe-no-fence: the same charge without the epoch check (the term still claimed).
+      if (config!.unsafeNoFence) await db.send(new UpdateCommand(item));
+      else await epoch.write(token, [{ Update: item }]);
+      journal.complete(id, { completeMs: harnessNowMs(), outcome: 'ok', accepted: true });
+      return job;
+    }
     const out = await db.send(new UpdateCommand(command));
     journal.complete(id, { completeMs: harnessNowMs(), outcome: 'ok', accepted: true });
     return (out.Attributes as JobRow | undefined) ?? job;
   } catch (error) {
     const completeMs = harnessNowMs();
+    const errorName = (error as { name?: string }).name;
+    if (errorName === 'FencedOutError' || errorName === 'EpochNotClaimedError' || errorName === 'TransactionCanceledException') {
+      // A refused transaction: nothing of it was applied.
+      const fencedOut = isFencedOut(error, token);
+      const code = fencedOut ? 'STALE_TOKEN' : errorName === 'EpochNotClaimedError' ? 'EPOCH_NOT_CLAIMED' : 'TRANSACTION_CANCELED';
+      journal.complete(id, { completeMs, outcome: 'fail', accepted: false, error: code });
+      if (fencedOut) send({ type: 'stale', name, lease, job: job.job });
+      return fencedOut ? 'fenced-out' : 'failed';
+    }
     if ((error as { name?: string }).name === 'ConditionalCheckFailedException') {
       const fencedOut = isFencedOut(error, token);
       journal.complete(id, { completeMs, outcome: 'fail', accepted: false, error: fencedOut ? 'STALE_TOKEN' : 'CONDITION_FAILED' });
@@ -205,6 +236,23 @@ async function fencedWrite(lease: string, leader: Leader, token: number, job: Jo
     journal.complete(id, { completeMs, outcome: 'unknown', error: networkCode(error) });
     return 'unknown';
   }
+}
+
+/** The lease's epoch as the leader's fence, each claim journalled as a `claim` operation. */
+function journalledFence(lease: string, epoch: DynamoDBEpoch): Fence {
+  return {
+    async claim(token: number, options?: FenceClaimOptions): Promise<void> {
+      const id = journal.invoke({ type: 'op', process: name, lease, op: 'claim', invokeMs: harnessNowMs(), token, holder: name });
+      try {
+        await epoch.claim(token, options);
+        journal.complete(id, { completeMs: harnessNowMs(), outcome: 'ok', accepted: true });
+      } catch (error) {
+        const refused = (error as { name?: string }).name === 'FencedOutError';
+        journal.complete(id, { completeMs: harnessNowMs(), ...(refused ? { outcome: 'fail', accepted: false, error: 'STALE_TOKEN' } : { outcome: 'unknown', error: networkCode(error) }) });
+        throw error;
+      }
+    },
+  };
 }
 
 /** Waits `ms`; false if the term ended first. */
