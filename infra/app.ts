@@ -1,5 +1,5 @@
 import { App } from 'aws-cdk-lib';
-import type { LeaseWatchOptions } from './lease-service.js';
+import type { LeaseWatchOptions } from './lease-watch.js';
 import { LeaseholdStack, parseGrants } from './leasehold-stack.js';
 
 /**

@@ -1,52 +1,23 @@
-import { Annotations, ArnFormat, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Annotations, Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
-import {
-  HttpApi,
-  HttpMethod,
-  HttpRoute,
-  HttpRouteKey,
-  HttpStage,
-  LogGroupLogDestination,
-  WebSocketApi,
-  WebSocketStage,
-} from 'aws-cdk-lib/aws-apigatewayv2';
-import { HttpIamAuthorizer, WebSocketIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
-import { HttpLambdaIntegration, WebSocketLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import {
-  Alarm,
-  ComparisonOperator,
-  MathExpression,
-  Metric,
-  TreatMissingData,
-  type IMetric,
-} from 'aws-cdk-lib/aws-cloudwatch';
-import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
-import {
-  AttributeType,
-  BillingMode,
-  Operation,
-  ProjectionType,
-  StreamViewType,
-  Table,
-  TableEncryption,
-} from 'aws-cdk-lib/aws-dynamodb';
+import { HttpApi, HttpMethod, HttpRoute, HttpRouteKey, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { AttributeType, BillingMode, StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Grant, PolicyStatement, type IGrantable, type IRole } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
-import { FilterCriteria, StartingPosition } from 'aws-cdk-lib/aws-lambda';
-import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
-import { FilterPattern, LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { validateName } from '../client/src/protocol/index.js';
 import { ROUTES, type RouteId } from '../functions/http/routes.js';
 import { LEASE_TABLE_SCHEMA } from '../functions/lease-table.js';
-import { SKIP_RENEWALS_PATTERN } from '../functions/watch/stream-filter.js';
 import { EVERY_LEASE } from '../functions/watch/watch-grants.js';
-import { SUBSCRIPTION_TABLE_SCHEMA } from '../functions/watch/subscriptions.js';
+import { createLeaseWatch, WATCH_STAGE_NAME, type LeaseWatch, type LeaseWatchOptions, type WatchFunctionId } from './lease-watch.js';
 import { acknowledgeWildcardResource } from './nag.js';
-import { createServiceFunction, grantTableKey } from './service-function.js';
-import { WatchGrantMap } from './watch-grant-map.js';
+import { createServiceAlarms, type LeaseServiceAlarms } from './service-alarms.js';
+import { createServiceFunction, grantTableKey, pascal } from './service-function.js';
 
 /** Settings of {@link LeaseService}. Every one is optional; each documents its default. */
 export interface LeaseServiceProps {
@@ -141,27 +112,6 @@ export interface LeaseServiceProps {
   readonly watch?: boolean | LeaseWatchOptions;
 }
 
-/** Settings of the watch, when {@link LeaseServiceProps.watch} is an object. */
-export interface LeaseWatchOptions {
-  /**
-   * Push `renewed` events to subscriptions that ask for them. Off, every renewal is filtered out of
-   * the stream before it reaches the consumer (see functions/watch/stream-filter.ts): the watch
-   * then costs nothing per renewal. Followers never need renewals.
-   * @default true
-   */
-  readonly renewedEvents?: boolean;
-  /**
-   * Access logs of the watch's WebSocket stage (one JSON line per connect, message and
-   * disconnect, with the caller's ARN), into a log group of the construct kept `logRetention`.
-   * A WebSocket stage (unlike the HTTP API's) can only log through the account's API Gateway
-   * CloudWatch role (`AWS::ApiGateway::Account` `CloudWatchRoleArn`, one per account and region);
-   * turn this on only where that role is set up. This construct never sets it: it is an
-   * account-wide setting that other APIs depend on.
-   * @default false
-   */
-  readonly accessLogs?: boolean;
-}
-
 /**
  * 256 MB: every handler does one DynamoDB request, so its duration is mostly waiting on the
  * network, but Lambda hands out CPU in proportion to memory (1,769 MB = one vCPU). At 128 MB
@@ -209,118 +159,6 @@ export const TABLE_ACTIONS_BY_ROUTE: Readonly<Record<RouteId, readonly string[]>
 /** The route handlers plus the `$default` route's fallback; each is `functions/handlers/{id}.ts`. */
 export type FunctionId = RouteId | 'fallback';
 
-/** The watch's functions; each is `functions/handlers/{id}.ts`. */
-export type WatchFunctionId = 'watch-connect' | 'watch-disconnect' | 'watch-subscribe' | 'watch-stream';
-
-export const WATCH_FUNCTION_IDS: readonly WatchFunctionId[] = ['watch-connect', 'watch-disconnect', 'watch-subscribe', 'watch-stream'];
-
-/**
- * The stage of the WebSocket API, so the watch URL is `wss://{apiId}.execute-api.{region}.amazonaws.com/v1`
- * (WebSocket APIs have no `$default` stage, so the URL always carries one segment).
- */
-export const WATCH_STAGE_NAME = 'v1';
-
-/** What one watch function may do. Anything not listed here it may not do. */
-export interface WatchAccess {
-  /** DynamoDB actions on the subscriptions table itself. */
-  readonly subscriptionTable: readonly string[];
-  /** DynamoDB actions on the table's `byConnection` index. */
-  readonly connectionIndex: readonly string[];
-  /** `execute-api:ManageConnections` for `POST @connections/{id}` on this API's stage. */
-  readonly postToConnections: boolean;
-  /**
-   * Consumes the lease table's stream: the function gets the event source mapping, which grants
-   * the stream read (DescribeStream, GetRecords, GetShardIterator on the stream ARN, plus
-   * ListStreams). Nothing on the lease table itself.
-   */
-  readonly readLeaseStream: boolean;
-}
-
-/**
- * Each watch function's permissions, from what its code does (functions/watch/*):
- * - connect: a Query of the `grants` partition (TableWatchGrants, cached per container) and one
- *   PutItem recording what the connection may watch (SubscriptionStore.recordScope).
- * - subscribe: a GetItem of the connection's scope (SubscriptionStore.scopeOf), one PutItem per
- *   name or prefix (SubscriptionStore.subscribe), then posts the `subscribed` (or `error`) reply to
- *   its own connection.
- * - disconnect: SubscriptionStore.removeConnection, a Query on `byConnection` and BatchWriteItem
- *   deletes.
- * - stream: SubscriptionStore.subscribersOf, two Queries on the table (`name#…` and `prefixes`);
- *   posts events; and on GoneException removeConnection, as above.
- */
-export const WATCH_ACCESS: Readonly<Record<WatchFunctionId, WatchAccess>> = {
-  'watch-connect': { subscriptionTable: ['dynamodb:PutItem', 'dynamodb:Query'], connectionIndex: [], postToConnections: false, readLeaseStream: false },
-  'watch-subscribe': { subscriptionTable: ['dynamodb:GetItem', 'dynamodb:PutItem'], connectionIndex: [], postToConnections: true, readLeaseStream: false },
-  'watch-disconnect': {
-    subscriptionTable: ['dynamodb:BatchWriteItem'],
-    connectionIndex: ['dynamodb:Query'],
-    postToConnections: false,
-    readLeaseStream: false,
-  },
-  'watch-stream': {
-    subscriptionTable: ['dynamodb:BatchWriteItem', 'dynamodb:Query'],
-    connectionIndex: ['dynamodb:Query'],
-    postToConnections: true,
-    readLeaseStream: true,
-  },
-};
-
-/** The GSI key of the subscriptions table (functions/lease-table.ts ensureSubscriptionTable, subscriptions.ts). */
-const CONNECTION_ID_ATTRIBUTE = 'connectionId';
-
-/**
- * The stream consumer's event source mapping. The watch is a latency hint on top of the polling
- * every follower does anyway, so each setting favours fresh events over complete delivery:
- * - `maxBatchingWindow` 0: invoke as soon as records arrive rather than wait to fill a batch.
- * - `batchSize` 10: the handler publishes the records of a batch one after another (two Queries
- *   and the posts each, about 10–20 ms), so a batch of 10 delays its last event by a few hundred
- *   ms at most; a busier shard still gets through about 10 / 50 ms = 200 records/s.
- * - `reportBatchItemFailures`: the handler reports the first record it could not publish, and
- *   Lambda retries from there instead of re-sending the whole batch.
- * - `retryAttempts` 2, `bisectBatchOnError`, `maxRecordAge` 60 s (the shortest allowed): records
- *   of one shard are delivered in order, so one record that keeps failing would hold back every
- *   event behind it. After two retries (or a minute) it is skipped: a follower that missed its
- *   event still retries at `retryAfterMs`.
- * - `parallelizationFactor` 1 (the default): one batch per shard at a time keeps each lease's
- *   events in order (acquired before released).
- */
-export const WATCH_STREAM_SETTINGS = {
-  batchSize: 10,
-  maxBatchingWindow: Duration.seconds(0),
-  retryAttempts: 2,
-  bisectBatchOnError: true,
-  maxRecordAge: Duration.seconds(60),
-  parallelizationFactor: 1,
-} as const;
-
-/**
- * 30 s for the stream consumer (not `timeout`, which is sized for one request from a waiting
- * caller): a batch of 10 records, each with two Queries and one post per subscriber, in parallel.
- * A timed-out batch is retried, and holds its shard up while it runs.
- */
-export const WATCH_STREAM_TIMEOUT = Duration.seconds(30);
-
-/**
- * The `IteratorAge` above which the stream consumer is falling behind: events arrive 30 s late,
- * too late to be of use to a follower waiting for a handover.
- */
-export const WATCH_ITERATOR_AGE_ALARM_MS = 30_000;
-
-/** The DynamoDB operations the functions perform, for the table's per-operation metrics. */
-const TABLE_OPERATIONS = [Operation.UPDATE_ITEM, Operation.GET_ITEM, Operation.SCAN];
-
-/**
- * One line of JSON per WebSocket event of the watch (connect, message, disconnect). The caller is
- * recorded on `$connect`, the only event IAM authenticates. Every value is quoted (no metric filter
- * reads this log), so each line parses as JSON.
- */
-const WATCH_ACCESS_LOG_FORMAT = AccessLogFormat.custom(
-  '{"requestId":"$context.requestId","apiId":"$context.apiId","time":"$context.requestTime",' +
-    '"routeKey":"$context.routeKey","eventType":"$context.eventType","connectionId":"$context.connectionId",' +
-    '"status":"$context.status","sourceIp":"$context.identity.sourceIp","caller":"$context.identity.userArn",' +
-    '"error":"$context.error.message","integrationError":"$context.integrationErrorMessage"}',
-);
-
 /** One line of JSON per request. `status` is unquoted (always a number) so a metric filter can compare it. */
 const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
   '{"requestId":"$context.requestId","apiId":"$context.apiId","time":"$context.requestTime",' +
@@ -360,18 +198,7 @@ export class LeaseService extends Construct {
   /** The watch's resources; undefined when the `watch` prop is false. */
   readonly watch: LeaseWatch | undefined;
   /** The alarms, by what they watch. Their actions go to `alarmTopic` when one is given. */
-  readonly alarms: {
-    readonly apiServerErrors: Alarm;
-    readonly apiThrottles: Alarm;
-    readonly functionErrors: Alarm;
-    readonly functionThrottles: Alarm;
-    readonly tableThrottles: Alarm;
-    readonly tableSystemErrors: Alarm;
-    /** Errors summed over the four watch functions (unhandled error or timeout). Only with the watch. */
-    readonly watchFunctionErrors?: Alarm;
-    /** `IteratorAge` of the stream consumer: lease events stuck or late. Only with the watch. */
-    readonly watchIteratorAge?: Alarm;
-  };
+  readonly alarms: LeaseServiceAlarms;
 
   constructor(scope: Construct, id: string, props: LeaseServiceProps = {}) {
     super(scope, id);
@@ -467,7 +294,8 @@ export class LeaseService extends Construct {
     this.functions = functions;
 
     this.watch = watchEnabled
-      ? this.createWatch({
+      ? createLeaseWatch(this, {
+          leaseTable: this.table,
           apiName: props.apiName,
           encryptionKey: props.encryptionKey,
           throttle: { rateLimit, burstLimit },
@@ -478,173 +306,15 @@ export class LeaseService extends Construct {
         })
       : undefined;
 
-    this.alarms = this.createAlarms(metricsNamespace, props.alarmTopic);
-  }
-
-  /**
-   * The watch: a subscriptions table, a WebSocket API (IAM on `$connect`) with its three routes,
-   * and the lease table stream's consumer. See {@link WATCH_ACCESS} for what each function may do.
-   */
-  private createWatch(options: {
-    apiName: string | undefined;
-    encryptionKey: IKey | undefined;
-    throttle: { rateLimit: number; burstLimit: number };
-    sizing: { memorySize: number; timeout: Duration; logRetention: RetentionDays };
-    environment: Record<string, string>;
-    renewedEvents: boolean;
-    accessLogs: boolean;
-  }): LeaseWatch {
-    const schema = SUBSCRIPTION_TABLE_SCHEMA;
-    // Disposable state: every item expires within 3 h (API Gateway closes a WebSocket after 2 h),
-    // and a client re-subscribes whenever it reconnects. Losing the table loses nothing that
-    // matters after the connections it describes are gone, so the stack deletes it (and keeps no
-    // point-in-time backups of it).
-    const subscriptionTable = new Table(this, 'SubscriptionTable', {
-      partitionKey: { name: schema.partitionKey, type: AttributeType.STRING },
-      sortKey: { name: schema.sortKey, type: AttributeType.STRING },
-      billingMode: BillingMode.PAY_PER_REQUEST,
-      ...(options.encryptionKey
-        ? { encryption: TableEncryption.CUSTOMER_MANAGED, encryptionKey: options.encryptionKey }
-        : { encryption: TableEncryption.AWS_MANAGED }),
-      timeToLiveAttribute: schema.ttlAttribute,
-      removalPolicy: RemovalPolicy.DESTROY,
-      deletionProtection: false,
+    this.alarms = createServiceAlarms(this, {
+      accessLogs: this.accessLogs,
+      httpApi: this.httpApi,
+      functions: Object.values(this.functions),
+      table: this.table,
+      watch: this.watch,
+      metricsNamespace,
+      topic: props.alarmTopic,
     });
-    Validations.of(subscriptionTable).acknowledge({
-      id: 'AwsSolutions-DDB3',
-      reason:
-        'Disposable state: subscriptions expire within 3 h and clients re-subscribe on reconnect; the watch grants ' +
-        'are rewritten by every deploy. A backup would restore nothing of use.',
-    });
-    subscriptionTable.addGlobalSecondaryIndex({
-      indexName: schema.connectionIndex,
-      partitionKey: { name: CONNECTION_ID_ATTRIBUTE, type: AttributeType.STRING },
-      projectionType: ProjectionType.KEYS_ONLY,
-    });
-
-    const api = new WebSocketApi(this, 'WatchApi', {
-      ...(options.apiName ? { apiName: `${options.apiName}-watch` } : {}),
-      description: 'leasehold watch: leader events pushed over a WebSocket',
-      routeSelectionExpression: '$request.body.action',
-    });
-    // Access logs only on request: a WebSocket stage (unlike an HTTP one) can only log through the
-    // account-wide API Gateway CloudWatch role, which this construct must not assume exists or set.
-    const accessLogs = options.accessLogs ? new LogGroup(this, 'WatchAccessLogs', { retention: options.sizing.logRetention }) : undefined;
-    const stage = new WebSocketStage(this, 'WatchStage', {
-      webSocketApi: api,
-      stageName: WATCH_STAGE_NAME,
-      autoDeploy: true,
-      throttle: options.throttle,
-      ...(accessLogs ? { accessLogSettings: { destination: new LogGroupLogDestination(accessLogs), format: WATCH_ACCESS_LOG_FORMAT } } : {}),
-    });
-    if (!accessLogs) {
-      const reason =
-        'Access logs of a WebSocket stage need the account-wide API Gateway CloudWatch role, which this construct ' +
-        'must not assume or set; they are opt-in (watch: { accessLogs: true }) for accounts that have it.';
-      Validations.of(stage).acknowledge({ id: 'AwsSolutions-APIG1', reason }, { id: 'Serverless-APIGWAccessLogging', reason });
-    }
-
-    const environment = {
-      ...options.environment,
-      SUBSCRIPTION_TABLE_NAME: subscriptionTable.tableName,
-      // https://{apiId}.execute-api.{region}.{urlSuffix}/{stage}: where PostToConnection goes.
-      WEBSOCKET_MANAGEMENT_ENDPOINT: stage.callbackUrl,
-      ...(options.renewedEvents ? {} : { WATCH_RENEWED_EVENTS: 'false' }),
-    };
-    const descriptions: Record<WatchFunctionId, string> = {
-      'watch-connect': 'leasehold watch $connect',
-      'watch-disconnect': 'leasehold watch $disconnect',
-      'watch-subscribe': 'leasehold watch subscribe',
-      'watch-stream': 'leasehold watch: lease table stream consumer',
-    };
-    const connectionIndexArn = `${subscriptionTable.tableArn}/index/${schema.connectionIndex}`;
-    const postToConnectionsArn = Stack.of(this).formatArn({
-      service: 'execute-api',
-      resource: api.apiId,
-      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
-      resourceName: `${WATCH_STAGE_NAME}/POST/@connections/*`,
-    });
-    const functions = {} as Record<WatchFunctionId, NodejsFunction>;
-    // The connection ids are only known at run time; each function may post only to this stage.
-    const postToConnectionsReason = 'A connection id is chosen by API Gateway at run time: the statement is limited to POST on this stage\'s connections.';
-    for (const id of WATCH_FUNCTION_IDS) {
-      const access = WATCH_ACCESS[id];
-      const sizing = access.readLeaseStream ? { ...options.sizing, timeout: WATCH_STREAM_TIMEOUT } : options.sizing;
-      const fn = this.createFunction(id, descriptions[id], sizing, environment);
-      if (access.subscriptionTable.length > 0) {
-        fn.addToRolePolicy(new PolicyStatement({ actions: [...access.subscriptionTable], resources: [subscriptionTable.tableArn] }));
-      }
-      if (access.connectionIndex.length > 0) {
-        fn.addToRolePolicy(new PolicyStatement({ actions: [...access.connectionIndex], resources: [connectionIndexArn] }));
-      }
-      if (access.postToConnections) {
-        fn.addToRolePolicy(new PolicyStatement({ actions: ['execute-api:ManageConnections'], resources: [postToConnectionsArn] }));
-        acknowledgeWildcardResource(fn.role as IRole, postToConnectionsArn, postToConnectionsReason);
-      }
-      const actions = [...access.subscriptionTable, ...access.connectionIndex];
-      if (actions.length > 0) {
-        grantTableKey(options.encryptionKey, fn.role as IRole, actions.some((a) => a === 'dynamodb:PutItem' || a === 'dynamodb:BatchWriteItem'));
-      }
-      if (access.readLeaseStream) {
-        acknowledgeWildcardResource(
-          fn.role as IRole,
-          '*',
-          'dynamodb:ListStreams has no resource-level permissions in IAM (the event source mapping adds it on "*"); every other stream action is on the lease table\'s stream ARN.',
-        );
-        // Grants the stream read itself (table.grantStreamRead): DescribeStream, GetRecords and
-        // GetShardIterator on the stream ARN, and ListStreams, which IAM only grants on "*" (it
-        // has no resource-level permissions; on the stream ARN it would grant nothing).
-        fn.addEventSource(
-          new DynamoEventSource(this.table, {
-            startingPosition: StartingPosition.LATEST,
-            reportBatchItemFailures: true,
-            ...WATCH_STREAM_SETTINGS,
-            ...(options.renewedEvents ? {} : { filters: [FilterCriteria.filter(SKIP_RENEWALS_PATTERN)] }),
-          }),
-        );
-      }
-      functions[id] = fn;
-    }
-
-    api.addRoute('$connect', {
-      integration: new WebSocketLambdaIntegration('WatchConnectIntegration', functions['watch-connect']),
-      // The only route a WebSocket API can authorize: the upgrade request is SigV4-signed, and
-      // the caller needs execute-api:Invoke on its ARN (grantWatch). Messages on an open
-      // connection ride on that authorization.
-      authorizer: new WebSocketIamAuthorizer(),
-    });
-    const unauthorizedRoutes = [
-      api.addRoute('$disconnect', {
-        integration: new WebSocketLambdaIntegration('WatchDisconnectIntegration', functions['watch-disconnect']),
-      }),
-      api.addRoute('subscribe', {
-        integration: new WebSocketLambdaIntegration('WatchSubscribeIntegration', functions['watch-subscribe']),
-      }),
-    ];
-    for (const route of unauthorizedRoutes) {
-      Validations.of(route).acknowledge({
-        id: 'AwsSolutions-APIG4',
-        reason:
-          'API Gateway authorizes a WebSocket connection on $connect only (IAM here); later messages ride on that ' +
-          'connection, and subscribe checks each request against the caller\'s watch grant.',
-      });
-    }
-    const streamMapping = functions['watch-stream'].node.children.find((child) => child.node.id.startsWith('DynamoDBEventSource'));
-    if (streamMapping) {
-      Validations.of(streamMapping).acknowledge({
-        id: 'Serverless-LambdaEventSourceMappingDestination',
-        reason:
-          'A lease event is a latency hint: a record skipped after two retries or a minute is of no use later, and a ' +
-          'follower that missed it retries at retryAfterMs anyway. WatchIteratorAgeAlarm reports a stuck consumer.',
-      });
-    }
-
-    const grants = new WatchGrantMap(this, 'WatchGrants', {
-      table: subscriptionTable,
-      encryptionKey: options.encryptionKey,
-      logRetention: options.sizing.logRetention,
-    });
-    return { api, stage, subscriptionTable, functions, url: stage.url, grants, accessLogs };
   }
 
   private createFunction(
@@ -768,111 +438,6 @@ export class LeaseService extends Construct {
     return this.httpApi.arnForExecuteApi(method, path, STAGE_NAME);
   }
 
-  private createAlarms(metricsNamespace: string, topic: ITopic | undefined): LeaseService['alarms'] {
-    const period = Duration.minutes(5);
-    const fns = Object.values(this.functions);
-    const sumOf = (label: string, metrics: IMetric[]): MathExpression =>
-      new MathExpression({
-        label,
-        period,
-        expression: metrics.map((_, i) => `m${i}`).join(' + '),
-        usingMetrics: Object.fromEntries(metrics.map((m, i) => [`m${i}`, m])),
-      });
-
-    // HTTP APIs have no metric of their own for stage throttling: a 429 only counts in `4xx`,
-    // together with the 409s of an ordinary lost acquire race. The access log line has the status,
-    // so a metric filter counts the 429s per API.
-    this.accessLogs.addMetricFilter('ThrottledRequests', {
-      filterPattern: FilterPattern.numberValue('$.status', '=', 429),
-      metricNamespace: metricsNamespace,
-      metricName: 'ApiThrottledRequests',
-      metricValue: '1',
-      dimensions: { ApiId: '$.apiId' },
-    });
-
-    const alarmOn = (id: string, metric: IMetric, description: string, threshold = 1): Alarm => {
-      const alarm = new Alarm(this, id, {
-        metric,
-        threshold,
-        evaluationPeriods: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-        alarmDescription: `leasehold (${this.node.path}): ${description}`,
-      });
-      if (topic) {
-        alarm.addAlarmAction(new SnsAction(topic));
-        alarm.addOkAction(new SnsAction(topic));
-      }
-      return alarm;
-    };
-
-    return {
-      apiServerErrors: alarmOn(
-        'ApiServerErrorsAlarm',
-        this.httpApi.metricServerError({ period, statistic: 'Sum' }),
-        'the API answered 5xx (DynamoDB unavailable, a function failed or timed out).',
-      ),
-      apiThrottles: alarmOn(
-        'ApiThrottlesAlarm',
-        new Metric({
-          namespace: metricsNamespace,
-          metricName: 'ApiThrottledRequests',
-          dimensionsMap: { ApiId: this.httpApi.apiId },
-          statistic: 'Sum',
-          period,
-        }),
-        'the API stage throttled requests (429): raise rateLimit/burstLimit or find the runaway caller.',
-      ),
-      functionErrors: alarmOn(
-        'FunctionErrorsAlarm',
-        sumOf('Lambda Errors', fns.map((fn) => fn.metricErrors({ period, statistic: 'Sum' }))),
-        'a function failed (unhandled error or timeout).',
-      ),
-      functionThrottles: alarmOn(
-        'FunctionThrottlesAlarm',
-        sumOf('Lambda Throttles', fns.map((fn) => fn.metricThrottles({ period, statistic: 'Sum' }))),
-        'Lambda throttled a function (account or reserved concurrency exhausted); callers got 5xx.',
-      ),
-      tableThrottles: alarmOn(
-        'TableThrottlesAlarm',
-        this.table.metricThrottledRequestsForOperations({ operations: TABLE_OPERATIONS, period, statistic: 'Sum' }),
-        'DynamoDB throttled lease table requests (a hot lease name or a traffic spike); callers got 503.',
-      ),
-      tableSystemErrors: alarmOn(
-        'TableSystemErrorsAlarm',
-        this.table.metricSystemErrorsForOperations({ operations: TABLE_OPERATIONS, period, statistic: 'Sum' }),
-        'DynamoDB returned internal errors (5xx) for lease table requests.',
-      ),
-      ...(this.watch ? this.createWatchAlarms(this.watch, period, sumOf, alarmOn) : {}),
-    };
-  }
-
-  /**
-   * The watch's functions have alarms of their own (a CloudWatch alarm reads at most 10 metrics,
-   * and the route functions' sums already use 7). A batch item failure is not a Lambda error:
-   * when the stream consumer keeps failing on a record, `IteratorAge` shows it.
-   */
-  private createWatchAlarms(
-    watch: LeaseWatch,
-    period: Duration,
-    sumOf: (label: string, metrics: IMetric[]) => IMetric,
-    alarmOn: (id: string, metric: IMetric, description: string, threshold?: number) => Alarm,
-  ): { watchFunctionErrors: Alarm; watchIteratorAge: Alarm } {
-    const fns = Object.values(watch.functions);
-    return {
-      watchFunctionErrors: alarmOn(
-        'WatchFunctionErrorsAlarm',
-        sumOf('Lambda Errors (watch)', fns.map((fn) => fn.metricErrors({ period, statistic: 'Sum' }))),
-        'a watch function failed (unhandled error or timeout); watchers may miss events, followers still retry on schedule.',
-      ),
-      watchIteratorAge: alarmOn(
-        'WatchIteratorAgeAlarm',
-        watch.functions['watch-stream'].metric('IteratorAge', { period, statistic: 'Maximum' }),
-        `lease events reach watchers ${WATCH_ITERATOR_AGE_ALARM_MS / 1000} s or more late (the stream consumer is failing or falling behind).`,
-        WATCH_ITERATOR_AGE_ALARM_MS,
-      ),
-    };
-  }
 }
 
 function validateThrottle(rateLimit: number, burstLimit: number): void {
@@ -885,26 +450,4 @@ function validateThrottle(rateLimit: number, burstLimit: number): void {
 }
 
 
-/** `acquire` → `Acquire`, `watch-connect` → `WatchConnect` (construct ids, hence logical ids). */
-function pascal(id: string): string {
-  return id
-    .split('-')
-    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
-    .join('');
-}
 
-/** The watch's resources inside a {@link LeaseService}. */
-export interface LeaseWatch {
-  readonly api: WebSocketApi;
-  /** The `v1` stage, auto-deployed, throttled like the HTTP API's stage. */
-  readonly stage: WebSocketStage;
-  /** Who watches what: pk/sk strings, GSI `byConnection`, TTL `expireAt`. Deleted with the stack. */
-  readonly subscriptionTable: Table;
-  readonly functions: Readonly<Record<WatchFunctionId, NodejsFunction>>;
-  /** `wss://{apiId}.execute-api.{region}.amazonaws.com/v1` */
-  readonly url: string;
-  /** Who may watch which leases, published for `$connect` (see watch-grant-map.ts). */
-  readonly grants: WatchGrantMap;
-  /** The stage's access logs; only with `watch: { accessLogs: true }`. */
-  readonly accessLogs: LogGroup | undefined;
-}

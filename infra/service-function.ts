@@ -118,3 +118,11 @@ export function grantTableKey(key: IKey | undefined, role: IRole, writes: boolea
     );
   }
 }
+
+/** `acquire` → `Acquire`, `watch-connect` → `WatchConnect` (construct ids, hence logical ids). */
+export function pascal(id: string): string {
+  return id
+    .split('-')
+    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+    .join('');
+}

@@ -8,14 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { ROUTES } from '../../functions/http/routes.js';
 import { SKIP_RENEWALS_PATTERN } from '../../functions/watch/stream-filter.js';
 import { SUBSCRIPTION_TABLE_SCHEMA } from '../../functions/watch/subscriptions.js';
-import {
-  LeaseService,
-  TABLE_ACTIONS_BY_ROUTE,
-  WATCH_ACCESS,
-  WATCH_FUNCTION_IDS,
-  WATCH_STAGE_NAME,
-  type WatchFunctionId,
-} from '../../infra/lease-service.js';
+import { LeaseService, TABLE_ACTIONS_BY_ROUTE } from '../../infra/lease-service.js';
+import { WATCH_ACCESS, WATCH_FUNCTION_IDS, WATCH_STAGE_NAME, type WatchFunctionId } from '../../infra/lease-watch.js';
 import { parseGrants } from '../../infra/leasehold-stack.js';
 import {
   ACCOUNT,

@@ -25,13 +25,8 @@ import { ROUTES } from '../../functions/http/routes.js';
 import type { LeaseRecord } from '../../functions/lease-record.js';
 import { ensureSubscriptionTable } from '../../functions/lease-table.js';
 import { WATCH_GRANTS_PARTITION } from '../../functions/watch/watch-grants.js';
-import {
-  TABLE_ACTIONS_BY_ROUTE,
-  WATCH_FUNCTION_IDS,
-  WATCH_STAGE_NAME,
-  type FunctionId,
-  type WatchFunctionId,
-} from '../../infra/lease-service.js';
+import { TABLE_ACTIONS_BY_ROUTE, type FunctionId } from '../../infra/lease-service.js';
+import { WATCH_FUNCTION_IDS, WATCH_STAGE_NAME, type WatchFunctionId } from '../../infra/lease-watch.js';
 import { createTestLeaseTable, localDynamoConfig } from '../support/dynamodb.js';
 import {
   ACCOUNT,

@@ -1,0 +1,151 @@
+import { Duration } from 'aws-cdk-lib';
+import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
+import { Alarm, ComparisonOperator, MathExpression, Metric, TreatMissingData, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import { Operation, type Table } from 'aws-cdk-lib/aws-dynamodb';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { FilterPattern, type LogGroup } from 'aws-cdk-lib/aws-logs';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import type { Construct } from 'constructs';
+import { WATCH_ITERATOR_AGE_ALARM_MS, type LeaseWatch } from './lease-watch.js';
+
+/** The alarms of a LeaseService, by what they watch. Their actions go to `alarmTopic` when one is given. */
+export interface LeaseServiceAlarms {
+  readonly apiServerErrors: Alarm;
+  readonly apiThrottles: Alarm;
+  readonly functionErrors: Alarm;
+  readonly functionThrottles: Alarm;
+  readonly tableThrottles: Alarm;
+  readonly tableSystemErrors: Alarm;
+  /** Errors summed over the four watch functions (unhandled error or timeout). Only with the watch. */
+  readonly watchFunctionErrors?: Alarm;
+  /** `IteratorAge` of the stream consumer: lease events stuck or late. Only with the watch. */
+  readonly watchIteratorAge?: Alarm;
+}
+
+/** What the alarms watch, from the LeaseService. */
+export interface ServiceAlarmParts {
+  /** The HTTP API's access logs: its 429s are counted from them. */
+  accessLogs: LogGroup;
+  httpApi: HttpApi;
+  /** The route functions and the fallback (the watch's have alarms of their own). */
+  functions: NodejsFunction[];
+  table: Table;
+  watch: LeaseWatch | undefined;
+  metricsNamespace: string;
+  topic: ITopic | undefined;
+}
+
+/** The DynamoDB operations the functions perform, for the table's per-operation metrics. */
+const TABLE_OPERATIONS = [Operation.UPDATE_ITEM, Operation.GET_ITEM, Operation.SCAN];
+
+/**
+ * Six alarms on the API, the route functions and the lease table, plus two on the watch when it is on:
+ * each fires on a single event in five minutes and treats missing data as fine.
+ */
+export function createServiceAlarms(scope: Construct, parts: ServiceAlarmParts): LeaseServiceAlarms {
+  const { metricsNamespace, topic } = parts;
+  const period = Duration.minutes(5);
+  const fns = parts.functions;
+  const sumOf = (label: string, metrics: IMetric[]): MathExpression =>
+    new MathExpression({
+      label,
+      period,
+      expression: metrics.map((_, i) => `m${i}`).join(' + '),
+      usingMetrics: Object.fromEntries(metrics.map((m, i) => [`m${i}`, m])),
+    });
+
+  // HTTP APIs have no metric of their own for stage throttling: a 429 only counts in `4xx`,
+  // together with the 409s of an ordinary lost acquire race. The access log line has the status,
+  // so a metric filter counts the 429s per API.
+  parts.accessLogs.addMetricFilter('ThrottledRequests', {
+    filterPattern: FilterPattern.numberValue('$.status', '=', 429),
+    metricNamespace: metricsNamespace,
+    metricName: 'ApiThrottledRequests',
+    metricValue: '1',
+    dimensions: { ApiId: '$.apiId' },
+  });
+
+  const alarmOn = (id: string, metric: IMetric, description: string, threshold = 1): Alarm => {
+    const alarm = new Alarm(scope, id, {
+      metric,
+      threshold,
+      evaluationPeriods: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+      alarmDescription: `leasehold (${scope.node.path}): ${description}`,
+    });
+    if (topic) {
+      alarm.addAlarmAction(new SnsAction(topic));
+      alarm.addOkAction(new SnsAction(topic));
+    }
+    return alarm;
+  };
+
+  return {
+    apiServerErrors: alarmOn(
+      'ApiServerErrorsAlarm',
+      parts.httpApi.metricServerError({ period, statistic: 'Sum' }),
+      'the API answered 5xx (DynamoDB unavailable, a function failed or timed out).',
+    ),
+    apiThrottles: alarmOn(
+      'ApiThrottlesAlarm',
+      new Metric({
+        namespace: metricsNamespace,
+        metricName: 'ApiThrottledRequests',
+        dimensionsMap: { ApiId: parts.httpApi.apiId },
+        statistic: 'Sum',
+        period,
+      }),
+      'the API stage throttled requests (429): raise rateLimit/burstLimit or find the runaway caller.',
+    ),
+    functionErrors: alarmOn(
+      'FunctionErrorsAlarm',
+      sumOf('Lambda Errors', fns.map((fn) => fn.metricErrors({ period, statistic: 'Sum' }))),
+      'a function failed (unhandled error or timeout).',
+    ),
+    functionThrottles: alarmOn(
+      'FunctionThrottlesAlarm',
+      sumOf('Lambda Throttles', fns.map((fn) => fn.metricThrottles({ period, statistic: 'Sum' }))),
+      'Lambda throttled a function (account or reserved concurrency exhausted); callers got 5xx.',
+    ),
+    tableThrottles: alarmOn(
+      'TableThrottlesAlarm',
+      parts.table.metricThrottledRequestsForOperations({ operations: TABLE_OPERATIONS, period, statistic: 'Sum' }),
+      'DynamoDB throttled lease table requests (a hot lease name or a traffic spike); callers got 503.',
+    ),
+    tableSystemErrors: alarmOn(
+      'TableSystemErrorsAlarm',
+      parts.table.metricSystemErrorsForOperations({ operations: TABLE_OPERATIONS, period, statistic: 'Sum' }),
+      'DynamoDB returned internal errors (5xx) for lease table requests.',
+    ),
+    ...(parts.watch ? createWatchAlarms(parts.watch, period, sumOf, alarmOn) : {}),
+  };
+}
+
+/**
+ * The watch's functions have alarms of their own (a CloudWatch alarm reads at most 10 metrics,
+ * and the route functions' sums already use 7). A batch item failure is not a Lambda error:
+ * when the stream consumer keeps failing on a record, `IteratorAge` shows it.
+ */
+function createWatchAlarms(
+  watch: LeaseWatch,
+  period: Duration,
+  sumOf: (label: string, metrics: IMetric[]) => IMetric,
+  alarmOn: (id: string, metric: IMetric, description: string, threshold?: number) => Alarm,
+): { watchFunctionErrors: Alarm; watchIteratorAge: Alarm } {
+  const fns = Object.values(watch.functions);
+  return {
+    watchFunctionErrors: alarmOn(
+      'WatchFunctionErrorsAlarm',
+      sumOf('Lambda Errors (watch)', fns.map((fn) => fn.metricErrors({ period, statistic: 'Sum' }))),
+      'a watch function failed (unhandled error or timeout); watchers may miss events, followers still retry on schedule.',
+    ),
+    watchIteratorAge: alarmOn(
+      'WatchIteratorAgeAlarm',
+      watch.functions['watch-stream'].metric('IteratorAge', { period, statistic: 'Maximum' }),
+      `lease events reach watchers ${WATCH_ITERATOR_AGE_ALARM_MS / 1000} s or more late (the stream consumer is failing or falling behind).`,
+      WATCH_ITERATOR_AGE_ALARM_MS,
+    ),
+  };
+}
