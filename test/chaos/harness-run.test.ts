@@ -114,3 +114,40 @@ describe('a chaos run whose workers write without the fence (--unsafe-no-fence)'
     expect(messages.join('\n')).toMatch(/^job \S+ /m);
   });
 });
+
+describe('a bounded chaos run with epoch fencing (--fence epoch)', () => {
+  let run: HarnessRun;
+  beforeAll(async () => {
+    // Every term claims its lease's epoch before it begins; charges are epoch transactions.
+    run = await runHarness(['--duration', '25s', '--seed', '20251123', '--fence', 'epoch']);
+  }, RUN_TIMEOUT_MS);
+  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+
+  it('ends with exit status 0 and the verdict PASS', () => {
+    expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
+  });
+
+  it('checks its writes against the epoch claims of every term and charges every job exactly once', async () => {
+    const history = await readHistory(join(run.out, 'history.jsonl'));
+    const claims = history.filter((e) => e.record.type === 'op' && e.record.op === 'claim' && e.record.outcome === 'ok');
+    expect(claims.length).toBeGreaterThan(1);
+    expect(readFileSync(join(run.out, 'summary.txt'), 'utf8')).toMatch(/against \d+ epoch claims/);
+    const { jobs } = run.summary;
+    expect(jobs.enqueued).toBeGreaterThan(20);
+    expect(jobs).toMatchObject({ chargedOnce: jobs.enqueued, chargedMoreThanOnce: 0, neverCharged: 0 });
+  });
+});
+
+describe('a chaos run with epoch claims whose charges skip the epoch check (--fence epoch --unsafe-no-fence)', () => {
+  let run: HarnessRun;
+  beforeAll(async () => {
+    run = await runHarness(['--duration', '20s', '--seed', '20251122', '--fence', 'epoch', '--unsafe-no-fence', '--faults', 'partition', '--fault-every', '2s']);
+  }, RUN_TIMEOUT_MS);
+  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+
+  it('is caught: a deposed leader\'s charge held by a partition landed after its successor charged the job', () => {
+    expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 1, verdict: 'VIOLATIONS' });
+    expect(run.summary.invariants.I5!.status).toBe('fail');
+    expect(run.summary.check.invariants.I5!.violations.map((v) => v.message).join('\n')).toMatch(/^job \S+ /m);
+  });
+});
