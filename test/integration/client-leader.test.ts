@@ -1,5 +1,15 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseClient, ManualClock, createLeader, type Leader, type LeaderEvent, type LeaderOptions, type LossReason } from 'leasehold';
+import {
+  LeaseClient,
+  LeadershipLostError,
+  ManualClock,
+  createLeader,
+  withLease,
+  type Leader,
+  type LeaderEvent,
+  type LeaderOptions,
+  type LossReason,
+} from 'leasehold';
 import { startTestServer, type TestServer } from '../support/local-server.js';
 import { startTcpProxy, type TcpProxy } from './client-tcp-proxy.js';
 
@@ -122,5 +132,32 @@ describe('Leader over HTTP', () => {
     const second = await b.leader.campaign();
     expect(second.token).toBe(first.token + 1);
     expect(performance.now() - startedAt).toBeLessThan(30_000 / 2);
+  });
+});
+
+describe('a grant released by a request this process did not make', () => {
+  it('ends a Leader\'s term as releasedElsewhere, and the leader campaigns again and is elected', async () => {
+    const name = uniqueName('released-elsewhere');
+    const lost: LossReason[] = [];
+    const a = leader({ name, holder: 'a', onLost: (reason) => void lost.push(reason) });
+    const first = await a.leader.campaign();
+    // An operator (`leasehold release`) or a confused peer releases the leader's grant.
+    await client.release(name, first.lease);
+    const ended = await a.next((e) => e.type === 'lost');
+    expect(ended).toMatchObject({ type: 'lost', reason: 'releasedElsewhere', token: first.token });
+    expect((first.signal.reason as LeadershipLostError).serverReason).toBe('released');
+    const again = await a.next((e) => e.type === 'elected');
+    expect(again).toMatchObject({ token: first.token + 1 });
+    expect(lost).toEqual(['releasedElsewhere']);
+  });
+
+  it('makes withLease reject with releasedElsewhere and the server\'s reason', async () => {
+    const name = uniqueName('with-lease-released');
+    const outcome = await withLease(client, name, { holder: 'job', ttlMs: TTL_MS }, async ({ lease, signal }) => {
+      await client.release(name, lease);
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    }).catch((error: unknown) => error);
+    expect(outcome).toBeInstanceOf(LeadershipLostError);
+    expect(outcome).toMatchObject({ reason: 'releasedElsewhere', serverReason: 'released' });
   });
 });
