@@ -102,6 +102,11 @@ describe('the client package', () => {
     expect(outside).toEqual([]);
   });
 
+  it('imports node-postgres only from client/src/postgres, where it is an optional peer', () => {
+    expect(bare.filter((i) => packageName(i.specifier) === 'pg' && !i.file.startsWith(`postgres${sep}`))).toEqual([]);
+    expect(manifest.peerDependenciesMeta?.pg?.optional).toBe(true);
+  });
+
   it('keeps the protocol free of dependencies', () => {
     const protocolImports = imports.filter((i) => i.file.startsWith(`protocol${sep}`));
     expect(protocolImports.filter((i) => !i.specifier.startsWith('./'))).toEqual([]);
