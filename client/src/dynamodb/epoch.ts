@@ -98,11 +98,12 @@ export function dynamodbEpoch(db: Pick<DynamoDBDocumentClient, 'send'>, options:
 
   function transaction(token: number, items: EpochTransactItem[], extra: Omit<TransactWriteCommandInput, 'TransactItems'> = {}): TransactWriteCommandInput {
     validateToken(token);
+    const isEpochKey = (k: Key | undefined) => k !== undefined && Object.keys(key).every((name) => sameValue(k[name], key[name]));
     for (const [index, item] of items.entries()) {
       const op = item.Put ?? item.Update ?? item.Delete ?? item.ConditionCheck;
-      const itemKey = item.Put ? undefined : (op as { Key?: Key } | undefined)?.Key;
-      const sameKey = (k: Key | undefined) => k !== undefined && Object.keys(key).every((name) => sameValue(k[name], key[name]));
-      if (op?.TableName === tableName && (sameKey(itemKey) || sameKey(item.Put?.Item))) {
+      // A Put names its key inside the item; the others in Key.
+      const itemKey = item.Put ? item.Put.Item : (op as { Key?: Key } | undefined)?.Key;
+      if (op?.TableName === tableName && isEpochKey(itemKey)) {
         throw new TypeError(`Expected fenced items other than the epoch record (item ${index} is it): DynamoDB allows one operation per item per transaction.`);
       }
     }
