@@ -67,7 +67,8 @@ describe('leasehold acquire, renew, release', { timeout: 60_000 }, () => {
 
     const late = await cli(['renew', name, '--from-stdin', '--json', ...at()], { stdin: acquired.stdout });
     expect(late.code).toBe(4);
-    expect(JSON.parse(late.stdout)).toMatchObject({ error: { code: 'LEASE_LOST' } });
+    expect(JSON.parse(late.stdout)).toMatchObject({ error: { code: 'LEASE_LOST', reason: 'released' } });
+    expect(late.stderr).toContain('the grant was released');
     expect(late.stderr).toContain('stop the work it protected');
   });
 

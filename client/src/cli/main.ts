@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /// <reference types="node" />
 import { readFileSync } from 'node:fs';
-import { isLeaseholdError } from '../protocol/index.js';
+import { isLeaseLostError, isLeaseholdError } from '../protocol/index.js';
 import { EXIT_CODE_HELP, ExitCode, UsageError, exitCodeFor, hintFor } from './exit-codes.js';
 
 /**
@@ -81,7 +81,9 @@ function report(error: unknown, command: string | undefined, json: boolean): num
   } else if (isLeaseholdError(error)) {
     const hint = hintFor(error);
     process.stderr.write(`leasehold: ${error.message}\n  ${hint}\n`);
-    if (json) process.stdout.write(`${JSON.stringify({ error: { code: error.code, message: error.message, hint } })}\n`);
+    // LEASE_LOST carries the server's reason as data, for scripts that branch on it.
+    const reason = isLeaseLostError(error) ? error.serverReason : undefined;
+    if (json) process.stdout.write(`${JSON.stringify({ error: { code: error.code, ...(reason === undefined ? {} : { reason }), message: error.message, hint } })}\n`);
   } else if (code === ExitCode.INVALID) {
     process.stderr.write(`leasehold${command ? ` ${command}` : ''}: ${(error as Error).message}\n`);
   } else {
