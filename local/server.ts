@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { HttpHandler } from '@smithy/protocol-http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { InternalError, LIMITS, PayloadTooLargeError, ThrottledError, isLeaseholdError, type LeaseholdError } from '../client/src/protocol/index.js';
+import { InternalError, LIMITS, PayloadTooLargeError, ThrottledError, isLeaseholdError } from '../client/src/protocol/index.js';
 import { offsetClock, systemClock, type Clock } from '../functions/clock.js';
 import { createAcquireHandler } from '../functions/handlers/acquire.js';
 import { createDescribeHandler } from '../functions/handlers/describe.js';
@@ -15,11 +16,12 @@ import { errorResponse, jsonResponse } from '../functions/http/responses.js';
 import type { HandlerDeps, RouteHandler } from '../functions/http/route.js';
 import { matchRoute, type RouteId } from '../functions/http/routes.js';
 import { createDeps } from '../functions/runtime.js';
+import { createHostPolicy, type HostPolicy } from './host-policy.js';
 import { createPageServer, type PageServer } from './page/serve.js';
 import { createSigV4Verifier, sigv4WatchGrants, type SigV4VerifierOptions } from './sigv4-verifier.js';
 import { TokenBucket, type ThrottleOptions } from './throttle.js';
 import { startStreamPoller, type StreamPoller } from './stream-poller.js';
-import { createWebSocketGateway, type WebSocketGateway } from './websocket-gateway.js';
+import { createWebSocketGateway, refuseUpgrade, type WebSocketGateway } from './websocket-gateway.js';
 import { createStreamHandler } from '../functions/watch/stream-handler.js';
 import { createConnectHandler, createDisconnectHandler, createSubscribeHandler } from '../functions/watch/socket-handlers.js';
 import { passesSkipRenewals } from '../functions/watch/stream-filter.js';
@@ -35,6 +37,12 @@ export interface LocalServerOptions {
   port?: number;
   /** Listen address; default 127.0.0.1 (never expose an unauthenticated lease API by accident). */
   host?: string;
+  /**
+   * Host names answered besides 127.0.0.1, localhost and [::1] (any port): every other `Host` gets
+   * 403 FORBIDDEN, which keeps DNS rebinding out. Add the names you serve under when you bind
+   * elsewhere on purpose. Default: none.
+   */
+  allowedHosts?: string[];
   tableName: string;
   region?: string;
   /** DynamoDB endpoint (DynamoDB Local); unset to use real DynamoDB in `region`. */
@@ -60,6 +68,8 @@ export interface LocalServerOptions {
 export interface LocalServer {
   url: string;
   port: number;
+  /** Requests seen since start: `aborted` by the client before their answer, answered `serverErrors` (5xx). */
+  stats(): { aborted: number; serverErrors: number };
   close(): Promise<void>;
 }
 
@@ -90,14 +100,23 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   let gateway: WebSocketGateway | undefined;
   let poller: StreamPoller | undefined;
 
+  const stats = { aborted: 0, serverErrors: 0 };
+  // Set once the port is known: the page's own origin names it.
+  let hosts: HostPolicy | undefined;
+
   const server = createServer((req, res) => {
     const started = clock.nowMs();
-    if (gateway?.handleManagement(req, res)) return;
-    serve(req, res, { handlers, verify, openapi, clock, bucket, page })
+    // The answer is lost when the client goes; the socket's error is that, not a crash.
+    res.on('error', () => undefined);
+    serve(req, res, { handlers, verify, openapi, clock, bucket, page, hosts: hosts as HostPolicy })
       .catch((error: unknown) => send(res, errorResponse(isLeaseholdError(error) ? error : new InternalError())))
       .finally(() => {
+        // A client that left before its answer is an abort, whatever the handler made of it.
+        const aborted = !res.writableFinished && (req.destroyed || res.destroyed || req.socket.destroyed);
+        if (aborted) stats.aborted += 1;
+        else if (res.statusCode >= 500) stats.serverErrors += 1;
         if (options.logRequests) {
-          process.stderr.write(`${req.method} ${req.url} ${res.statusCode} ${clock.nowMs() - started}ms\n`);
+          process.stderr.write(`${req.method} ${req.url} ${aborted ? 'aborted' : res.statusCode} ${clock.nowMs() - started}ms\n`);
         }
       });
   });
@@ -107,12 +126,22 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   await listen(server, options.port ?? 8787, host);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${host}:${port}`;
+  hosts = createHostPolicy({ port, ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}) });
+  const hostPolicy = hosts;
 
   if (options.watch) {
     const credentials = options.credentials ?? { accessKeyId: 'local', secretAccessKey: 'local' };
+    // The watch deps are made before the gateway (its routes come from them): forward to it once made.
+    const management: HttpHandler = {
+      handle: (request, handlerOptions) => (gateway as WebSocketGateway).management.handle(request, handlerOptions),
+      updateHttpClientConfig: () => undefined,
+      httpHandlerConfigs: () => ({}),
+    };
     const watchDeps = createWatchDeps({
       subscriptionTableName: options.watch.subscriptionTableName,
-      managementEndpoint: url,
+      // Never dialled: the requests go to the gateway in process (managementRequestHandler).
+      managementEndpoint: 'http://management.leasehold.invalid',
+      managementRequestHandler: management,
       region: options.region ?? 'us-east-1',
       dynamodbEndpoint: options.dynamodbEndpoint,
       credentials,
@@ -136,6 +165,12 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
         : {}),
     });
     server.on('upgrade', (req, socket, head) => {
+      socket.on('error', () => socket.destroy());
+      const refusal = hostPolicy.refuseHost(req.headers.host) ?? hostPolicy.refuseOrigin(req.headers.origin);
+      if (refusal) {
+        refuseUpgrade(socket, refusal);
+        return;
+      }
       if (!gateway?.handleUpgrade(req, socket, head)) socket.destroy();
     });
     if (!options.dynamodbEndpoint) throw new Error('the local watch reads the stream of DynamoDB Local: set dynamodbEndpoint');
@@ -154,6 +189,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   return {
     url,
     port,
+    stats: () => ({ ...stats }),
     close: async () => {
       await poller?.stop();
       gateway?.close();
@@ -172,6 +208,7 @@ interface ServeContext {
   clock: Clock;
   bucket: TokenBucket | undefined;
   page: PageServer;
+  hosts: HostPolicy;
 }
 
 async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContext): Promise<void> {
@@ -180,6 +217,14 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
   const queryAt = rawUrl.indexOf('?');
   const rawPath = queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
   const rawQueryString = queryAt === -1 ? '' : rawUrl.slice(queryAt + 1);
+
+  const refusal = ctx.hosts.refuseHost(req.headers.host);
+  if (refusal) {
+    res.setHeader('connection', 'close');
+    send(res, errorResponse(refusal));
+    req.resume();
+    return;
+  }
 
   // The live lease page (GET / from a browser, and its assets under /page/).
   if (await ctx.page.serve(method, rawPath, rawQueryString, req, res)) return;
@@ -199,8 +244,10 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
   try {
     body = await readBody(req, LIMITS.bodyMaxBytes);
   } catch (error) {
+    // Nobody is left to answer when the client went away mid-body (the caller counts the abort).
+    if (!isLeaseholdError(error)) return;
     res.setHeader('connection', 'close');
-    send(res, errorResponse(error as LeaseholdError));
+    send(res, errorResponse(error));
     return;
   }
 

@@ -1,16 +1,22 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { HttpResponse, type HttpHandler, type HttpRequest } from '@smithy/protocol-http';
 import type { APIGatewayProxyResultV2, APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
 import { WebSocket, WebSocketServer } from 'ws';
+import { WATCH_LIMITS, type LeaseholdError } from '../client/src/protocol/index.js';
 import type { Clock } from '../functions/clock.js';
 
 /**
  * A stand-in for API Gateway's WebSocket API: it gives each socket a connection id, invokes the
  * route handlers with WebSocket-shaped events (`$connect`, `$disconnect`, and the route named by
- * the message's `action`), and serves the management API (`POST/DELETE /@connections/{id}`) that the
- * stream handler posts to with the real `@aws-sdk/client-apigatewaymanagementapi` client — so the
- * local path is the cloud path, minus AWS.
+ * the message's `action`), and answers the management API (`POST/GET/DELETE /@connections/{id}`) that
+ * the stream handler posts to with the real `@aws-sdk/client-apigatewaymanagementapi` client — so the
+ * local path is the cloud path, minus AWS. The management API is answered in process (`management`,
+ * the client's request handler), never on a socket: in AWS it needs IAM; here nothing could check.
+ *
+ * A client's frame over WATCH_LIMITS.frameMaxBytes closes its connection with 1009, a text frame of
+ * invalid UTF-8 with 1007, a protocol violation with 1002: errors of one socket end that socket only.
  */
 type SocketRoute = (event: APIGatewayProxyWebsocketEventV2) => Promise<APIGatewayProxyResultV2>;
 
@@ -27,15 +33,27 @@ export interface WebSocketGatewayOptions {
 export interface WebSocketGateway {
   /** Handles an HTTP upgrade on the watch path; returns false if the path is not ours. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
-  /** Handles a management API request; returns false if the path is not ours. */
-  handleManagement(req: IncomingMessage, res: ServerResponse): boolean;
+  /** The management API, as the request handler of an ApiGatewayManagementApiClient (any endpoint). */
+  management: HttpHandler;
   close(): void;
 }
 
 export const WATCH_PATH = '/v1/watch';
 
+/** API Gateway's limit on a PostToConnection payload (128 KB); larger posts get 413, as there. */
+export const MANAGEMENT_POST_MAX_BYTES = 131_072;
+
+/** Refuses an upgrade with a v1 error body, then closes the socket. */
+export function refuseUpgrade(socket: Duplex, error: LeaseholdError): void {
+  const body = JSON.stringify({ error: error.toBody() });
+  socket.end(
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}\r\nconnection: close\r\n` +
+      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
+
 export function createWebSocketGateway(options: WebSocketGatewayOptions): WebSocketGateway {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 32 * 1024 });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: WATCH_LIMITS.frameMaxBytes });
   const connections = new Map<string, WebSocket>();
 
   const event = (
@@ -68,12 +86,36 @@ export function createWebSocketGateway(options: WebSocketGatewayOptions): WebSoc
     } as unknown as APIGatewayProxyWebsocketEventV2;
   };
 
+  /** One management API call, as API Gateway answers it (410 GoneException for a closed connection). */
+  const manage = (request: HttpRequest): HttpResponse => {
+    const match = /^\/@connections\/([^/?]+)$/.exec(request.path);
+    if (!match) return managementError(404, 'NotFoundException', 'no such management resource');
+    const connectionId = decodeURIComponent(match[1] as string);
+    const ws = connections.get(connectionId);
+    if (!ws || ws.readyState !== WebSocket.OPEN) return managementError(410, 'GoneException', `connection ${connectionId} is gone`);
+    if (request.method === 'POST') {
+      const data = typeof request.body === 'string' ? Buffer.from(request.body) : Buffer.from(request.body as Uint8Array);
+      if (data.length > MANAGEMENT_POST_MAX_BYTES) {
+        return managementError(413, 'PayloadTooLargeException', `the payload is over ${MANAGEMENT_POST_MAX_BYTES} bytes`);
+      }
+      ws.send(data.toString('utf8'));
+      return managementAnswer(200, {});
+    }
+    if (request.method === 'DELETE') {
+      ws.close(1000, 'closed by the server');
+      return new HttpResponse({ statusCode: 204, headers: {}, body: new Uint8Array() });
+    }
+    return managementAnswer(200, { connectedAt: new Date(options.clock.nowMs()).toISOString() });
+  };
+
   const statusOf = (result: APIGatewayProxyResultV2) => (typeof result === 'object' && result !== null ? (result.statusCode ?? 200) : 200);
 
   return {
     handleUpgrade(req, socket, head) {
       const path = (req.url ?? '').split('?')[0];
       if (path !== WATCH_PATH) return false;
+      // Until ws owns it, the socket is ours: a reset while $connect runs must not go unhandled.
+      socket.on('error', () => socket.destroy());
       void (async () => {
         let caller: { userArn: string } | void;
         try {
@@ -90,6 +132,9 @@ export function createWebSocketGateway(options: WebSocketGatewayOptions): WebSoc
         }
         wss.handleUpgrade(req, socket, head, (ws) => {
           connections.set(connectionId, ws);
+          // ws has already sent the close frame (1009, 1007, 1002) when it reports a bad frame; without
+          // a listener the error would be thrown and take the whole server down.
+          ws.on('error', () => ws.terminate());
           ws.on('message', (data) => {
             const body = data.toString();
             let action = '$default';
@@ -117,30 +162,10 @@ export function createWebSocketGateway(options: WebSocketGatewayOptions): WebSoc
       return true;
     },
 
-    handleManagement(req, res) {
-      const match = /^\/@connections\/([^/?]+)$/.exec((req.url ?? '').split('?')[0] ?? '');
-      if (!match) return false;
-      const connectionId = decodeURIComponent(match[1] as string);
-      const ws = connections.get(connectionId);
-      const gone = () => {
-        res.writeHead(410, { 'content-type': 'application/json', 'x-amzn-errortype': 'GoneException' });
-        res.end(JSON.stringify({ message: `connection ${connectionId} is gone` }));
-      };
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        if (!ws || ws.readyState !== WebSocket.OPEN) return gone();
-        if (req.method === 'POST') {
-          ws.send(Buffer.concat(chunks).toString('utf8'));
-          res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-        } else if (req.method === 'DELETE') {
-          ws.close(1000, 'closed by the server');
-          res.writeHead(204).end();
-        } else {
-          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ connectedAt: new Date().toISOString() }));
-        }
-      });
-      return true;
+    management: {
+      handle: async (request: HttpRequest) => ({ response: manage(request) }),
+      updateHttpClientConfig: () => undefined,
+      httpHandlerConfigs: () => ({}),
     },
 
     close() {
@@ -149,4 +174,16 @@ export function createWebSocketGateway(options: WebSocketGatewayOptions): WebSoc
       wss.close();
     },
   };
+}
+
+function managementAnswer(statusCode: number, body: object, headers: Record<string, string> = {}): HttpResponse {
+  return new HttpResponse({
+    statusCode,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: new TextEncoder().encode(JSON.stringify(body)),
+  });
+}
+
+function managementError(statusCode: number, type: string, message: string): HttpResponse {
+  return managementAnswer(statusCode, { message }, { 'x-amzn-errortype': type });
 }

@@ -1,5 +1,6 @@
 import type middy from '@middy/core';
 import type { Logger } from '@aws-lambda-powertools/logger';
+import { parse as parseContentType } from 'content-type';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import {
@@ -28,6 +29,34 @@ export function bodySizeLimit(maxBytes: number = LIMITS.bodyMaxBytes): middy.Mid
       const bytes = isBase64Encoded ? Math.floor((body.length * 3) / 4) : Buffer.byteLength(body, 'utf8');
       if (bytes > maxBytes) {
         throw new PayloadTooLargeError(`Request body is ${bytes} bytes; the limit is ${maxBytes} bytes.`);
+      }
+    },
+  };
+}
+
+/** The charsets a JSON body may declare: UTF-8 under its registered name and its common alias. */
+const UTF8_CHARSETS: ReadonlySet<string> = new Set(['utf-8', 'utf8']);
+
+/**
+ * A JSON body must be UTF-8 (RFC 8259 section 8.1). The JSON parser decodes every body as UTF-8, so a
+ * body declared as `charset=utf-16` would be read as something other than what the caller sent:
+ * refuse it (415) before the parser runs, in Lambda and locally alike. A media type that does not
+ * parse is refused the same way. No `charset` means UTF-8.
+ */
+export function utf8JsonBody(): middy.MiddlewareObj<APIGatewayProxyEventV2> {
+  return {
+    before: function utf8JsonBodyBefore(request) {
+      const header = request.event.headers?.['content-type'];
+      if (header === undefined) return;
+      let charset: string | undefined;
+      try {
+        charset = parseContentType(header).parameters.charset;
+      } catch {
+        throw new UnsupportedMediaTypeError('Request content-type is not a valid media type; send application/json.');
+      }
+      if (charset !== undefined && !UTF8_CHARSETS.has(charset.toLowerCase())) {
+        // Cut to a short quote: the message names the charset, not whatever a caller packed into it.
+        throw new UnsupportedMediaTypeError(`Request body must be UTF-8 JSON; charset "${charset.slice(0, 40)}" is not supported.`);
       }
     },
   };

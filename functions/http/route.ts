@@ -9,7 +9,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { isLeaseLostError, validateName, validateQueryParameters } from '../../client/src/protocol/index.js';
 import type { LeaseStore } from '../lease-store.js';
-import { bodySizeLimit, leaseholdErrors } from './middlewares.js';
+import { bodySizeLimit, leaseholdErrors, utf8JsonBody } from './middlewares.js';
 
 /** What a route needs. Built once per cold start (see runtime.ts) or by the local server. */
 export interface HandlerDeps {
@@ -42,7 +42,7 @@ export interface RouteOptions {
 
 /**
  * Wraps a route's few lines of logic in the shared middleware chain: context-aware logs, metrics
- * flushed per invocation, normalized headers, an 8 KiB body limit, JSON parsing for POST routes,
+ * flushed per invocation, normalized headers, an 8 KiB body limit, UTF-8 JSON parsing for POST routes,
  * unknown query parameters refused, and the one error middleware that maps failures to v1 error
  * bodies.
  */
@@ -52,7 +52,7 @@ export function leaseRoute(deps: HandlerDeps, options: RouteOptions, fn: RouteFn
     .use(logMetrics(deps.metrics))
     .use(httpHeaderNormalizer())
     .use(bodySizeLimit());
-  if (options.jsonBody) handler.use(httpJsonBodyParser({ disableContentTypeError: false }));
+  if (options.jsonBody) handler.use(utf8JsonBody()).use(httpJsonBodyParser({ disableContentTypeError: false }));
   // Used last so that its onError runs first (middy runs onError in reverse order).
   handler.use(leaseholdErrors(deps.logger, deps.metrics));
   return handler.handler(async (event) => {

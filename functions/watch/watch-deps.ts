@@ -1,5 +1,6 @@
 import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { HttpHandler } from '@smithy/protocol-http';
 import { systemClock, type Clock } from '../clock.js';
 import { ConfigError } from '../config.js';
 import { createDocumentClient } from '../dynamodb-client.js';
@@ -34,6 +35,12 @@ export interface WatchDepsOptions {
   /** Default true. */
   renewedEvents?: boolean;
   /**
+   * Where the management client's requests go instead of the network: the local server answers
+   * them in process, so its connection management is reachable by no socket. Default: HTTPS to
+   * `managementEndpoint`.
+   */
+  managementRequestHandler?: HttpHandler;
+  /**
    * 'table': the grants the construct published into the subscriptions table (in Lambda);
    * a WatchGrants: those (the local server's SigV4 credentials). Default: no grant check.
    */
@@ -55,7 +62,7 @@ export function createWatchDeps(options: WatchDepsOptions): WatchDeps {
     management: new ApiGatewayManagementApiClient({
       region: options.region,
       endpoint: options.managementEndpoint,
-      requestHandler: { requestTimeout: 3_000, connectionTimeout: 1_000 },
+      requestHandler: options.managementRequestHandler ?? { requestTimeout: 3_000, connectionTimeout: 1_000 },
       ...credentials,
     }),
     logger: createLogger(`${SERVICE_NAME}-watch`),

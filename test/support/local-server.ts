@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ensureSubscriptionTable } from '../../functions/lease-table.js';
-import { startLocalServer, type LocalServerOptions } from '../../local/server.js';
+import { startLocalServer, type LocalServer, type LocalServerOptions } from '../../local/server.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
 import { createTestLeaseTable, localDynamoConfig } from './dynamodb.js';
 
 export interface TestServer {
   url: string;
   tableName: string;
+  stats: LocalServer['stats'];
   close(): Promise<void>;
 }
 
@@ -39,5 +40,5 @@ export async function startTestServer(
     tableName,
     port: 0,
   });
-  return { url: server.url, tableName, close: () => server.close() };
+  return { url: server.url, tableName, stats: () => server.stats(), close: () => server.close() };
 }

@@ -44,7 +44,16 @@ export type WatchMessage =
   | { type: 'event'; event: LeaseEvent }
   | { type: 'error'; error: { code: string; message: string; field?: string } };
 
-export const WATCH_LIMITS = { namesPerMessage: 100, prefixesPerMessage: 10 } as const;
+export const WATCH_LIMITS = {
+  namesPerMessage: 100,
+  prefixesPerMessage: 10,
+  /**
+   * The largest frame a client may send, in bytes: API Gateway's WebSocket frame limit (32 KB). The
+   * local server closes a connection that sends a larger one with close code 1009 (message too big),
+   * and one that sends a text frame of invalid UTF-8 with 1007.
+   */
+  frameMaxBytes: 32_768,
+} as const;
 
 export function validateSubscribeMessage(body: unknown): SubscribeMessage {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ValidationError('body', 'must be a JSON object');
