@@ -32,10 +32,12 @@ interface Tracked {
   expiresAt: number;
   released: boolean;
   requestId: string;
+  /** Which incarnation of the item made the grant (a deletion starts the next one). */
+  life: number;
 }
 
 describe('the lease store under random operation sequences (manual clock, real DynamoDB Local)', () => {
-  it('never has two unexpired holders, and every new grant has a strictly larger token', async () => {
+  it('never has two unexpired holders, every new grant has a strictly larger token, and each LEASE_LOST gives the reason the history implies', async () => {
     let run = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(op, { minLength: 5, maxLength: 30 }), async (ops) => {
@@ -47,6 +49,8 @@ describe('the lease store under random operation sequences (manual clock, real D
         const latest = new Map<number, Tracked>();
         let maxToken = 0;
         let requestSeq = 0;
+        let life = 0;
+        let itemExists = false;
 
         for (const step of ops) {
           if (step.kind === 'advance') {
@@ -58,6 +62,8 @@ describe('the lease store under random operation sequences (manual clock, real D
             if (!idle) continue;
             clock.advance(1);
             await table.doc.send(new DeleteCommand({ TableName: table.tableName, Key: { pk: name } }));
+            life += 1;
+            itemExists = false;
           } else if (step.kind === 'acquire') {
             const mine = latest.get(step.holder);
             const retry = step.retry && mine !== undefined;
@@ -69,7 +75,8 @@ describe('the lease store under random operation sequences (manual clock, real D
               } else {
                 expect(result.lease.token).toBeGreaterThan(maxToken);
                 maxToken = result.lease.token;
-                const tracked = { grant: result.lease, expiresAt: result.lease.expiresAt, released: false, requestId };
+                const tracked = { grant: result.lease, expiresAt: result.lease.expiresAt, released: false, requestId, life };
+                itemExists = true;
                 grants.push(tracked);
                 latest.set(step.holder, tracked);
               }
@@ -91,6 +98,17 @@ describe('the lease store under random operation sequences (manual clock, real D
               }
             } catch (error) {
               if (!isLeaseLostError(error)) throw error;
+              // The model's reason, from the history alone (functions/lease-record.ts has the rules).
+              const expected = !itemExists
+                ? 'not_found'
+                : mine.life !== life
+                  ? 'mismatch'
+                  : mine.grant.token < maxToken
+                    ? 'superseded'
+                    : mine.released
+                      ? 'released'
+                      : 'expired';
+              expect(error.serverReason, `${step.kind} of token ${mine.grant.token} (latest ${maxToken})`).toBe(expected);
             }
           }
           const now = clock.nowMs();
