@@ -33,12 +33,12 @@ afterEach(() => {
 
 describe('sigv4Signer and the local verifier', () => {
   it('signs a request the verifier accepts', async () => {
-    await expect(verify(await signed())).resolves.toBeUndefined();
+    await expect(verify(await signed())).resolves.toMatchObject({ accessKeyId: KEY.accessKeyId });
   });
 
   it('signs query parameters, which the verifier checks', async () => {
     const request = await signed(undefined, 'http://127.0.0.1:8787/v1/leases?prefix=cron%3A&limit=10', undefined);
-    await expect(verify(request)).resolves.toBeUndefined();
+    await expect(verify(request)).resolves.toMatchObject({ accessKeyId: KEY.accessKeyId });
     await expect(verify({ ...request, path: '/v1/leases?prefix=other&limit=10' })).rejects.toBeInstanceOf(ForbiddenError);
   });
 
@@ -52,7 +52,7 @@ describe('sigv4Signer and the local verifier', () => {
   it('sends the session token of temporary credentials', async () => {
     const request = await signed({ credentials: { ...KEY, sessionToken: 'session-1' }, region: 'eu-west-1' });
     expect(request.headers['x-amz-security-token']).toBe('session-1');
-    await expect(verify(request)).resolves.toBeUndefined();
+    await expect(verify(request)).resolves.toMatchObject({ accessKeyId: KEY.accessKeyId });
   });
 
   it('takes the region from an execute-api host name', async () => {
@@ -79,7 +79,7 @@ describe('sigv4Signer and the local verifier', () => {
   it('uses the default credential provider chain when given no credentials', async () => {
     process.env.AWS_ACCESS_KEY_ID = KEY.accessKeyId;
     process.env.AWS_SECRET_ACCESS_KEY = KEY.secretAccessKey;
-    await expect(verify(await signed({ region: 'eu-west-1' }))).resolves.toBeUndefined();
+    await expect(verify(await signed({ region: 'eu-west-1' }))).resolves.toMatchObject({ accessKeyId: KEY.accessKeyId });
   });
 });
 
@@ -126,7 +126,7 @@ describe('the local verifier refuses', () => {
       new HttpRequest({ method: 'POST', hostname: 'localhost', path: '/v1/leases/a/acquire', headers: { host: 'localhost' }, body: '{"a":1}' }),
     );
     const request = { method: 'POST', path: '/v1/leases/a/acquire', headers: out.headers as Record<string, string>, host: 'localhost', body: '{"a":1}' };
-    await expect(verify(request)).resolves.toBeUndefined();
+    await expect(verify(request)).resolves.toMatchObject({ accessKeyId: KEY.accessKeyId });
     await expect(verify({ ...request, body: '{"a":2}' })).rejects.toBeInstanceOf(ForbiddenError);
   });
 
