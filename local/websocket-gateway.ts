@@ -108,6 +108,10 @@ export function createWebSocketGateway(options: WebSocketGatewayOptions): WebSoc
     return managementAnswer(200, { connectedAt: new Date(options.clock.nowMs()).toISOString() });
   };
 
+  // Own routes only (an action such as `__proto__` or `toString` must not reach Object's), and never
+  // $connect or $disconnect: API Gateway runs those for the connection, not for a message.
+  const isMessageRoute = (action: string) => Object.hasOwn(options.routes, action) && action !== '$connect' && action !== '$disconnect';
+
   const statusOf = (result: APIGatewayProxyResultV2) => (typeof result === 'object' && result !== null ? (result.statusCode ?? 200) : 200);
 
   return {
@@ -132,19 +136,20 @@ export function createWebSocketGateway(options: WebSocketGatewayOptions): WebSoc
         }
         wss.handleUpgrade(req, socket, head, (ws) => {
           connections.set(connectionId, ws);
-          // ws has already sent the close frame (1009, 1007, 1002) when it reports a bad frame; without
-          // a listener the error would be thrown and take the whole server down.
-          ws.on('error', () => ws.terminate());
+          // ws has already sent the close frame (1009, 1007, 1002) when it reports a bad frame, and ends
+          // the socket when the peer answers or its close timeout passes. Without a listener the error
+          // would be thrown and take the whole server down.
+          ws.on('error', () => undefined);
           ws.on('message', (data) => {
             const body = data.toString();
             let action = '$default';
             try {
               const parsed = JSON.parse(body) as { action?: unknown };
-              if (typeof parsed.action === 'string' && options.routes[parsed.action]) action = parsed.action;
+              if (typeof parsed.action === 'string' && isMessageRoute(parsed.action)) action = parsed.action;
             } catch {
               // not JSON: $default
             }
-            const route = options.routes[action];
+            const route = isMessageRoute(action) ? options.routes[action] : undefined;
             if (!route) {
               ws.send(JSON.stringify({ type: 'error', error: { code: 'ROUTE_NOT_FOUND', message: 'Unknown action.' } }));
               return;

@@ -5,7 +5,7 @@ import { WATCH_LIMITS } from '../../client/src/protocol/index.js';
 import { ALLOWED_HOSTS_ENV } from '../../local/host-policy.js';
 import { WATCH_PATH } from '../../local/websocket-gateway.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
-import { httpRequest, openSocket, rawWebSocket } from '../support/raw-http.js';
+import { closeOf, httpRequest, openSocket, rawWebSocket } from '../support/raw-http.js';
 
 /** Issue #14, items 1, 2, 3 and 7: the local server under hostile sockets, hosts, origins and bodies. */
 let server: TestServer;
@@ -58,7 +58,7 @@ describe('WebSocket frames never crash the server', () => {
   it('a text frame over the frame limit closes that connection with 1009 and every other connection stays served', async () => {
     const bystander = await openWatch();
     const attacker = await openWatch();
-    const closed = once(attacker, 'close');
+    const closed = closeOf(attacker);
     attacker.send('x'.repeat(WATCH_LIMITS.frameMaxBytes + 1));
     const [code] = (await closed) as [number];
     expect(code).toBe(1009);
@@ -69,7 +69,7 @@ describe('WebSocket frames never crash the server', () => {
 
   it('a text frame of invalid UTF-8 closes that connection with 1007 and the server keeps serving', async () => {
     const attacker = await openWatch();
-    const closed = once(attacker, 'close');
+    const closed = closeOf(attacker);
     attacker.send(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), { binary: false });
     const [code] = (await closed) as [number];
     expect(code).toBe(1007);
@@ -88,11 +88,21 @@ describe('WebSocket frames never crash the server', () => {
     ws.close();
   });
 
+  it("a message whose action names one of Object's properties or a connection route gets ROUTE_NOT_FOUND, and the connection stays served", async () => {
+    const ws = await openWatch();
+    for (const action of ['__proto__', 'toString', 'constructor', 'hasOwnProperty', '$connect', '$disconnect']) {
+      ws.send(JSON.stringify({ action }));
+      expect(await nextMessage(ws), action).toMatchObject({ type: 'error', error: { code: 'ROUTE_NOT_FOUND' } });
+    }
+    await expectServed(ws, uniqueName('after-odd-actions'));
+    ws.close();
+  });
+
   it('a client that resets its socket in the middle of the upgrade does not take the server down', async () => {
     const socket = await openSocket(server.url);
     socket.write(`GET ${WATCH_PATH} HTTP/1.1\r\nhost: 127.0.0.1\r\nupgrade: websocket\r\nconnection: Upgrade\r\n`);
     socket.resetAndDestroy();
-    await once(socket, 'close');
+    await closeOf(socket);
     expect((await acquire(uniqueName('after-reset'))).status).toBe(200);
   });
 });

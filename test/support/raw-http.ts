@@ -52,7 +52,7 @@ export async function rawExchange(url: string, bytes: Buffer, pieces = 1): Promi
   socket.on('data', (chunk: Buffer) => chunks.push(chunk));
   // A reset by the server (it refused what it read) still ends the exchange.
   socket.on('error', () => undefined);
-  const closed = once(socket, 'close');
+  const closed = closeOf(socket);
   const step = Math.max(1, Math.ceil(bytes.length / pieces));
   for (let at = 0; at < bytes.length && !socket.destroyed; at += step) {
     socket.write(bytes.subarray(at, at + step));
@@ -119,4 +119,12 @@ function bigEndian64(value: number): Buffer {
   const out = Buffer.alloc(8);
   out.writeBigUInt64BE(BigInt(value));
   return out;
+}
+
+/**
+ * Resolves with the arguments of `emitter`'s next 'close'. Unlike `once`, an 'error' before it (a
+ * reset, which hostile input provokes on purpose) does not reject: the close still comes after it.
+ */
+export function closeOf(emitter: { once(event: 'close', listener: (...args: any[]) => void): unknown }): Promise<unknown[]> {
+  return new Promise((resolve) => emitter.once('close', (...args: unknown[]) => resolve(args)));
 }
