@@ -1,11 +1,13 @@
 import { systemClock, type CancelTimer, type MonotonicClock } from './clock.js';
 import {
+  ErrorCode,
   UnavailableError,
   ValidationError,
   WATCH_LIMITS,
   errorFromBody,
   validateSubscribeMessage,
   type LeaseEvent,
+  type LeaseholdError,
   type SubscribeMessage,
 } from './protocol/index.js';
 import type { RequestSigner } from './signing.js';
@@ -100,6 +102,12 @@ export interface WatchListener {
   live?(): void;
   /** The socket dropped (or could not be opened); no pushes until `live` is called again. */
   down?(error: unknown): void;
+  /**
+   * The server refused this subscription for good (`FORBIDDEN`: a name or prefix outside the
+   * caller's watch grant; `VALIDATION_ERROR`). The subscription has ended (after `down`) and is not
+   * retried; the socket and every other subscription on it carry on.
+   */
+  refused?(error: LeaseholdError): void;
 }
 
 export interface WatchSubscription {
@@ -158,7 +166,7 @@ interface Sub {
   keys: readonly string[];
   listener: WatchListener;
   live: boolean;
-  onEnd?: () => void;
+  onEnd?: (error?: LeaseholdError) => void;
 }
 
 /** One socket and what was subscribed on it. A new Connection per attempt; stale ones are ignored. */
@@ -231,6 +239,7 @@ class Watch implements WatchClient {
     if (signal?.aborted) return;
     const buffer: LeaseEvent[] = [];
     let ended = false;
+    let refusal: LeaseholdError | undefined;
     let overflow = false;
     let notify: (() => void) | undefined;
     const poke = () => {
@@ -248,8 +257,9 @@ class Watch implements WatchClient {
         poke();
       },
     });
-    sub.onEnd = () => {
+    sub.onEnd = (error) => {
       ended = true;
+      refusal ??= error;
       poke();
     };
     const onAbort = () => {
@@ -265,6 +275,7 @@ class Watch implements WatchClient {
           continue;
         }
         if (overflow) throw new RangeError(`The watch consumer fell more than ${maxBuffered} events behind (\`maxBuffered\`); the iteration ended.`);
+        if (refusal !== undefined) throw refusal;
         if (ended || signal?.aborted) return;
         await new Promise<void>((resolve) => (notify = resolve));
       }
@@ -327,10 +338,10 @@ class Watch implements WatchClient {
     return sub;
   }
 
-  private remove(sub: Sub): void {
+  private remove(sub: Sub, refusal?: LeaseholdError): void {
     if (!this.subs.delete(sub)) return;
     sub.live = false;
-    sub.onEnd?.();
+    sub.onEnd?.(refusal);
     if (this.subs.size === 0 && this.stateValue !== 'closed') {
       // Nobody listens: close the socket (which also ends its subscriptions on the server).
       this.cancelRetry?.();
@@ -449,13 +460,12 @@ class Watch implements WatchClient {
       while (names.length > 0 || prefixes.length > 0) {
         const batchNames = names.splice(0, WATCH_LIMITS.namesPerMessage);
         const batchPrefixes = prefixes.splice(0, WATCH_LIMITS.prefixesPerMessage);
-        const message: SubscribeMessage = { action: 'subscribe', names: batchNames, prefixes: batchPrefixes, ...(renewed ? { renewed: true } : {}) };
         const batchKeys: Array<[string, boolean]> = [
           ...batchNames.map((n) => [`n:${n}`, renewed] as [string, boolean]),
           ...batchPrefixes.map((p) => [`p:${p}`, renewed] as [string, boolean]),
         ];
         for (const [key] of batchKeys) conn.requested.set(key, (conn.requested.get(key) ?? false) || renewed);
-        conn.queue.push({ message, keys: batchKeys });
+        conn.queue.push({ message: subscribeMessage(batchKeys, renewed), keys: batchKeys });
       }
     }
   }
@@ -495,11 +505,42 @@ class Watch implements WatchClient {
     conn.cancelTimer?.();
     conn.cancelTimer = undefined;
     if (message.type === 'error') {
+      const error = errorFromBody(message.error);
+      if (REFUSAL_CODES.has(error.code)) {
+        this.refuse(conn, inflight.keys, error);
+        return;
+      }
       // The subscription was not recorded: start over on a new socket after a backoff.
-      this.fail(conn, errorFromBody(message.error));
+      this.fail(conn, error);
       return;
     }
     for (const [key, renewed] of inflight.keys) conn.confirmed.set(key, (conn.confirmed.get(key) ?? false) || renewed);
+    this.pump(conn);
+    this.refreshLive(conn);
+  }
+
+  /**
+   * The server refused a subscribe message for good. It refuses a message whole and names one entry
+   * in prose, so a message of several keys is asked again key by key to learn which it refuses; a
+   * refused key ends every consumer that needs it, and the socket carries on for everyone else
+   * (reconnecting would only be refused again, and would cost the others their pushes).
+   */
+  private refuse(conn: Connection, keys: Array<[string, boolean]>, error: LeaseholdError): void {
+    if (keys.length > 1) {
+      conn.queue.unshift(...keys.map((entry) => ({ message: subscribeMessage([entry], entry[1]), keys: [entry] })));
+    } else {
+      this.report(error);
+      for (const [key] of keys) {
+        conn.requested.delete(key);
+        for (const sub of [...this.subs]) {
+          if (!sub.keys.includes(key)) continue;
+          this.call(() => sub.listener.down?.(error));
+          this.call(() => sub.listener.refused?.(error));
+          this.remove(sub, error);
+        }
+      }
+    }
+    if (conn !== this.current) return; // the last consumer went: the socket is closed
     this.pump(conn);
     this.refreshLive(conn);
   }
@@ -551,6 +592,16 @@ class Watch implements WatchClient {
       closeQuietly(conn.socket);
     }
   }
+}
+
+/** Error codes that refuse a subscription for good: asking again on a new socket cannot help. */
+const REFUSAL_CODES: ReadonlySet<string> = new Set([ErrorCode.FORBIDDEN, ErrorCode.VALIDATION_ERROR]);
+
+/** One subscribe message for keys (`n:<name>` or `p:<prefix>`) that share a `renewed` flag. */
+function subscribeMessage(keys: ReadonlyArray<readonly [string, boolean]>, renewed: boolean): SubscribeMessage {
+  const names = keys.filter(([key]) => key.startsWith('n:')).map(([key]) => key.slice(2));
+  const prefixes = keys.filter(([key]) => key.startsWith('p:')).map(([key]) => key.slice(2));
+  return { action: 'subscribe', names, prefixes, ...(renewed ? { renewed: true } : {}) };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { LeaseClient, sigv4Signer } from 'leasehold';
+import { LeaseClient, createWatch, sigv4Signer, type LeaseEvent, type LeaseholdError } from 'leasehold';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../functions/clock.js';
@@ -82,6 +82,27 @@ describe('the local watch with SigV4 credentials mapped to prefixes', () => {
     });
     await expect(watch.subscribe({ prefixes: ['team-'] })).resolves.toMatchObject({ type: 'error', error: { code: 'FORBIDDEN' } });
     await expect(watch.subscribe({ prefixes: ['team-a.jobs.'] })).resolves.toEqual({ type: 'subscribed', names: [], prefixes: ['team-a.jobs.'] });
+  });
+
+  it('the SDK watch ends only the refused subscription and keeps pushing the allowed one on the same socket', async () => {
+    const signer = sigv4Signer({ region: REGION, credentials: TEAM_A });
+    const watch = createWatch({ url: `${server.url.replace('http://', 'ws://')}/v1/watch`, signer, reconnect: { baseDelayMs: 50, maxDelayMs: 50 } });
+    try {
+      const name = unique('team-a.job-');
+      const events: LeaseEvent[] = [];
+      const live = new Promise<void>((resolve) => watch.subscribe({ names: [name] }, { event: (e) => void events.push(e), live: resolve }));
+      await live;
+      const refused = new Promise<LeaseholdError>((resolve) => watch.subscribe({ prefixes: ['team-b.'] }, { event: () => undefined, refused: resolve }));
+      await expect(refused).resolves.toMatchObject({ code: 'FORBIDDEN' });
+      expect(watch.state).toBe('live');
+      const pushed = new Promise<LeaseEvent>((resolve) => watch.subscribe({ names: [name] }, (e) => resolve(e)));
+      const client = new LeaseClient({ endpoint: server.url, signer });
+      await client.acquire(name, { holder: 'worker-a', ttlMs: 5_000 });
+      await expect(pushed).resolves.toMatchObject({ type: 'acquired', name, holder: 'worker-a' });
+      expect(events.map((e) => e.type)).toContain('acquired');
+    } finally {
+      watch.close();
+    }
   });
 
   it('lets a key without prefixes watch every lease, as an unscoped grant does', async () => {

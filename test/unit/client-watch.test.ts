@@ -305,6 +305,60 @@ describe('reconnecting', () => {
     expect(server.sockets).toHaveLength(2);
   });
 
+  it('ends a subscription the server refuses with FORBIDDEN, and keeps the socket for the others', async () => {
+    const { clock, server, watch, errors } = setup();
+    server.autoAck = false;
+    const allowed = recorder();
+    const refusals: unknown[] = [];
+    const refused = recorder();
+    watch.subscribe({ prefixes: ['team-a.'] }, allowed.listener);
+    await clock.advance(0);
+    server.last.ack();
+    const sub = watch.subscribe({ prefixes: ['team-b.'] }, { ...refused.listener, refused: (error) => void refusals.push(error) });
+    server.last.reject('FORBIDDEN', 'prefix "team-b." is outside your watch grant');
+    expect(refusals).toHaveLength(1);
+    expect(refusals[0]).toMatchObject({ code: 'FORBIDDEN' });
+    expect(refused.log).toEqual(['down']);
+    expect(sub.live).toBe(false);
+    expect(errors).toEqual(refusals);
+    // No reconnect, no backoff: the allowed subscription stays live on the same socket.
+    await clock.advance(60_000);
+    expect(server.sockets).toHaveLength(1);
+    expect(server.last.closedByClient).toBe(false);
+    expect(watch.state).toBe('live');
+    expect(allowed.log).toEqual(['live']);
+  });
+
+  it('asks again key by key when a message of several keys is refused, so only the refused key ends its consumer', async () => {
+    const { clock, server, watch } = setup();
+    server.autoAck = false;
+    const allowed = recorder();
+    const denied = recorder();
+    watch.subscribe({ names: ['team-a.jobs'] }, allowed.listener);
+    watch.subscribe({ names: ['team-b.jobs'] }, denied.listener);
+    await clock.advance(0);
+    expect(server.last.sent).toEqual([{ action: 'subscribe', names: ['team-a.jobs', 'team-b.jobs'], prefixes: [] }]);
+    server.last.reject('FORBIDDEN', 'name "team-b.jobs" is outside your watch grant');
+    expect(server.last.sent.slice(1)).toEqual([{ action: 'subscribe', names: ['team-a.jobs'], prefixes: [] }]);
+    server.last.ack();
+    expect(server.last.sent.slice(2)).toEqual([{ action: 'subscribe', names: ['team-b.jobs'], prefixes: [] }]);
+    server.last.reject('FORBIDDEN', 'name "team-b.jobs" is outside your watch grant');
+    expect(allowed.log).toEqual(['live']);
+    expect(denied.log).toEqual(['down']);
+    expect(watch.state).toBe('live');
+    expect(server.sockets).toHaveLength(1);
+  });
+
+  it('ends an event iteration the server refuses by throwing the refusal', async () => {
+    const { clock, server, watch } = setup();
+    server.autoAck = false;
+    const iteration = watch.events({ prefixes: ['team-b.'] }).next();
+    await clock.advance(0);
+    server.last.reject('FORBIDDEN', 'prefix "team-b." is outside your watch grant');
+    await expect(iteration).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    expect(watch.state).toBe('idle');
+  });
+
   it('re-sends one confirmed subscription every keepaliveMs while idle', async () => {
     const { clock, server, watch } = setup({ keepaliveMs: 60_000 });
     watch.subscribe({ names: ['jobs'] }, () => undefined);
