@@ -3,6 +3,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ROUTES, type RouteId } from '../functions/http/routes.js';
 import { ensureLeaseTable, ensureSubscriptionTable } from '../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal } from './dynamodb/dynamodb-local.js';
+import { ALLOWED_HOSTS_ENV, parseAllowedHosts } from './host-policy.js';
 import { startLocalServer, type LocalServer } from './server.js';
 import { stopWhenAsked } from './shutdown.js';
 import { WATCH_PATH } from './websocket-gateway.js';
@@ -33,7 +34,8 @@ const HELP = `Usage: npm start -- [--port N] [--data DIR] [--quiet]
 Environment: PORT, LEASE_TABLE_NAME (default leasehold-leases), DYNAMODB_ENDPOINT,
 LEASEHOLD_BACKEND=aws (use real DynamoDB with AWS_REGION and the default credential chain),
 LEASEHOLD_WATCH_RENEWED=off (the watch never pushes renewed events, as with the construct's
-watch: { renewedEvents: false }).
+watch: { renewedEvents: false }), ${ALLOWED_HOSTS_ENV}=name,... (host names answered besides
+127.0.0.1, localhost and [::1], e.g. behind a proxy or tunnel that keeps its own Host).
 
 Stops, with DynamoDB Local, on Ctrl-C, on SIGTERM, SIGINT or SIGHUP (to npm or to the server), and
 when its parent process exits.`;
@@ -99,6 +101,7 @@ async function main(): Promise<void> {
     ...(endpoint ? { dynamodbEndpoint: endpoint } : {}),
     ...(credentials ? { credentials } : {}),
     logRequests: !values.quiet,
+    allowedHosts: parseAllowedHosts(process.env[ALLOWED_HOSTS_ENV]),
     // The watch reads the table's stream; against real DynamoDB that is the cloud's job (Lambda).
     // LEASEHOLD_WATCH_RENEWED=off mirrors the construct's `watch: { renewedEvents: false }`.
     ...(useAws ? {} : { watch: { subscriptionTableName, renewedEvents: process.env.LEASEHOLD_WATCH_RENEWED !== 'off' } }),

@@ -1,9 +1,13 @@
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { WATCH_LIMITS } from '../../client/src/protocol/index.js';
 import { ALLOWED_HOSTS_ENV } from '../../local/host-policy.js';
 import { WATCH_PATH } from '../../local/websocket-gateway.js';
+import { localDynamoConfig } from '../support/dynamodb.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
 import { closeOf, httpRequest, openSocket, rawWebSocket } from '../support/raw-http.js';
 
@@ -183,6 +187,45 @@ describe('loopback means loopback', () => {
       refused.socket.destroy();
     } finally {
       await open.close();
+    }
+  });
+});
+
+describe(`npm start with ${ALLOWED_HOSTS_ENV}`, () => {
+  it('answers the listed host names besides the loopback ones, and refuses the rest', async () => {
+    // local/main.ts as `npm start` runs it, on the suite's DynamoDB Local (so no emulator of its own).
+    const child = spawn(process.execPath, ['--import', 'tsx', 'local/main.ts', '--port', '0', '--quiet'], {
+      cwd: fileURLToPath(new URL('../..', import.meta.url)),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        DYNAMODB_ENDPOINT: localDynamoConfig().endpoint,
+        LEASE_TABLE_NAME: `hosts-${randomUUID()}`,
+        SUBSCRIPTION_TABLE_NAME: `hosts-subs-${randomUUID()}`,
+        [ALLOWED_HOSTS_ENV]: ' dev.test , tunnel.example:443,',
+      },
+    });
+    try {
+      let output = '';
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (chunk: Buffer) => {
+          output += chunk.toString();
+          const match = /leasehold is serving (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+          if (match) resolve(match[1] as string);
+        });
+        child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+        child.once('exit', (code) => reject(new Error(`npm start exited with ${code}:\n${output}`)));
+      });
+      for (const host of ['dev.test:8787', 'tunnel.example', '127.0.0.1']) {
+        expect((await httpRequest(url, { path: '/v1/leases', headers: { host } })).status, host).toBe(200);
+      }
+      const refused = await httpRequest(url, { path: '/v1/leases', headers: { host: 'attacker.example' } });
+      expect(refused.status).toBe(403);
+      expect(JSON.parse(refused.body).error.message).toContain('dev.test');
+    } finally {
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      await exited;
     }
   });
 });
