@@ -48,9 +48,10 @@ export const WATCH_LIMITS = {
   namesPerMessage: 100,
   prefixesPerMessage: 10,
   /**
-   * The largest frame a client may send, in bytes: API Gateway's WebSocket frame limit (32 KB). The
-   * local server closes a connection that sends a larger one with close code 1009 (message too big),
-   * and one that sends a text frame of invalid UTF-8 with 1007.
+   * The largest message a client should send, in bytes: one frame of API Gateway's WebSocket frame
+   * size (32 KB; API Gateway takes up to 128 KB in fragments). The local server closes a connection
+   * that sends a larger message with close code 1009 (message too big), and one that sends a text
+   * frame of invalid UTF-8 with 1007. A full subscribe message (100 names) is well under it.
    */
   frameMaxBytes: 32_768,
 } as const;
