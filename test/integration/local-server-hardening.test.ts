@@ -192,9 +192,9 @@ describe('loopback means loopback', () => {
 });
 
 describe(`npm start with ${ALLOWED_HOSTS_ENV}`, () => {
-  it('answers the listed host names besides the loopback ones, and refuses the rest', async () => {
+  it('answers the listed host names besides the loopback ones, refuses the rest, and logs a cut-off request as aborted', async () => {
     // local/main.ts as `npm start` runs it, on the suite's DynamoDB Local (so no emulator of its own).
-    const child = spawn(process.execPath, ['--import', 'tsx', 'local/main.ts', '--port', '0', '--quiet'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'local/main.ts', '--port', '0'], {
       cwd: fileURLToPath(new URL('../..', import.meta.url)),
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {
@@ -222,6 +222,18 @@ describe(`npm start with ${ALLOWED_HOSTS_ENV}`, () => {
       const refused = await httpRequest(url, { path: '/v1/leases', headers: { host: 'attacker.example' } });
       expect(refused.status).toBe(403);
       expect(JSON.parse(refused.body).error.message).toContain('dev.test');
+
+      // The request log: a client gone mid-body is an abort, not a status.
+      const logged = new Promise<string>((resolve) => {
+        const onData = () => {
+          const line = /^POST \/v1\/leases\/hosts-abort\/acquire .*$/m.exec(output);
+          if (line) resolve(line[0]);
+        };
+        child.stderr.on('data', onData);
+      });
+      const socket = await openSocket(url);
+      socket.end('POST /v1/leases/hosts-abort/acquire HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"holder"');
+      expect(await logged).toMatch(/ aborted \d+ms$/);
     } finally {
       const exited = once(child, 'exit');
       child.kill('SIGTERM');
