@@ -47,6 +47,31 @@ describe('an epoch claim', () => {
     expect(isFencedOut(error, 6)).toBe(true);
   });
 
+  // DynamoDB answers a write to an item that a transaction in flight is reading with
+  // TransactionConflictException; DynamoDB Local does not reproduce that timing, so these two tests
+  // inject the answer in front of the real DynamoDB Local (fault injection, as the chaos proxy does).
+  function conflictingFirst(times: number) {
+    let left = times;
+    const send = (command: unknown) => {
+      if (command instanceof UpdateCommand && left-- > 0) {
+        return Promise.reject(Object.assign(new Error('Transaction is ongoing for the item'), { name: 'TransactionConflictException' }));
+      }
+      return data.doc.send(command as UpdateCommand);
+    };
+    return { send } as unknown as DynamoDBDocumentClient;
+  }
+
+  it('retries a claim that collided with a fenced transaction (TransactionConflictException), and succeeds', async () => {
+    const epoch = dynamodbEpoch(conflictingFirst(3), { tableName: data.tableName, key: { pk: `epoch#${randomUUID()}` } });
+    await epoch.claim(1);
+    await expect(epoch.claim(1)).resolves.toBeUndefined();
+  });
+
+  it('gives up with the conflict when conflicts persist past timeoutMs', async () => {
+    const epoch = dynamodbEpoch(conflictingFirst(Infinity), { tableName: data.tableName, key: { pk: `epoch#${randomUUID()}` } });
+    await expect(epoch.claim(1, { timeoutMs: 200 })).rejects.toMatchObject({ name: 'TransactionConflictException' });
+  });
+
   it('gives up on an attempt that gets no answer when its timeoutMs is up (a partition)', async () => {
     // A server that accepts connections and never answers, as a partitioned network looks.
     const sockets: Socket[] = [];
