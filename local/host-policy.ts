@@ -28,8 +28,8 @@ export interface HostPolicy {
 export interface HostPolicyOptions {
   /** Host names (or IP literals, IPv6 in brackets) allowed besides LOOPBACK_HOSTS; a port is ignored. */
   allowedHosts?: readonly string[];
-  /** The port the server listens on: the page's own origin is `http://{allowed host}:{port}`. */
-  port: number;
+  /** The port the server listens on (asked when needed): the page's own origin is `http://{allowed host}:{port}`. */
+  port: () => number;
 }
 
 export function createHostPolicy(options: HostPolicyOptions): HostPolicy {
@@ -50,10 +50,10 @@ export function createHostPolicy(options: HostPolicyOptions): HostPolicy {
       );
     },
     refuseOrigin(origin) {
-      if (origin === undefined || isOwnOrigin(origin, allowed, options.port)) return undefined;
+      if (origin === undefined || isOwnOrigin(origin, allowed, options.port())) return undefined;
       return new ForbiddenError(
         `Origin ${quote(origin)} may not open the watch: only clients without an Origin and this server's own page ` +
-          `(http://{${names}}:${options.port}) may.`,
+          `(http://{${names}}:${options.port()}) may.`,
       );
     },
   };

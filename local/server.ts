@@ -38,9 +38,9 @@ export interface LocalServerOptions {
   /** Listen address; default 127.0.0.1 (never expose an unauthenticated lease API by accident). */
   host?: string;
   /**
-   * Host names answered besides 127.0.0.1, localhost and [::1] (any port): every other `Host` gets
-   * 403 FORBIDDEN, which keeps DNS rebinding out. Add the names you serve under when you bind
-   * elsewhere on purpose. Default: none.
+   * Host names answered besides 127.0.0.1, localhost, [::1] and `host` (any port): every other
+   * `Host` gets 403 FORBIDDEN, which keeps DNS rebinding out. Add the names you serve under when you
+   * bind elsewhere on purpose. Default: none.
    */
   allowedHosts?: string[];
   tableName: string;
@@ -74,6 +74,8 @@ export interface LocalServer {
 }
 
 const OPENAPI_PATH = new URL('../docs/openapi.json', import.meta.url);
+/** Listen addresses that mean "every interface": no request names them as its host. */
+const WILDCARD_ADDRESSES: ReadonlySet<string> = new Set(['0.0.0.0', '::', '[::]']);
 
 export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {
   const clock: Clock = options.clockOffsetMs ? offsetClock(systemClock, options.clockOffsetMs) : systemClock;
@@ -101,14 +103,12 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   let poller: StreamPoller | undefined;
 
   const stats = { aborted: 0, serverErrors: 0 };
-  // Set once the port is known: the page's own origin names it.
-  let hosts: HostPolicy | undefined;
 
   const server = createServer((req, res) => {
     const started = clock.nowMs();
     // The answer is lost when the client goes; the socket's error is that, not a crash.
     res.on('error', () => undefined);
-    serve(req, res, { handlers, verify, openapi, clock, bucket, page, hosts: hosts as HostPolicy })
+    serve(req, res, { handlers, verify, openapi, clock, bucket, page, hosts })
       .catch((error: unknown) => send(res, errorResponse(isLeaseholdError(error) ? error : new InternalError())))
       .finally(() => {
         // A client that left before its answer is an abort, whatever the handler made of it.
@@ -120,14 +120,16 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
         }
       });
   });
+  const host = options.host ?? '127.0.0.1';
+  // The address it was told to listen on is a name it answers to (it is in its own `url`); a wildcard
+  // address is not. The port is known once listening (port 0 picks one): the page's origin names it.
+  const boundName = WILDCARD_ADDRESSES.has(host) ? [] : [host.includes(':') ? `[${host}]` : host];
+  const hosts = createHostPolicy({ port: () => (server.address() as AddressInfo).port, allowedHosts: [...boundName, ...(options.allowedHosts ?? [])] });
   // Keep-alive connections must not hold a shutdown open for long.
   server.keepAliveTimeout = 5_000;
-  const host = options.host ?? '127.0.0.1';
   await listen(server, options.port ?? 8787, host);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${host}:${port}`;
-  hosts = createHostPolicy({ port, ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}) });
-  const hostPolicy = hosts;
 
   if (options.watch) {
     const credentials = options.credentials ?? { accessKeyId: 'local', secretAccessKey: 'local' };
@@ -166,7 +168,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     });
     server.on('upgrade', (req, socket, head) => {
       socket.on('error', () => socket.destroy());
-      const refusal = hostPolicy.refuseHost(req.headers.host) ?? hostPolicy.refuseOrigin(req.headers.origin);
+      const refusal = hosts.refuseHost(req.headers.host) ?? hosts.refuseOrigin(req.headers.origin);
       if (refusal) {
         refuseUpgrade(socket, refusal);
         return;

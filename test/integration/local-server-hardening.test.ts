@@ -191,6 +191,19 @@ describe('loopback means loopback', () => {
   });
 });
 
+describe('a server bound to another address', () => {
+  it('answers the address it listens on without being told, and still refuses other names', async () => {
+    const bound = await startTestServer({ host: '127.0.0.2' });
+    try {
+      expect(bound.url).toMatch(/^http:\/\/127\.0\.0\.2:\d+$/);
+      expect((await httpRequest(bound.url, { path: '/v1/leases' })).status).toBe(200);
+      expect((await httpRequest(bound.url, { path: '/v1/leases', headers: { host: 'attacker.example' } })).status).toBe(403);
+    } finally {
+      await bound.close();
+    }
+  });
+});
+
 describe(`npm start with ${ALLOWED_HOSTS_ENV}`, () => {
   it('answers the listed host names besides the loopback ones, refuses the rest, and logs a cut-off request as aborted', async () => {
     // local/main.ts as `npm start` runs it, on the suite's DynamoDB Local (so no emulator of its own).
