@@ -108,17 +108,19 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     const started = clock.nowMs();
     // The answer is lost when the client goes; the socket's error is that, not a crash.
     res.on('error', () => undefined);
-    serve(req, res, { handlers, verify, openapi, clock, bucket, page, hosts })
-      .catch((error: unknown) => send(res, errorResponse(isLeaseholdError(error) ? error : new InternalError())))
-      .finally(() => {
-        // A client that left before its answer is an abort, whatever the handler made of it.
-        const aborted = !res.writableFinished && (req.destroyed || res.destroyed || req.socket.destroyed);
-        if (aborted) stats.aborted += 1;
-        else if (res.statusCode >= 500) stats.serverErrors += 1;
-        if (options.logRequests) {
-          process.stderr.write(`${req.method} ${req.url} ${aborted ? 'aborted' : res.statusCode} ${clock.nowMs() - started}ms\n`);
-        }
-      });
+    // 'close' comes once per request: when the answer went out whole, or when the client left before
+    // it did. The latter is an abort, whatever the handler made of it: nobody received a status.
+    res.once('close', () => {
+      const aborted = !res.writableFinished;
+      if (aborted) stats.aborted += 1;
+      else if (res.statusCode >= 500) stats.serverErrors += 1;
+      if (options.logRequests) {
+        process.stderr.write(`${req.method} ${req.url} ${aborted ? 'aborted' : res.statusCode} ${clock.nowMs() - started}ms\n`);
+      }
+    });
+    serve(req, res, { handlers, verify, openapi, clock, bucket, page, hosts }).catch((error: unknown) =>
+      send(res, errorResponse(isLeaseholdError(error) ? error : new InternalError())),
+    );
   });
   const host = options.host ?? '127.0.0.1';
   // The address it was told to listen on is a name it answers to (it is in its own `url`); a wildcard

@@ -304,6 +304,13 @@ describe('tidy edges', () => {
     expect(server.stats().serverErrors).toBe(before.serverErrors);
   });
 
+  it('answered requests are never counted as aborts', async () => {
+    const before = server.stats();
+    for (let i = 0; i < 5; i += 1) expect((await acquire(uniqueName('answered'))).status).toBe(200);
+    expect((await httpRequest(server.url, { path: '/no/such/route' })).status).toBe(404);
+    expect(server.stats()).toEqual(before);
+  });
+
   it('a JSON body declared in a charset other than UTF-8 is 415 UNSUPPORTED_MEDIA_TYPE naming the charset', async () => {
     for (const contentType of ['application/json; charset=utf-16', 'application/json; charset=ISO-8859-1', 'application/json;charset="UTF-16LE"']) {
       const answer = await acquire(uniqueName('charset'), { 'content-type': contentType });
