@@ -667,13 +667,19 @@ describe('the bundled handlers answer exactly as the source handlers do', () => 
     expect(bundle[1]?.headers['retry-after']).toMatch(/^\d+$/);
   });
 
-  it('acquire with a bad body: 400 VALIDATION_ERROR, 400 for broken JSON, 415 for another content type', async () => {
+  it('acquire with a bad body: 400 VALIDATION_ERROR, 400 for broken JSON, 415 for another content type or a charset other than UTF-8', async () => {
     const { bundle } = await sideBySide(async (call) => [
       await call(acquire('infra.invalid', { holder: 'worker-a', ttlMs: 5 })),
       await call({ method: 'POST', path: '/v1/leases/infra.invalid/acquire', rawBody: '{"holder":' }),
       await call({ method: 'POST', path: '/v1/leases/infra.invalid/acquire', rawBody: 'holder=a', contentType: 'text/plain' }),
+      await call({
+        method: 'POST',
+        path: '/v1/leases/infra.invalid/acquire',
+        rawBody: '{"holder":"worker-a","ttlMs":5000}',
+        contentType: 'application/json; charset=utf-16',
+      }),
     ]);
-    expect(bundle.map((a) => a.status)).toEqual([400, 400, 415]);
+    expect(bundle.map((a) => a.status)).toEqual([400, 400, 415, 415]);
     expect(bundle[0]?.body.error).toMatchObject({ code: 'VALIDATION_ERROR', field: 'ttlMs' });
   });
 
