@@ -4,7 +4,7 @@ import { dynamodbEpoch, isFencedOut, type DynamoDBEpoch } from '../../client/src
 import type { Fence, FenceClaimOptions } from '../../client/src/fence.js';
 import { createLeader, type Leader } from '../../client/src/leader.js';
 import { LeaseClient } from '../../client/src/lease-client.js';
-import type { TermInfo } from '../../client/src/term.js';
+import type { TermInfo } from '../../client/src/term-events.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
 import { harnessNowMs, monotonicToHarnessMs, timeOriginErrorMs } from '../harness-clock.js';
 import { EPOCHS_TABLE, chargeCommand, claimCommand, epochChargeItem, unchargedJobs, type JobRow } from './jobs.js';

@@ -1,4 +1,5 @@
-import type { TermContext } from './term.js';
+import type { TermContext } from './term-context.js';
+import type { HealthCheckFailure } from './term-events.js';
 import type { Timing } from './timing.js';
 import { expectPositive } from './timing.js';
 
@@ -63,8 +64,7 @@ export function resolveHealth(options: HealthOptions, timing: Timing): HealthSet
   return healthCheck === undefined ? undefined : { check: healthCheck, timeoutMs, unhealthyAfter };
 }
 
-/** How one check failed. */
-export type HealthCheckFailure = 'false' | 'timeout' | 'error';
+export type { HealthCheckFailure };
 
 type Outcome = { ok: true } | { ok: false; failure: HealthCheckFailure; error?: unknown };
 

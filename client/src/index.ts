@@ -10,7 +10,8 @@ export { LeaseClient, newRequestId, type AcquireResult, type GrantRef, type Leas
 export type { CallOptions, HeadersHook, RetryOptions } from './transport.js';
 export { sigv4Signer, type AwsCredentials, type AwsCredentialsProvider, type RequestSigner, type SignableRequest, type SigV4SignerOptions } from './signing.js';
 export { createLeader, type Leader, type LeaderOptions } from './leader.js';
-export { LeadershipLostError, type LeaderEvent, type LossReason, type TermInfo, type TermOptions } from './term.js';
+export { LeadershipLostError, type LeaderEvent, type LossReason, type TermInfo } from './term-events.js';
+export type { TermOptions } from './term-context.js';
 export { withLease, type WithLeaseOptions, type WithLeaseResult } from './with-lease.js';
 export {
   EpochNotClaimedError,

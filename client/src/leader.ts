@@ -43,7 +43,9 @@ import { FollowerSignals } from './follower.js';
 import { HealthMonitor, resolveHealth, type HealthOptions } from './health.js';
 import { LeaseClient, type AcquireResult, type LeaseApi } from './lease-client.js';
 import { LeaseLostError, isLeaseLostError, validateHandoffRequest, type Grant, type HandoffResponse } from './protocol/index.js';
-import { Term, createTermContext, releaseQuietly, type LossReason, type TermContext, type TermInfo, type TermOptions } from './term.js';
+import { Term } from './term.js';
+import { createTermContext, releaseQuietly, type TermContext, type TermOptions } from './term-context.js';
+import type { LossReason, TermInfo } from './term-events.js';
 import { backoffMs, heldJitterWindowMs, jitter, type Timing } from './timing.js';
 import { createWatch, type WatchClient, type WatchSubscription } from './watch.js';
 

@@ -1,19 +1,8 @@
-import { systemClock, type CancelTimer, type MonotonicClock } from './clock.js';
-import type { LeaseApi } from './lease-client.js';
-import {
-  LeaseLostError,
-  isLeaseLostError,
-  type LeaseLostReason,
-  validateHolder,
-  validateLockDelayMs,
-  validateMetadata,
-  validateName,
-  type AcquireRequest,
-  type Grant,
-  type JsonValue,
-} from './protocol/index.js';
-import type { HealthCheckFailure } from './health.js';
-import { backoffMs, resolveTiming, type Timing, type TimingOptions } from './timing.js';
+import type { CancelTimer } from './clock.js';
+import { isLeaseLostError, type Grant, type LeaseLostReason } from './protocol/index.js';
+import { grantDeadlineMs, validForMs, type TermContext } from './term-context.js';
+import { LeadershipLostError, lossReasonFor, type LossReason, type TermInfo } from './term-events.js';
+import { backoffMs } from './timing.js';
 
 /**
  * One term: the time between winning a lease and losing it. A Term keeps the grant alive
@@ -21,163 +10,6 @@ import { backoffMs, resolveTiming, type Timing, type TimingOptions } from './tim
  * and `withLease` both run their terms through it. The clock and safety model is described at the
  * top of `leader.ts`.
  */
-
-/**
- * Why a term ended: the SDK's own reasons, distinct from the server's `LeaseLostReason` (what one
- * LEASE_LOST answer said). A renewal answered LEASE_LOST ends the term with the reason that
- * matches the answer (see `lossReasonFor`).
- */
-export type LossReason =
-  /** Someone else was granted the lease (the server answered `superseded`, or `mismatch`: the grant is not the current one). */
-  | 'superseded'
-  /**
-   * The deadline passed without a successful renewal (server unreachable, slow or throttling), or
-   * the server answered that the grant expired (`expired`, `not_found`).
-   */
-  | 'expired'
-  /** This process released it: `resign()`, `handoff()`, or `withLease` finished. */
-  | 'released'
-  /** A release this process did not make ended the grant (the server answered `released`); a Leader campaigns again. */
-  | 'releasedElsewhere'
-  /** `stop()` was called (or the leader's `signal` aborted). */
-  | 'stopped'
-  /** A timer fired far later than scheduled: the process was frozen, so nothing it believes is current. */
-  | 'paused'
-  /** The leader's health check failed `unhealthyAfter` times in a row: it stepped down and released the lease. */
-  | 'unhealthy';
-
-export type LeaderEvent =
-  | { type: 'elected'; name: string; holder: string; token: number }
-  | { type: 'renewed'; name: string; holder: string; token: number }
-  | { type: 'renewFailed'; name: string; holder: string; token: number; error: unknown }
-  | { type: 'lost'; name: string; holder: string; token: number; reason: LossReason }
-  /** An acquire lost the race: who leads (null while reserved or in lock-delay), and when the next try is due. */
-  | { type: 'following'; name: string; holder: string; leader: string | null; token: number; retryAfterMs: number }
-  /** A health check failed; `consecutive` counts failures in a row, `token` is set while leading. */
-  | { type: 'healthCheckFailed'; name: string; holder: string; token?: number; failure: HealthCheckFailure; consecutive: number; error?: unknown }
-  /** The leader's watch subscription went live (pushes arrive) or down (followers fall back to their schedule). */
-  | { type: 'watch'; name: string; holder: string; live: boolean; error?: unknown }
-  | {
-      type: 'error';
-      name: string;
-      holder: string;
-      /** `fence`: claiming a won grant's token in the `fence` failed; that grant was released. */
-      operation: 'acquire' | 'release' | 'handoff' | 'healthCheck' | 'onElected' | 'onLost' | 'fence';
-      error: unknown;
-    };
-
-/** What user code gets for a term: the fencing token, a signal that aborts when the term ends, and the grant. */
-export interface TermInfo {
-  token: number;
-  signal: AbortSignal;
-  lease: Grant;
-}
-
-const LOSS_TEXT: Record<LossReason, string> = {
-  superseded: 'another holder was granted it',
-  expired: 'its deadline passed without a successful renewal (server unreachable, slow or throttling), or the server found it expired',
-  released: 'this process released it',
-  releasedElsewhere: 'a release this process did not make ended the grant',
-  stopped: 'the leader was stopped',
-  paused: 'this process was frozen (a timer fired far later than scheduled), so it stepped down',
-  unhealthy: 'its health check failed too many times in a row, so it stepped down and released it',
-};
-
-/**
- * The reason a term's signal aborts with, and what `withLease` throws when its lease is lost.
- * `reason` is the SDK's loss reason; `serverReason` what the server answered, when a LEASE_LOST
- * answer ended the term.
- */
-export class LeadershipLostError extends LeaseLostError {
-  override name = 'LeadershipLostError';
-  constructor(
-    leaseName: string,
-    readonly reason: LossReason,
-    readonly token: number,
-    options: { cause?: unknown; serverReason?: LeaseLostReason } = {},
-  ) {
-    super(leaseName, null, options.serverReason, {
-      message: `Lease "${leaseName}" was lost: ${LOSS_TEXT[reason]} (token ${token}).`,
-      ...(options.cause === undefined ? {} : { cause: options.cause }),
-    });
-  }
-}
-
-/**
- * The loss reason of a term whose renewal the server answered LEASE_LOST, read from the answer's
- * `reason` field. A `released` answer during a term means someone else released it: this process
- * releases only after its term has ended. A reason this SDK does not know (a newer server), or none
- * (an older one), is judged by the lease in the answer: a newer token means superseded.
- */
-export function lossReasonFor(error: LeaseLostError, token: number): LossReason {
-  switch (error.serverReason) {
-    case 'released':
-      return 'releasedElsewhere';
-    case 'superseded':
-    case 'mismatch':
-      return 'superseded';
-    case 'expired':
-    case 'not_found':
-      return 'expired';
-    default:
-      return error.lease !== null && error.lease.token > token ? 'superseded' : 'expired';
-  }
-}
-
-export interface TermContext {
-  client: LeaseApi;
-  name: string;
-  holder: string;
-  timing: Timing;
-  /** What every acquire of this leader or job asks for. */
-  request: AcquireRequest;
-  clock: MonotonicClock;
-  random: () => number;
-  emit(event: LeaderEvent): void;
-}
-
-/** Options shared by `createLeader` and `withLease`. */
-export interface TermOptions extends TimingOptions {
-  /** Who this process is, shown to everyone as the lease's holder (task id, host:pid, request id). Required. */
-  holder: string;
-  /** Published with every grant, e.g. an address followers forward to. Default: none. */
-  metadata?: JsonValue;
-  /** After an expiry, keep the lease unavailable this long (a release is not delayed). Default 0. */
-  lockDelayMs?: number;
-  /** Every state change and background failure, for logs and metrics (`LeaderMetrics.record`). Default: none. */
-  onEvent?: (event: LeaderEvent) => void;
-  /** Default: `performance.now()` and platform timers. */
-  clock?: MonotonicClock;
-  /** Source of jitter, in [0, 1). Default `Math.random`. */
-  random?: () => number;
-}
-
-/** Validates the options (names, holder, metadata, timing relations) and builds the context. */
-export function createTermContext(client: LeaseApi, name: string, options: TermOptions): TermContext {
-  validateName(name);
-  const holder = validateHolder(options.holder);
-  const timing = resolveTiming(options);
-  const request: AcquireRequest = { holder, ttlMs: timing.ttlMs };
-  if (options.metadata !== undefined) request.metadata = validateMetadata(options.metadata);
-  if (options.lockDelayMs !== undefined) request.lockDelayMs = validateLockDelayMs(options.lockDelayMs);
-  const onEvent = options.onEvent;
-  return {
-    client,
-    name,
-    holder,
-    timing,
-    request,
-    clock: options.clock ?? systemClock,
-    random: options.random ?? Math.random,
-    emit: (event) => {
-      try {
-        onEvent?.(event);
-      } catch {
-        // A broken hook must not break leadership.
-      }
-    },
-  };
-}
 
 /** First retry of a failed renewal; doubles up to a quarter of `renewEveryMs`. */
 const RENEW_RETRY_BASE_MS = 50;
@@ -386,28 +218,5 @@ export class Term {
       return false;
     }
     return true;
-  }
-}
-
-/** The local deadline of a grant whose acquire was sent at `sendTimeMs` (see the model in `leader.ts`). */
-export function grantDeadlineMs(ctx: TermContext, grant: Grant, sendTimeMs: number): number {
-  return sendTimeMs + validForMs(ctx, grant) - ctx.timing.driftMarginMs;
-}
-
-/**
- * How long a grant may be trusted from its send time: the ttl we asked for, or less if the server
- * says less remains (a retried acquire can return a grant made by an earlier attempt).
- */
-function validForMs(ctx: TermContext, grant: Grant): number {
-  return Math.min(ctx.timing.ttlMs, grant.ttlMs, grant.remainingMs);
-}
-
-/** Releases a grant we no longer use, reporting failures as events instead of throwing. */
-export async function releaseQuietly(ctx: TermContext, grant: Grant): Promise<void> {
-  try {
-    await ctx.client.release(ctx.name, grant, { timeoutMs: ctx.timing.requestTimeoutMs });
-  } catch (error) {
-    // LEASE_LOST: someone else holds it by now, which is what releasing wanted anyway.
-    if (!isLeaseLostError(error)) ctx.emit({ type: 'error', name: ctx.name, holder: ctx.holder, operation: 'release', error });
   }
 }

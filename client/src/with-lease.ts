@@ -3,7 +3,9 @@ import { validateFence, type FencingOptions } from './fence.js';
 import { claimForTerm } from './fence-claim.js';
 import type { AcquireResult, LeaseApi } from './lease-client.js';
 import type { PublicLease } from './protocol/index.js';
-import { LeadershipLostError, Term, createTermContext, releaseQuietly, type TermInfo, type TermOptions } from './term.js';
+import { Term } from './term.js';
+import { createTermContext, releaseQuietly, type TermOptions } from './term-context.js';
+import { LeadershipLostError, type TermInfo } from './term-events.js';
 import { expectNonNegative, heldJitterWindowMs, jitter } from './timing.js';
 
 export interface WithLeaseOptions extends TermOptions, FencingOptions {

@@ -1,6 +1,6 @@
 /// <reference types="node" />
 import { createLeader, type Leader } from '../leader.js';
-import type { LeaderEvent, LossReason, TermInfo } from '../term.js';
+import type { LeaderEvent, LossReason, TermInfo } from '../term-events.js';
 import { defaultDriftMarginMs } from '../timing.js';
 import { campaignApi, dedupe, errorMessage, withTimeout, type CampaignHooks } from './campaign.js';
 import { EXIT_CODE_HELP, ExitCode, UsageError, statusForSignal } from './exit-codes.js';

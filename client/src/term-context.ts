@@ -1,0 +1,97 @@
+import { systemClock, type MonotonicClock } from './clock.js';
+import type { LeaseApi } from './lease-client.js';
+import {
+  isLeaseLostError,
+  validateHolder,
+  validateLockDelayMs,
+  validateMetadata,
+  validateName,
+  type AcquireRequest,
+  type Grant,
+  type JsonValue,
+} from './protocol/index.js';
+import type { LeaderEvent } from './term-events.js';
+import { resolveTiming, type Timing, type TimingOptions } from './timing.js';
+
+/**
+ * What every term of one leader or job shares: the client, the name and holder, the resolved
+ * timing, the acquire request, the clock and the event sink. Built once, validated once.
+ */
+
+export interface TermContext {
+  client: LeaseApi;
+  name: string;
+  holder: string;
+  timing: Timing;
+  /** What every acquire of this leader or job asks for. */
+  request: AcquireRequest;
+  clock: MonotonicClock;
+  random: () => number;
+  emit(event: LeaderEvent): void;
+}
+
+/** Options shared by `createLeader` and `withLease`. */
+export interface TermOptions extends TimingOptions {
+  /** Who this process is, shown to everyone as the lease's holder (task id, host:pid, request id). Required. */
+  holder: string;
+  /** Published with every grant, e.g. an address followers forward to. Default: none. */
+  metadata?: JsonValue;
+  /** After an expiry, keep the lease unavailable this long (a release is not delayed). Default 0. */
+  lockDelayMs?: number;
+  /** Every state change and background failure, for logs and metrics (`LeaderMetrics.record`). Default: none. */
+  onEvent?: (event: LeaderEvent) => void;
+  /** Default: `performance.now()` and platform timers. */
+  clock?: MonotonicClock;
+  /** Source of jitter, in [0, 1). Default `Math.random`. */
+  random?: () => number;
+}
+
+/** Validates the options (names, holder, metadata, timing relations) and builds the context. */
+export function createTermContext(client: LeaseApi, name: string, options: TermOptions): TermContext {
+  validateName(name);
+  const holder = validateHolder(options.holder);
+  const timing = resolveTiming(options);
+  const request: AcquireRequest = { holder, ttlMs: timing.ttlMs };
+  if (options.metadata !== undefined) request.metadata = validateMetadata(options.metadata);
+  if (options.lockDelayMs !== undefined) request.lockDelayMs = validateLockDelayMs(options.lockDelayMs);
+  const onEvent = options.onEvent;
+  return {
+    client,
+    name,
+    holder,
+    timing,
+    request,
+    clock: options.clock ?? systemClock,
+    random: options.random ?? Math.random,
+    emit: (event) => {
+      try {
+        onEvent?.(event);
+      } catch {
+        // A broken hook must not break leadership.
+      }
+    },
+  };
+}
+
+/** The local deadline of a grant whose acquire was sent at `sendTimeMs` (see the model in `leader.ts`). */
+export function grantDeadlineMs(ctx: TermContext, grant: Grant, sendTimeMs: number): number {
+  return sendTimeMs + validForMs(ctx, grant) - ctx.timing.driftMarginMs;
+}
+
+/**
+ * How long a grant may be trusted from its send time: the ttl we asked for, or less if the server
+ * says less remains (a retried acquire can return a grant made by an earlier attempt).
+ */
+export function validForMs(ctx: TermContext, grant: Grant): number {
+  return Math.min(ctx.timing.ttlMs, grant.ttlMs, grant.remainingMs);
+}
+
+/** Releases a grant we no longer use, reporting failures as events instead of throwing. */
+export async function releaseQuietly(ctx: TermContext, grant: Grant): Promise<void> {
+  try {
+    await ctx.client.release(ctx.name, grant, { timeoutMs: ctx.timing.requestTimeoutMs });
+  } catch (error) {
+    // LEASE_LOST: someone else holds it by now, which is what releasing wanted anyway.
+    if (!isLeaseLostError(error)) ctx.emit({ type: 'error', name: ctx.name, holder: ctx.holder, operation: 'release', error });
+  }
+}
