@@ -1,7 +1,42 @@
 /**
- * Handler configuration, read from the environment once per cold start. Every missing or invalid
- * setting is reported in one message, so a broken deployment says everything that is wrong at once.
+ * The one configuration path of every function (HTTP routes and watch) and of the local server:
+ * settings are read from the environment once per cold start through these readers, and every
+ * variable name lives in `ENV`, which the construct (infra/) imports to set them. Every missing or
+ * invalid setting is reported in one message, so a broken deployment says everything that is
+ * wrong at once.
  */
+export const ENV = {
+  /** The DynamoDB lease table (HTTP routes, and the local server's default `leasehold-leases`). */
+  leaseTable: 'LEASE_TABLE_NAME',
+  /** The watch's subscriptions table. */
+  subscriptionTable: 'SUBSCRIPTION_TABLE_NAME',
+  /** The WebSocket API's management endpoint, where the watch posts to connections. */
+  managementEndpoint: 'WEBSOCKET_MANAGEMENT_ENDPOINT',
+  /** `false`: the watch never pushes `renewed` events (the construct's `watch: { renewedEvents: false }`). */
+  watchRenewedEvents: 'WATCH_RENEWED_EVENTS',
+  /** Only for DynamoDB Local or tests; unset in AWS. */
+  dynamodbEndpoint: 'DYNAMODB_ENDPOINT',
+  region: 'AWS_REGION',
+  /** Read when `AWS_REGION` is unset. */
+  defaultRegion: 'AWS_DEFAULT_REGION',
+  /** The `service` of log lines and metrics; Powertools reads the same variable. */
+  serviceName: 'POWERTOOLS_SERVICE_NAME',
+  metricsNamespace: 'POWERTOOLS_METRICS_NAMESPACE',
+  logLevel: 'POWERTOOLS_LOG_LEVEL',
+} as const;
+
+/**
+ * The local server's name for `WATCH_RENEWED_EVENTS=false`, documented before the two were one
+ * setting; accepted as an alias (value `off`) for now.
+ */
+export const LEGACY_WATCH_RENEWED_ENV = 'LEASEHOLD_WATCH_RENEWED';
+
+/** Defaults of the two Powertools identity settings; the construct sets both, and the variables win. */
+export const SERVICE_NAME = 'leasehold';
+export const METRICS_NAMESPACE = 'Leasehold';
+
+export type Environment = Record<string, string | undefined>;
+
 export interface HandlerConfig {
   tableName: string;
   region: string;
@@ -9,21 +44,96 @@ export interface HandlerConfig {
   dynamodbEndpoint: string | undefined;
 }
 
+export interface WatchConfig {
+  subscriptionTableName: string;
+  managementEndpoint: string;
+  region: string;
+  dynamodbEndpoint: string | undefined;
+  renewedEvents: boolean;
+}
+
+/** Who the functions say they are in logs and metrics. */
+export interface ServiceIdentity {
+  serviceName: string;
+  metricsNamespace: string;
+}
+
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-export function readConfig(env: Record<string, string | undefined>): HandlerConfig {
+/** The settings of an HTTP route function. */
+export function readConfig(env: Environment): HandlerConfig {
   const problems: string[] = [];
-  const tableName = env.LEASE_TABLE_NAME?.trim();
-  const region = (env.AWS_REGION ?? env.AWS_DEFAULT_REGION)?.trim();
-  const endpoint = env.DYNAMODB_ENDPOINT?.trim() || undefined;
-  if (!tableName) problems.push('LEASE_TABLE_NAME (the DynamoDB lease table) is not set');
-  else if (!/^[A-Za-z0-9_.-]{3,255}$/.test(tableName)) problems.push(`LEASE_TABLE_NAME "${tableName}" is not a valid table name`);
-  if (!region) problems.push('AWS_REGION (or AWS_DEFAULT_REGION) is not set');
-  if (endpoint !== undefined && !/^https?:\/\/[^\s]+$/.test(endpoint)) problems.push(`DYNAMODB_ENDPOINT "${endpoint}" is not an http(s) URL`);
-  if (problems.length > 0) {
-    throw new ConfigError(`leasehold handler configuration is incomplete: ${problems.join('; ')}.`);
+  const tableName = env[ENV.leaseTable]?.trim();
+  if (!tableName) problems.push(`${ENV.leaseTable} (the DynamoDB lease table) is not set`);
+  else if (!/^[A-Za-z0-9_.-]{3,255}$/.test(tableName)) problems.push(`${ENV.leaseTable} "${tableName}" is not a valid table name`);
+  const region = readRegion(env, problems);
+  const dynamodbEndpoint = readDynamodbEndpoint(env, problems);
+  throwIfAny('handler', problems);
+  return { tableName: tableName as string, region, dynamodbEndpoint };
+}
+
+/** The settings of a watch function ($connect, $disconnect, subscribe, the stream consumer). */
+export function readWatchConfig(env: Environment): WatchConfig {
+  const problems: string[] = [];
+  const subscriptionTableName = env[ENV.subscriptionTable]?.trim();
+  const managementEndpoint = env[ENV.managementEndpoint]?.trim();
+  if (!subscriptionTableName) problems.push(`${ENV.subscriptionTable} is not set`);
+  if (!managementEndpoint) problems.push(`${ENV.managementEndpoint} is not set`);
+  const region = readRegion(env, problems);
+  const dynamodbEndpoint = readDynamodbEndpoint(env, problems);
+  const renewedEvents = readRenewedEvents(env, problems);
+  throwIfAny('watch', problems);
+  return { subscriptionTableName: subscriptionTableName as string, managementEndpoint: managementEndpoint as string, region, dynamodbEndpoint, renewedEvents };
+}
+
+/**
+ * Whether the watch pushes `renewed` events: `WATCH_RENEWED_EVENTS` (`true` or `false`, default
+ * true), else the legacy local `LEASEHOLD_WATCH_RENEWED` (`off` or `on`). The local server reads
+ * it here too, so the setting has one name and one parser.
+ */
+export function readWatchRenewedEvents(env: Environment): boolean {
+  const problems: string[] = [];
+  const renewedEvents = readRenewedEvents(env, problems);
+  throwIfAny('watch', problems);
+  return renewedEvents;
+}
+
+/** The service name and metrics namespace: the construct's variables, else the defaults. */
+export function readServiceIdentity(env: Environment): ServiceIdentity {
+  return {
+    serviceName: env[ENV.serviceName]?.trim() || SERVICE_NAME,
+    metricsNamespace: env[ENV.metricsNamespace]?.trim() || METRICS_NAMESPACE,
+  };
+}
+
+function readRegion(env: Environment, problems: string[]): string {
+  const region = (env[ENV.region] ?? env[ENV.defaultRegion])?.trim();
+  if (!region) problems.push(`${ENV.region} (or ${ENV.defaultRegion}) is not set`);
+  return region ?? '';
+}
+
+function readDynamodbEndpoint(env: Environment, problems: string[]): string | undefined {
+  const endpoint = env[ENV.dynamodbEndpoint]?.trim() || undefined;
+  if (endpoint !== undefined && !/^https?:\/\/[^\s]+$/.test(endpoint)) problems.push(`${ENV.dynamodbEndpoint} "${endpoint}" is not an http(s) URL`);
+  return endpoint;
+}
+
+function readRenewedEvents(env: Environment, problems: string[]): boolean {
+  const value = env[ENV.watchRenewedEvents]?.trim();
+  if (value !== undefined && value !== '') {
+    if (value === 'true' || value === 'false') return value === 'true';
+    problems.push(`${ENV.watchRenewedEvents} "${value}" is neither true nor false`);
+    return true;
   }
-  return { tableName: tableName as string, region: region as string, dynamodbEndpoint: endpoint };
+  const legacy = env[LEGACY_WATCH_RENEWED_ENV]?.trim();
+  if (legacy === undefined || legacy === '' || legacy === 'on') return true;
+  if (legacy === 'off') return false;
+  problems.push(`${LEGACY_WATCH_RENEWED_ENV} "${legacy}" is neither off nor on (prefer ${ENV.watchRenewedEvents}=false)`);
+  return true;
+}
+
+function throwIfAny(kind: 'handler' | 'watch', problems: readonly string[]): void {
+  if (problems.length > 0) throw new ConfigError(`leasehold ${kind} configuration is incomplete: ${problems.join('; ')}.`);
 }

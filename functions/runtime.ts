@@ -1,14 +1,11 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { systemClock, type Clock } from './clock.js';
-import { readConfig } from './config.js';
+import { readConfig, readServiceIdentity } from './config.js';
 import { createDocumentClient } from './dynamodb-client.js';
 import { createLogger } from './logging.js';
 import { LeaseStore } from './lease-store.js';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { HandlerDeps, RouteHandler } from './http/route.js';
-
-export const SERVICE_NAME = 'leasehold';
-export const METRICS_NAMESPACE = 'Leasehold';
 
 export interface DepsOptions {
   tableName: string;
@@ -25,14 +22,12 @@ export function createDeps(options: DepsOptions): HandlerDeps {
     ...(options.dynamodbEndpoint ? { endpoint: options.dynamodbEndpoint } : {}),
     ...(options.credentials ? { credentials: options.credentials } : {}),
   });
+  // The construct sets POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE; they win over the defaults.
+  const { serviceName, metricsNamespace } = readServiceIdentity(process.env);
   return {
     store: new LeaseStore({ client, tableName: options.tableName, clock: options.clock ?? systemClock }),
-    // The construct may set POWERTOOLS_* variables; they win over our defaults.
-    logger: createLogger(process.env.POWERTOOLS_SERVICE_NAME ?? SERVICE_NAME),
-    metrics: new Metrics({
-      namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? METRICS_NAMESPACE,
-      serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? SERVICE_NAME,
-    }),
+    logger: createLogger(serviceName),
+    metrics: new Metrics({ namespace: metricsNamespace, serviceName }),
   };
 }
 

@@ -11,6 +11,7 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { validateName } from '../client/src/protocol/index.js';
+import { ENV, METRICS_NAMESPACE, SERVICE_NAME } from '../functions/config.js';
 import { ROUTES, type RouteId } from '../functions/http/routes.js';
 import { LEASE_TABLE_SCHEMA } from '../functions/lease-table.js';
 import { EVERY_LEASE } from '../functions/watch/watch-grants.js';
@@ -80,14 +81,14 @@ export interface LeaseServiceProps {
   readonly logLevel?: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT';
   /**
    * CloudWatch namespace of the API's throttle metric (counted from the access log), also given to
-   * the functions as `POWERTOOLS_METRICS_NAMESPACE`. (functions/runtime.ts currently passes
-   * 'Leasehold' to Powertools explicitly, which takes precedence over the variable.)
+   * the functions as `POWERTOOLS_METRICS_NAMESPACE`, which they use over their built-in default
+   * (functions/config.ts `readServiceIdentity`).
    * @default 'Leasehold'
    */
   readonly metricsNamespace?: string;
   /**
-   * `POWERTOOLS_SERVICE_NAME` of the functions (the `service` field of log lines and metrics; as
-   * with the namespace, an explicit name in functions/runtime.ts takes precedence).
+   * `POWERTOOLS_SERVICE_NAME` of the functions, HTTP and watch alike (the `service` field of log
+   * lines and metrics; as with the namespace, the variable wins over the functions' default).
    * @default 'leasehold'
    */
   readonly serviceName?: string;
@@ -209,7 +210,7 @@ export class LeaseService extends Construct {
     const timeout = props.timeout ?? DEFAULT_TIMEOUT;
     const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
     const removalPolicy = props.tableRemovalPolicy ?? RemovalPolicy.RETAIN;
-    const metricsNamespace = props.metricsNamespace ?? 'Leasehold';
+    const metricsNamespace = props.metricsNamespace ?? METRICS_NAMESPACE;
     const watchEnabled = props.watch !== false;
     const renewedEvents = typeof props.watch === 'object' ? (props.watch.renewedEvents ?? true) : true;
     const watchAccessLogs = typeof props.watch === 'object' ? (props.watch.accessLogs ?? false) : false;
@@ -259,11 +260,11 @@ export class LeaseService extends Construct {
     const iam = new HttpIamAuthorizer();
     const functions = {} as Record<FunctionId, NodejsFunction>;
     const powertoolsEnvironment = {
-      POWERTOOLS_SERVICE_NAME: props.serviceName ?? 'leasehold',
-      POWERTOOLS_METRICS_NAMESPACE: metricsNamespace,
-      POWERTOOLS_LOG_LEVEL: props.logLevel ?? 'INFO',
+      [ENV.serviceName]: props.serviceName ?? SERVICE_NAME,
+      [ENV.metricsNamespace]: metricsNamespace,
+      [ENV.logLevel]: props.logLevel ?? 'INFO',
     };
-    const tableEnvironment = { LEASE_TABLE_NAME: this.table.tableName, ...powertoolsEnvironment };
+    const tableEnvironment = { [ENV.leaseTable]: this.table.tableName, ...powertoolsEnvironment };
     for (const route of ROUTES) {
       const tableActions = TABLE_ACTIONS_BY_ROUTE[route.id] as readonly string[] | undefined;
       if (tableActions === undefined) {

@@ -11,6 +11,7 @@ import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { ENV } from '../functions/config.js';
 import { SKIP_RENEWALS_PATTERN } from '../functions/watch/stream-filter.js';
 import { SUBSCRIPTION_TABLE_SCHEMA } from '../functions/watch/subscriptions.js';
 import { acknowledgeWildcardResource } from './nag.js';
@@ -226,10 +227,10 @@ export function createLeaseWatch(
 
   const environment = {
     ...options.environment,
-    SUBSCRIPTION_TABLE_NAME: subscriptionTable.tableName,
+    [ENV.subscriptionTable]: subscriptionTable.tableName,
     // https://{apiId}.execute-api.{region}.{urlSuffix}/{stage}: where PostToConnection goes.
-    WEBSOCKET_MANAGEMENT_ENDPOINT: stage.callbackUrl,
-    ...(options.renewedEvents ? {} : { WATCH_RENEWED_EVENTS: 'false' }),
+    [ENV.managementEndpoint]: stage.callbackUrl,
+    ...(options.renewedEvents ? {} : { [ENV.watchRenewedEvents]: 'false' }),
   };
   const descriptions: Record<WatchFunctionId, string> = {
     'watch-connect': 'leasehold watch $connect',

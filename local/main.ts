@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ENV, LEGACY_WATCH_RENEWED_ENV, readWatchRenewedEvents } from '../functions/config.js';
 import { ROUTES, type RouteId } from '../functions/http/routes.js';
 import { ensureLeaseTable, ensureSubscriptionTable } from '../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal } from './dynamodb/dynamodb-local.js';
@@ -31,10 +32,10 @@ const HELP = `Usage: npm start -- [--port N] [--data DIR] [--quiet]
   --data DIR   keep DynamoDB Local's data in DIR instead of memory
   --quiet      do not log each request
 
-Environment: PORT, LEASE_TABLE_NAME (default leasehold-leases), DYNAMODB_ENDPOINT,
+Environment: PORT, ${ENV.leaseTable} (default leasehold-leases), ${ENV.dynamodbEndpoint},
 LEASEHOLD_BACKEND=aws (use real DynamoDB with AWS_REGION and the default credential chain),
-LEASEHOLD_WATCH_RENEWED=off (the watch never pushes renewed events, as with the construct's
-watch: { renewedEvents: false }), ${ALLOWED_HOSTS_ENV}=name,... (host names answered besides
+${ENV.watchRenewedEvents}=false (the watch never pushes renewed events, as with the construct's
+watch: { renewedEvents: false }; ${LEGACY_WATCH_RENEWED_ENV}=off is still accepted), ${ALLOWED_HOSTS_ENV}=name,... (host names answered besides
 127.0.0.1, localhost and [::1], e.g. behind a proxy or tunnel that keeps its own Host).
 
 Stops, with DynamoDB Local, on Ctrl-C, on SIGTERM, SIGINT or SIGHUP (to npm or to the server), and
@@ -55,8 +56,10 @@ async function main(): Promise<void> {
   }
   const port = Number(values.port ?? process.env.PORT ?? 8787);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid port "${values.port ?? process.env.PORT}"`);
-  const tableName = process.env.LEASE_TABLE_NAME ?? 'leasehold-leases';
-  const subscriptionTableName = process.env.SUBSCRIPTION_TABLE_NAME ?? 'leasehold-subscriptions';
+  const tableName = process.env[ENV.leaseTable] ?? 'leasehold-leases';
+  const subscriptionTableName = process.env[ENV.subscriptionTable] ?? 'leasehold-subscriptions';
+  // Read before anything starts, so a bad value fails fast with the functions' own message.
+  const renewedEvents = readWatchRenewedEvents(process.env);
   const useAws = process.env.LEASEHOLD_BACKEND === 'aws';
 
   let db: DynamoDBLocal | undefined;
@@ -71,16 +74,17 @@ async function main(): Promise<void> {
       if (db && db.process.exitCode === null && db.process.signalCode === null) db.process.kill('SIGKILL');
     },
   });
-  let endpoint = process.env.DYNAMODB_ENDPOINT;
-  let region = process.env.AWS_REGION ?? LOCAL_REGION;
+  let endpoint = process.env[ENV.dynamodbEndpoint];
+  let region = process.env[ENV.region] ?? LOCAL_REGION;
   let credentials: { accessKeyId: string; secretAccessKey: string } | undefined = LOCAL_CREDENTIALS;
   let backend: string;
 
   if (useAws) {
-    if (!process.env.AWS_REGION) throw new Error('LEASEHOLD_BACKEND=aws needs AWS_REGION (and LEASE_TABLE_NAME)');
+    const awsRegion = process.env[ENV.region];
+    if (!awsRegion) throw new Error(`LEASEHOLD_BACKEND=aws needs ${ENV.region} (and ${ENV.leaseTable})`);
     endpoint = undefined;
     credentials = undefined;
-    region = process.env.AWS_REGION;
+    region = awsRegion;
     backend = `DynamoDB table ${tableName} in ${region}`;
   } else {
     if (!endpoint) {
@@ -103,8 +107,8 @@ async function main(): Promise<void> {
     logRequests: !values.quiet,
     allowedHosts: parseAllowedHosts(process.env[ALLOWED_HOSTS_ENV]),
     // The watch reads the table's stream; against real DynamoDB that is the cloud's job (Lambda).
-    // LEASEHOLD_WATCH_RENEWED=off mirrors the construct's `watch: { renewedEvents: false }`.
-    ...(useAws ? {} : { watch: { subscriptionTableName, renewedEvents: process.env.LEASEHOLD_WATCH_RENEWED !== 'off' } }),
+    // WATCH_RENEWED_EVENTS=false is the construct's `watch: { renewedEvents: false }`, as in Lambda.
+    ...(useAws ? {} : { watch: { subscriptionTableName, renewedEvents } }),
   });
 
   console.log(banner(server.url, backend, !useAws));

@@ -1,7 +1,7 @@
 /**
  * Which lease-table stream records reach the stream handler when a deployment turns `renewed`
- * events off (the construct's `watch: { renewedEvents: false }`, `npm start`'s
- * `LEASEHOLD_WATCH_RENEWED=off`).
+ * events off (the construct's `watch: { renewedEvents: false }`; `WATCH_RENEWED_EVENTS=false`,
+ * functions/config.ts, in Lambda and under `npm start`).
  *
  * A renewal is by far the most frequent write (one per held lease every ttl/3) and tells a
  * follower nothing; with renewed events off, the Lambda event source mapping drops it before it

@@ -2,10 +2,9 @@ import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagem
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { HttpHandler } from '@smithy/protocol-http';
 import { systemClock, type Clock } from '../clock.js';
-import { ConfigError } from '../config.js';
+import { readServiceIdentity, readWatchConfig } from '../config.js';
 import { createDocumentClient } from '../dynamodb-client.js';
 import { createLogger } from '../logging.js';
-import { SERVICE_NAME } from '../runtime.js';
 import { SubscriptionStore } from './subscriptions.js';
 import { TableWatchGrants, type WatchGrants } from './watch-grants.js';
 
@@ -65,7 +64,8 @@ export function createWatchDeps(options: WatchDepsOptions): WatchDeps {
       requestHandler: options.managementRequestHandler ?? { requestTimeout: 3_000, connectionTimeout: 1_000 },
       ...credentials,
     }),
-    logger: createLogger(`${SERVICE_NAME}-watch`),
+    // The same service name as the HTTP functions (the construct sets it for both): one setting.
+    logger: createLogger(readServiceIdentity(process.env).serviceName),
     renewedEvents: options.renewedEvents ?? true,
     grants: options.grants === 'table' ? new TableWatchGrants({ client, tableName, clock }) : options.grants,
   };
@@ -76,18 +76,8 @@ let lambdaDeps: WatchDeps | undefined;
 /** Watch dependencies from a Lambda's environment, once per execution environment. */
 export function watchDepsFromEnvironment(env: Record<string, string | undefined> = process.env): WatchDeps {
   if (lambdaDeps) return lambdaDeps;
-  const problems: string[] = [];
-  if (!env.SUBSCRIPTION_TABLE_NAME) problems.push('SUBSCRIPTION_TABLE_NAME is not set');
-  if (!env.WEBSOCKET_MANAGEMENT_ENDPOINT) problems.push('WEBSOCKET_MANAGEMENT_ENDPOINT is not set');
-  const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
-  if (!region) problems.push('AWS_REGION is not set');
-  if (problems.length) throw new ConfigError(`leasehold watch configuration is incomplete: ${problems.join('; ')}.`);
   lambdaDeps = createWatchDeps({
-    subscriptionTableName: env.SUBSCRIPTION_TABLE_NAME as string,
-    managementEndpoint: env.WEBSOCKET_MANAGEMENT_ENDPOINT as string,
-    region: region as string,
-    dynamodbEndpoint: env.DYNAMODB_ENDPOINT,
-    renewedEvents: env.WATCH_RENEWED_EVENTS !== 'false',
+    ...readWatchConfig(env),
     // Behind API Gateway every caller is identified, and only granted principals may watch.
     grants: 'table',
   });
