@@ -6,6 +6,7 @@ import type { LatencyCell, PeerLatency } from './latency.js';
 import type { MachineInfo } from './machine.js';
 import type { ScaleResult } from './scale.js';
 import { percentile, ratio, summarize, type Summary } from './stats.js';
+import { escapeXml } from './xml.js';
 
 /**
  * The benchmark's outputs: the results object (written as JSON), its markdown report, and the SVG
@@ -513,10 +514,6 @@ export interface SvgSeries {
 }
 
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e'];
-
-export function escapeXml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;');
-}
 
 function niceStep(range: number): number {
   const raw = range / 8;

@@ -1,4 +1,5 @@
 import type { EventRecord, FaultKind, HistoryRecord, OpRecord } from './history.js';
+import { escapeXml } from '../bench/xml.js';
 
 /**
  * A picture of a chaos history: one row per (lease, process), a bar for each time the process
@@ -219,10 +220,6 @@ function tokenLabel(token: number, barWidth: number): string {
 
 function rowKey(lease: string, process: string): string {
   return JSON.stringify([lease, process]);
-}
-
-export function escapeXml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!);
 }
 
 function colour(process: string): string {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { HistoryRecord } from '../../chaos/history.js';
-import { escapeXml, leadershipBars, renderTimelineSvg } from '../../chaos/timeline-svg.js';
+import { leadershipBars, renderTimelineSvg } from '../../chaos/timeline-svg.js';
 import { acquireHeld, acquireOk, event, releaseOk, renewLost, renewOk, write } from './support/history-builders.js';
 
 /**
@@ -103,11 +103,5 @@ describe('leadership bars', () => {
   it('without a recorded deadline, end at the last acquire or renew plus the ttl', () => {
     const bars = leadershipBars([acquireOk('w1', [0, 10], 5), renewOk('w1', [500, 510], 5)], [], 1_000, 5_000);
     expect(bars[0]).toMatchObject({ endMs: 1_500, endedBy: 'deadline' });
-  });
-});
-
-describe('escapeXml', () => {
-  it('escapes the five XML special characters', () => {
-    expect(escapeXml(`<a href="x">&'`)).toBe('&lt;a href=&quot;x&quot;&gt;&amp;&apos;');
   });
 });
