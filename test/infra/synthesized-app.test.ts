@@ -45,6 +45,7 @@ import {
   type CfnTemplate,
   type FunctionAsset,
 } from './synth-support.js';
+import { lambdaContext } from '../../local/lambda-context.js';
 
 /**
  * The deployable artefact, end to end: the real `cdk synth` (pinned CLI, offline) writes the cloud
@@ -476,7 +477,10 @@ beforeAll(async () => {
   for (const id of ALL_FUNCTION_IDS) {
     handlers[id] = ((await import(`../../functions/handlers/${id}.ts`)) as { handler: Handler }).handler;
   }
-  source = (id, event) => captured(() => handlers[id](event, lambdaContext(id)));
+  source = (id, event) => captured(() => handlers[id](
+      event,
+      lambdaContext({ functionName: `leasehold-${id}`, region: REGION, accountId: ACCOUNT, remainingMs: 5_000, callbackWaitsForEmptyEventLoop: true }),
+    ));
 }, 120_000);
 
 afterAll(async () => {
@@ -546,24 +550,6 @@ function apiEvent(request: Request, routeKey: string, pathParameters?: Record<st
       time: '01/Jan/2026:00:00:00 +0000',
       timeEpoch: 1_767_225_600_000,
     },
-  };
-}
-
-function lambdaContext(id: AnyFunctionId): Context {
-  const functionName = `leasehold-${id}`;
-  return {
-    callbackWaitsForEmptyEventLoop: true,
-    functionName,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:${REGION}:${ACCOUNT}:function:${functionName}`,
-    memoryLimitInMB: '256',
-    awsRequestId: randomUUID(),
-    logGroupName: `/aws/lambda/${functionName}`,
-    logStreamName: '2026/01/01/[$LATEST]0123456789abcdef',
-    getRemainingTimeInMillis: () => 5_000,
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
   };
 }
 

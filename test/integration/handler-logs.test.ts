@@ -12,6 +12,7 @@ import { createWatchDeps } from '../../functions/watch/watch-deps.js';
 import { LOCAL_CREDENTIALS } from '../../local/dynamodb/dynamodb-local.js';
 import { createTestLeaseTable, localDynamoConfig } from '../support/dynamodb.js';
 import { startTestServer } from '../support/local-server.js';
+import { lambdaContext } from '../../local/lambda-context.js';
 
 /**
  * Every log line the functions print, with the two switches that log the most: the whole
@@ -60,7 +61,7 @@ function event(method: string, path: string, body: unknown, rawQueryString = '')
   } as never;
 }
 
-const context = { functionName: 'test', awsRequestId: 'req', getRemainingTimeInMillis: () => 1000 } as never;
+const context = lambdaContext({ functionName: 'test', awsRequestId: 'req' });
 
 function expectNoSecret(secrets: string[]): void {
   const log = lines.join('\n');

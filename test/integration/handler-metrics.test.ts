@@ -6,6 +6,7 @@ import { rejectedMetric } from '../../functions/http/middlewares.js';
 import { createDeps } from '../../functions/runtime.js';
 import { LOCAL_CREDENTIALS } from '../../local/dynamodb/dynamodb-local.js';
 import { createTestLeaseTable, localDynamoConfig } from '../support/dynamodb.js';
+import { lambdaContext } from '../../local/lambda-context.js';
 
 afterEach(() => {
   vi.unstubAllEnvs();
@@ -26,7 +27,7 @@ function event(name: string, action: string, body: string) {
   } as never;
 }
 
-const context = { functionName: 'test', awsRequestId: 'req', getRemainingTimeInMillis: () => 1000 } as never;
+const context = lambdaContext({ functionName: 'test', awsRequestId: 'req' });
 
 /** Everything written to stdout and stderr while `work` runs, by Powertools' own consoles included. */
 async function captureOutput(work: () => Promise<void>): Promise<string[]> {

@@ -4,6 +4,7 @@ import { createAcquireHandler } from '../../functions/handlers/acquire.js';
 import { createDeps } from '../../functions/runtime.js';
 import { LOCAL_CREDENTIALS } from '../../local/dynamodb/dynamodb-local.js';
 import { createTestLeaseTable, localDynamoConfig } from '../support/dynamodb.js';
+import { lambdaContext } from '../../local/lambda-context.js';
 
 /**
  * A JSON body must be UTF-8 in Lambda as locally (issue #14 item 7): the check is in the shared
@@ -27,7 +28,7 @@ function acquireEvent(name: string, headers: Record<string, string>, body: strin
   } as never;
 }
 
-const context = { functionName: 'test', awsRequestId: 'req', getRemainingTimeInMillis: () => 1000 } as never;
+const context = lambdaContext({ functionName: 'test', awsRequestId: 'req' });
 
 describe('the acquire handler in Lambda', () => {
   it('answers 415 UNSUPPORTED_MEDIA_TYPE to a body declared as UTF-16, and writes nothing', async () => {
