@@ -1,21 +1,23 @@
 /**
- * The server's only source of time. Everything else receives a Clock, so tests (and the local
- * server's chaos mode) can move time by hand or skew it per handler instance.
+ * The server's only source of time: a wall clock (epoch milliseconds), because lease times are
+ * stored in DynamoDB and compared across hosts. (The SDK measures its deadlines on a
+ * `MonotonicClock` instead: client/src/clock.ts.) Everything else receives a WallClock, so tests
+ * (and the local server's chaos mode) can move time by hand or skew it per handler instance.
  */
-export interface Clock {
+export interface WallClock {
   /** Epoch milliseconds. */
   nowMs(): number;
 }
 
-export const systemClock: Clock = { nowMs: () => Date.now() };
+export const systemClock: WallClock = { nowMs: () => Date.now() };
 
 /** A clock that reads another clock shifted by a fixed offset: how two Lambda hosts disagree. */
-export function offsetClock(base: Clock, offsetMs: number): Clock {
+export function offsetClock(base: WallClock, offsetMs: number): WallClock {
   return { nowMs: () => base.nowMs() + offsetMs };
 }
 
 /** A clock moved only by hand, for tests. */
-export class ManualClock implements Clock {
+export class ManualClock implements WallClock {
   constructor(private current: number) {}
   nowMs(): number {
     return this.current;

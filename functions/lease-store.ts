@@ -31,7 +31,7 @@ import {
   type ReleaseRequest,
   type RenewRequest,
 } from '../client/src/protocol/index.js';
-import type { Clock } from './clock.js';
+import type { WallClock } from './clock.js';
 import {
   LAST_OP_ATTRIBUTE,
   isSameGrantRetry,
@@ -87,7 +87,7 @@ const grantIsCurrent = 'leaseId = :leaseId AND #token = :token AND attribute_exi
 export interface LeaseStoreOptions {
   client: DynamoDBDocumentClient;
   tableName: string;
-  clock: Clock;
+  clock: WallClock;
   /** How long after an item's last write DynamoDB TTL may delete it. Default 7 days. */
   cleanupAfterMs?: number;
   /** Source of 128-bit lease ids; injectable for tests. Default: crypto random, hex. */
@@ -101,7 +101,7 @@ export type AcquireResult =
 export class LeaseStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
-  private readonly clock: Clock;
+  private readonly clock: WallClock;
   private readonly cleanupAfterMs: number;
   private readonly newLeaseId: () => string;
 

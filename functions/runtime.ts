@@ -1,5 +1,5 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import { systemClock, type Clock } from './clock.js';
+import { systemClock, type WallClock } from './clock.js';
 import { readConfig, readServiceIdentity } from './config.js';
 import { createDocumentClient } from './dynamodb-client.js';
 import { createLogger } from './logging.js';
@@ -12,7 +12,7 @@ export interface DepsOptions {
   region: string;
   dynamodbEndpoint?: string | undefined;
   credentials?: { accessKeyId: string; secretAccessKey: string };
-  clock?: Clock;
+  clock?: WallClock;
 }
 
 /** Builds handler dependencies for one table. The local server calls this with its own clock. */

@@ -3,9 +3,9 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { HttpHandler } from '@smithy/protocol-http';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { InternalError, LIMITS, PayloadTooLargeError, ThrottledError, isLeaseholdError } from '../client/src/protocol/index.js';
-import { offsetClock, systemClock, type Clock } from '../functions/clock.js';
+import { offsetClock, systemClock, type WallClock } from '../functions/clock.js';
 import { createAcquireHandler } from '../functions/handlers/acquire.js';
 import { createDescribeHandler } from '../functions/handlers/describe.js';
 import { createHandoffHandler } from '../functions/handlers/handoff.js';
@@ -17,6 +17,8 @@ import type { HandlerDeps, RouteHandler } from '../functions/http/route.js';
 import { matchRoute, type RouteId } from '../functions/http/routes.js';
 import { createDeps } from '../functions/runtime.js';
 import { createHostPolicy, type HostPolicy } from './host-policy.js';
+import { lambdaContext } from './lambda-context.js';
+import { validateLocalServerOptions } from './server-options.js';
 import { createPageServer, type PageServer } from './page/serve.js';
 import { createSigV4Verifier, sigv4WatchGrants, type SigV4VerifierOptions } from './sigv4-verifier.js';
 import { TokenBucket, type ThrottleOptions } from './throttle.js';
@@ -78,7 +80,8 @@ const OPENAPI_PATH = new URL('../docs/openapi.json', import.meta.url);
 const WILDCARD_ADDRESSES: ReadonlySet<string> = new Set(['0.0.0.0', '::', '[::]']);
 
 export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {
-  const clock: Clock = options.clockOffsetMs ? offsetClock(systemClock, options.clockOffsetMs) : systemClock;
+  validateLocalServerOptions(options);
+  const clock: WallClock = options.clockOffsetMs ? offsetClock(systemClock, options.clockOffsetMs) : systemClock;
   const deps: HandlerDeps = createDeps({
     tableName: options.tableName,
     region: options.region ?? 'us-east-1',
@@ -209,7 +212,7 @@ interface ServeContext {
   handlers: Record<RouteId, RouteHandler>;
   verify: ReturnType<typeof createSigV4Verifier> | undefined;
   openapi: string;
-  clock: Clock;
+  clock: WallClock;
   bucket: TokenBucket | undefined;
   page: PageServer;
   hosts: HostPolicy;
@@ -309,7 +312,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
     ...(body.length > 0 ? { body } : {}),
     isBase64Encoded: false,
   };
-  const result = await ctx.handlers[match.route.id](event, lambdaContext(match.route.id, requestId));
+  const result = await ctx.handlers[match.route.id](event, lambdaContext({ functionName: `leasehold-local-${match.route.id}`, awsRequestId: requestId }));
   send(res, result ?? jsonResponse(500, { error: new InternalError().toBody() }));
 }
 
@@ -356,23 +359,6 @@ function parseQuery(raw: string): Record<string, string> {
     out[key] = Object.hasOwn(out, key) ? `${out[key]},${value}` : value;
   }
   return out;
-}
-
-function lambdaContext(route: RouteId, requestId: string): Context {
-  return {
-    callbackWaitsForEmptyEventLoop: false,
-    functionName: `leasehold-local-${route}`,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:leasehold-local-${route}`,
-    memoryLimitInMB: '256',
-    awsRequestId: requestId,
-    logGroupName: `/aws/lambda/leasehold-local-${route}`,
-    logStreamName: 'local',
-    getRemainingTimeInMillis: () => 10_000,
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
-  };
 }
 
 function send(res: ServerResponse, result: APIGatewayProxyStructuredResultV2): void {

@@ -1,4 +1,4 @@
-import type { Clock } from '../functions/clock.js';
+import type { WallClock } from '../functions/clock.js';
 
 /**
  * A token bucket like API Gateway's stage throttling: `burst` requests at once, refilled at
@@ -15,7 +15,7 @@ export class TokenBucket {
 
   constructor(
     private readonly options: ThrottleOptions,
-    private readonly clock: Clock,
+    private readonly clock: WallClock,
   ) {
     if (!(options.ratePerSecond > 0)) throw new Error('Expected `ratePerSecond` to be a positive number.');
     if (!(Number.isInteger(options.burst) && options.burst >= 1)) throw new Error('Expected `burst` to be a positive integer.');

@@ -5,7 +5,7 @@ import { HttpResponse, type HttpHandler, type HttpRequest } from '@smithy/protoc
 import type { APIGatewayProxyResultV2, APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
 import { WebSocket, WebSocketServer } from 'ws';
 import { WATCH_LIMITS, type LeaseholdError } from '../client/src/protocol/index.js';
-import type { Clock } from '../functions/clock.js';
+import type { WallClock } from '../functions/clock.js';
 
 /**
  * A stand-in for API Gateway's WebSocket API: it gives each socket a connection id, invokes the
@@ -22,7 +22,7 @@ type SocketRoute = (event: APIGatewayProxyWebsocketEventV2) => Promise<APIGatewa
 
 export interface WebSocketGatewayOptions {
   routes: { $connect: SocketRoute; $disconnect: SocketRoute; [action: string]: SocketRoute };
-  clock: Clock;
+  clock: WallClock;
   /**
    * Authorize the upgrade request (SigV4 in AWS); throw to refuse. The caller it returns reaches
    * `$connect` as `requestContext.identity.userArn`, as IAM auth's does in AWS.

@@ -1,5 +1,5 @@
 import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Clock } from '../clock.js';
+import type { WallClock } from '../clock.js';
 
 /**
  * Who listens to which lease, in a small DynamoDB table with a TTL.
@@ -31,7 +31,7 @@ export interface Subscriber {
 export interface SubscriptionStoreOptions {
   client: DynamoDBDocumentClient;
   tableName: string;
-  clock: Clock;
+  clock: WallClock;
   ttlMs?: number;
 }
 

@@ -1,7 +1,7 @@
 import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { HttpHandler } from '@smithy/protocol-http';
-import { systemClock, type Clock } from '../clock.js';
+import { systemClock, type WallClock } from '../clock.js';
 import { readServiceIdentity, readWatchConfig } from '../config.js';
 import { createDocumentClient } from '../dynamodb-client.js';
 import { createLogger } from '../logging.js';
@@ -30,7 +30,7 @@ export interface WatchDepsOptions {
   region: string;
   dynamodbEndpoint?: string | undefined;
   credentials?: { accessKeyId: string; secretAccessKey: string };
-  clock?: Clock;
+  clock?: WallClock;
   /** Default true. */
   renewedEvents?: boolean;
   /**

@@ -1,6 +1,6 @@
 import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ForbiddenError } from '../../client/src/protocol/index.js';
-import type { Clock } from '../clock.js';
+import type { WallClock } from '../clock.js';
 
 /**
  * Who may watch which leases.
@@ -70,7 +70,7 @@ export function staticWatchGrants(grants: ReadonlyArray<{ principalArn: string; 
 export interface TableWatchGrantsOptions {
   client: DynamoDBDocumentClient;
   tableName: string;
-  clock: Clock;
+  clock: WallClock;
   /** Default {@link WATCH_GRANTS_CACHE_MS}. */
   cacheMs?: number;
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LIMITS, PREFIX_PATTERN, type ListRequest, type ListResponse, type PublicLease } from '../../client/src/protocol/index.js';
-import type { Clock } from '../../functions/clock.js';
+import type { WallClock } from '../../functions/clock.js';
 import { orderLeases, rowCells, serverNowMs, statusText } from './lease-rows.js';
 
 /**
@@ -19,7 +19,7 @@ export interface PageOptions {
    * requests: the page must not show to an unsigned browser what the API would refuse it.
    */
   list?: (request: ListRequest) => Promise<ListResponse>;
-  clock: Clock;
+  clock: WallClock;
 }
 
 export interface PageServer {
