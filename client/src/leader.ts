@@ -41,7 +41,7 @@ import { validateFence, type Fence, type FencingOptions } from './fence.js';
 import { claimForTerm } from './fence-claim.js';
 import { FollowerSignals } from './follower.js';
 import { HealthMonitor, resolveHealth, type HealthOptions } from './health.js';
-import { LeaseClient, type AcquireResult, type LeaseApi } from './lease-client.js';
+import type { AcquireResult, LeaseApi } from './lease-client.js';
 import { LeaseLostError, isLeaseLostError, validateHandoffRequest, type Grant, type HandoffResponse } from './protocol/index.js';
 import { Term } from './term.js';
 import { createTermContext, releaseQuietly, type TermContext, type TermOptions } from './term-context.js';
@@ -55,7 +55,7 @@ export interface LeaderOptions extends TermOptions, HealthOptions, FencingOption
   /**
    * Push-driven following. A WatchClient (shared; the leader does not close it), or the watch URL
    * (`ws://…/v1/watch` locally, the WebSocket API's `wss://…/{stage}` in AWS), for which the
-   * leader opens its own socket, signed with the LeaseClient's `signer`, and closes it on
+   * leader opens its own socket, signed with the client's `signer` (`LeaseApi.signer`), and closes it on
    * `stop()`. Default: none (followers retry on the server's schedule only).
    */
   watch?: WatchClient | string | URL;
@@ -148,7 +148,7 @@ class LeaderImpl implements Leader {
     if (watch === undefined) {
       this.watch = undefined;
     } else if (typeof watch === 'string' || watch instanceof URL) {
-      const signer = client instanceof LeaseClient ? client.signer : undefined;
+      const signer = client.signer;
       this.watch = createWatch({ url: watch, clock: this.ctx.clock, random: this.ctx.random, ...(signer ? { signer } : {}) });
     } else if (typeof watch === 'object' && watch !== null && typeof (watch as Partial<WatchClient>).subscribe === 'function') {
       this.watch = watch;

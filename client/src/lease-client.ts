@@ -64,6 +64,8 @@ export interface LeaseApi {
   release(name: string, grant: GrantRef, call?: CallOptions): Promise<PublicLease>;
   /** Needed only by `leader.handoff()`. */
   handoff?(name: string, request: HandoffRequest, call?: CallOptions): Promise<HandoffResponse>;
+  /** How requests are signed; a leader given a watch URL signs its socket with it too. Default: unsigned. */
+  readonly signer?: RequestSigner | undefined;
 }
 
 /**

@@ -315,4 +315,19 @@ describe('a signed watch (SigV4 on the upgrade request, as IAM auth on $connect)
     l.leader.start();
     await expect(live).resolves.toBeDefined();
   });
+
+  it('a leader given any LeaseApi with a signer (not only a LeaseClient) signs its watch socket with it', async () => {
+    const signer = sigv4Signer({ region: REGION, credentials: KEY });
+    const signedClient = new LeaseClient({ endpoint: signedServer.url, signer });
+    const api: LeaseApi = {
+      acquire: (name, request, call) => signedClient.acquire(name, request, call),
+      renew: (name, request, call) => signedClient.renew(name, request, call),
+      release: (name, grant, call) => signedClient.release(name, grant, call),
+      signer,
+    };
+    const l = leader({ name: uniqueName('leader-api-signed'), holder: 'x', watch: signedUrl() }, api);
+    const live = l.next((e) => e.type === 'watch' && e.live);
+    l.leader.start();
+    await expect(live).resolves.toBeDefined();
+  });
 });
