@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
+import { ENV } from '../functions/config.js';
 import { REPO_ROOT } from './processes.js';
 import { median } from './stats.js';
 
@@ -49,15 +50,15 @@ function runOnce(bundleUrl: string, sourceMaps: boolean): Promise<{ importMs: nu
         BENCH_BUNDLE_URL: bundleUrl,
         ...(sourceMaps ? { NODE_OPTIONS: '--enable-source-maps' } : {}),
         AWS_LAMBDA_FUNCTION_NAME: 'leasehold-bench-cold-start',
-        AWS_REGION: 'us-east-1',
+        [ENV.region]: 'us-east-1',
         AWS_ACCESS_KEY_ID: 'bench',
         AWS_SECRET_ACCESS_KEY: 'bench',
-        LEASE_TABLE_NAME: 'leasehold-bench',
-        DYNAMODB_ENDPOINT: 'http://127.0.0.1:9',
-        SUBSCRIPTION_TABLE_NAME: 'leasehold-bench-subscriptions',
-        WEBSOCKET_MANAGEMENT_ENDPOINT: 'http://127.0.0.1:9',
+        [ENV.leaseTable]: 'leasehold-bench',
+        [ENV.dynamodbEndpoint]: 'http://127.0.0.1:9',
+        [ENV.subscriptionTable]: 'leasehold-bench-subscriptions',
+        [ENV.managementEndpoint]: 'http://127.0.0.1:9',
         POWERTOOLS_METRICS_DISABLED: 'true',
-        POWERTOOLS_LOG_LEVEL: 'WARN',
+        [ENV.logLevel]: 'WARN',
         AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
