@@ -1,17 +1,31 @@
-import { systemClock, type CancelTimer, type MonotonicClock } from './clock.js';
+import type { CancelTimer, MonotonicClock } from './clock.js';
 import {
   ErrorCode,
   UnavailableError,
-  ValidationError,
   WATCH_LIMITS,
   errorFromBody,
-  validateSubscribeMessage,
   type LeaseEvent,
   type LeaseholdError,
   type SubscribeMessage,
 } from './protocol/index.js';
 import type { RequestSigner } from './signing.js';
-import { backoffMs, expectNonNegative, expectPositive } from './timing.js';
+import { backoffMs } from './timing.js';
+import { bufferedEvents } from './watch-events.js';
+import { resolveFilter, resolveWatchOptions } from './watch-options.js';
+import { OPEN, closeQuietly, socketError } from './watch-socket.js';
+import type { WatchClient, WatchFilter, WatchListener, WatchOptions, WatchReconnectOptions, WatchState, WatchSubscription, WebSocketFactory, WebSocketLike } from './watch-types.js';
+
+export type {
+  WatchClient,
+  WatchFilter,
+  WatchListener,
+  WatchOptions,
+  WatchReconnectOptions,
+  WatchState,
+  WatchSubscription,
+  WebSocketFactory,
+  WebSocketLike,
+} from './watch-types.js';
 
 /**
  * The watch: one WebSocket to leasehold's watch endpoint, shared by any number of consumers
@@ -31,132 +45,10 @@ import { backoffMs, expectNonNegative, expectPositive } from './timing.js';
  * which keeps API Gateway's idle timeout (10 minutes) away and proves the socket still answers.
  */
 
-/** The part of a WebSocket the watch uses: the WHATWG API, which `ws` also implements. */
-export interface WebSocketLike {
-  readonly readyState: number;
-  send(data: string): void;
-  close(code?: number, reason?: string): void;
-  onopen: ((event: unknown) => void) | null;
-  onmessage: ((event: { data: unknown }) => void) | null;
-  onclose: ((event: { code?: number; reason?: string }) => void) | null;
-  onerror: ((event: unknown) => void) | null;
-}
-
-/** Opens a socket. `headers` (the signature, when signed) go on the HTTP upgrade request. */
-export type WebSocketFactory = (url: string, init: { headers: Record<string, string> }) => WebSocketLike | Promise<WebSocketLike>;
-
-export interface WatchReconnectOptions {
-  /** Backoff before the first reconnect; doubles after each failure. Default 500. */
-  baseDelayMs?: number;
-  /** Largest backoff. Default 30000. */
-  maxDelayMs?: number;
-}
-
-export interface WatchOptions {
-  /**
-   * The watch endpoint. Locally `ws://127.0.0.1:8787/v1/watch`; in AWS the WebSocket API's URL,
-   * `wss://{api}.execute-api.{region}.amazonaws.com/{stage}`. Required.
-   */
-  url: string | URL;
-  /**
-   * Signs the upgrade request (GET, the URL's host and path, no body), e.g. `sigv4Signer()` for
-   * the WebSocket API's IAM authorization on `$connect`. Default: unsigned.
-   */
-  signer?: RequestSigner;
-  /**
-   * Opens the socket. Default: the platform's `WebSocket` when there is one and nothing needs
-   * signing, else the `ws` package (loaded on first use), which can send the signed headers.
-   */
-  webSocket?: WebSocketFactory;
-  /** Time limit to open the socket, and for the server to confirm each subscribe message. Default 10000. */
-  timeoutMs?: number;
-  /** Reconnect backoff (with jitter: half fixed, half random). Default `{ baseDelayMs: 500, maxDelayMs: 30000 }`. */
-  reconnect?: WatchReconnectOptions;
-  /** Re-send one subscription this often while idle; 0 turns it off. Default 300000 (under API Gateway's 10-minute idle timeout). */
-  keepaliveMs?: number;
-  /** Connection failures and error replies, for logs. Default: none. */
-  onError?: (error: unknown) => void;
-  /** Aborting it is `close()`. Default: none. */
-  signal?: AbortSignal;
-  /** Default: `performance.now()` and platform timers. */
-  clock?: MonotonicClock;
-  /** Source of jitter, in [0, 1). Default `Math.random`. */
-  random?: () => number;
-}
-
-/** What a consumer watches: exact names and name prefixes (at least one of either). */
-export interface WatchFilter {
-  names?: readonly string[];
-  prefixes?: readonly string[];
-  /** Also deliver `renewed` events (one per renewal: noisy). Default false. */
-  renewed?: boolean;
-}
-
-export interface WatchListener {
-  /** A lease event that matches the filter. */
-  event(event: LeaseEvent): void;
-  /**
-   * The server confirmed the subscription: changes are pushed from now on. Called again after
-   * every reconnect; events may have been missed while the socket was down, so re-read on it.
-   */
-  live?(): void;
-  /** The socket dropped (or could not be opened); no pushes until `live` is called again. */
-  down?(error: unknown): void;
-  /**
-   * The server refused this subscription for good (`FORBIDDEN`: a name or prefix outside the
-   * caller's watch grant; `VALIDATION_ERROR`). The subscription has ended (after `down`) and is not
-   * retried; the socket and every other subscription on it carry on.
-   */
-  refused?(error: LeaseholdError): void;
-}
-
-export interface WatchSubscription {
-  /** True while the server has confirmed this subscription on an open socket. */
-  readonly live: boolean;
-  /** Stops delivery to this consumer. The socket closes with the last subscription. Idempotent. */
-  close(): void;
-}
-
-export type WatchState =
-  /** No subscriptions, no socket. */
-  | 'idle'
-  /** Opening the socket. */
-  | 'connecting'
-  /** Open, subscriptions not all confirmed yet. */
-  | 'subscribing'
-  /** Open and every subscription confirmed. */
-  | 'live'
-  /** The socket dropped or could not be opened; waiting before the next attempt. */
-  | 'reconnecting'
-  /** `close()` was called. */
-  | 'closed';
-
-export interface WatchClient {
-  readonly url: URL;
-  readonly state: WatchState;
-  /** Delivers matching events to `listener` (a function receives events only). Throws ValidationError for a bad filter. */
-  subscribe(filter: WatchFilter, listener: WatchListener | ((event: LeaseEvent) => void)): WatchSubscription;
-  /**
-   * Matching events as an async iterator; ends when `signal` aborts or the watch is closed. Events
-   * are buffered while the consumer is busy; more than `maxBuffered` (default 1000) ends the
-   * iteration with an error rather than growing without bound.
-   */
-  events(filter: WatchFilter, options?: { signal?: AbortSignal; maxBuffered?: number }): AsyncGenerator<LeaseEvent, void, undefined>;
-  /** Closes the socket and ends every subscription for good. */
-  close(): void;
-}
-
 /** Creates a watch; nothing connects until the first `subscribe`. Validates its options at once. */
 export function createWatch(options: WatchOptions): WatchClient {
   return new Watch(options);
 }
-
-const DEFAULT_TIMEOUT_MS = 10_000;
-const DEFAULT_KEEPALIVE_MS = 300_000;
-const DEFAULT_RECONNECT: Required<WatchReconnectOptions> = { baseDelayMs: 500, maxDelayMs: 30_000 };
-const DEFAULT_MAX_BUFFERED = 1_000;
-/** WebSocket readyState OPEN. */
-const OPEN = 1;
 
 interface Sub {
   names: ReadonlySet<string>;
@@ -199,21 +91,16 @@ class Watch implements WatchClient {
   private cancelRetry: CancelTimer | undefined;
 
   constructor(options: WatchOptions) {
-    if (typeof options !== 'object' || options === null) throw new TypeError('Expected watch options with a `url`.');
-    this.url = parseWatchUrl(options.url);
-    this.signer = options.signer;
-    this.factory = options.webSocket ?? defaultWebSocket;
-    if (typeof this.factory !== 'function') throw new TypeError(`Expected \`webSocket\` to be a function, got ${typeof this.factory}.`);
-    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    expectPositive('timeoutMs', this.timeoutMs);
-    this.keepaliveMs = options.keepaliveMs ?? DEFAULT_KEEPALIVE_MS;
-    expectNonNegative('keepaliveMs', this.keepaliveMs);
-    this.reconnect = { ...DEFAULT_RECONNECT, ...options.reconnect };
-    expectPositive('reconnect.baseDelayMs', this.reconnect.baseDelayMs);
-    expectPositive('reconnect.maxDelayMs', this.reconnect.maxDelayMs);
-    this.onError = options.onError;
-    this.clock = options.clock ?? systemClock;
-    this.random = options.random ?? Math.random;
+    const settings = resolveWatchOptions(options);
+    this.url = settings.url;
+    this.signer = settings.signer;
+    this.factory = settings.factory;
+    this.timeoutMs = settings.timeoutMs;
+    this.keepaliveMs = settings.keepaliveMs;
+    this.reconnect = settings.reconnect;
+    this.onError = settings.onError;
+    this.clock = settings.clock;
+    this.random = settings.random;
     if (options.signal?.aborted) this.stateValue = 'closed';
     else options.signal?.addEventListener('abort', () => this.close(), { once: true });
   }
@@ -232,58 +119,14 @@ class Watch implements WatchClient {
     };
   }
 
-  async *events(filter: WatchFilter, options: { signal?: AbortSignal; maxBuffered?: number } = {}): AsyncGenerator<LeaseEvent, void, undefined> {
-    const maxBuffered = options.maxBuffered ?? DEFAULT_MAX_BUFFERED;
-    expectPositive('maxBuffered', maxBuffered);
-    const signal = options.signal;
-    if (signal?.aborted) return;
-    const buffer: LeaseEvent[] = [];
-    let ended = false;
-    let refusal: LeaseholdError | undefined;
-    let overflow = false;
-    let notify: (() => void) | undefined;
-    const poke = () => {
-      notify?.();
-      notify = undefined;
-    };
-    const sub = this.add(filter, {
-      event: (event) => {
-        if (buffer.length >= maxBuffered) {
-          overflow = true;
-          this.remove(sub);
-        } else {
-          buffer.push(event);
-        }
-        poke();
-      },
-    });
-    sub.onEnd = (error) => {
-      ended = true;
-      refusal ??= error;
-      poke();
-    };
-    const onAbort = () => {
-      ended = true;
-      poke();
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      for (;;) {
-        const next = buffer.shift();
-        if (next !== undefined) {
-          yield next;
-          continue;
-        }
-        if (overflow) throw new RangeError(`The watch consumer fell more than ${maxBuffered} events behind (\`maxBuffered\`); the iteration ended.`);
-        if (refusal !== undefined) throw refusal;
-        if (ended || signal?.aborted) return;
-        await new Promise<void>((resolve) => (notify = resolve));
-      }
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-      this.remove(sub);
-    }
+  events(filter: WatchFilter, options: { signal?: AbortSignal; maxBuffered?: number } = {}): AsyncGenerator<LeaseEvent, void, undefined> {
+    return bufferedEvents((listener, onEnd) => {
+      const sub = this.add(filter, listener);
+      sub.onEnd = onEnd;
+      return { close: () => this.remove(sub) };
+    }, options);
   }
+
 
   close(): void {
     if (this.stateValue === 'closed') return;
@@ -303,18 +146,12 @@ class Watch implements WatchClient {
 
   private add(filter: WatchFilter, listener: WatchListener): Sub {
     if (this.stateValue === 'closed') throw new Error(`The watch of ${this.url.origin} was closed; create a new one.`);
-    if (typeof filter !== 'object' || filter === null) throw new TypeError('Expected a watch filter with `names` or `prefixes`.');
+    const { names, prefixes, renewed } = resolveFilter(filter);
     if (typeof listener?.event !== 'function') throw new TypeError('Expected a listener function or an object with an `event` method.');
-    const names = listOf(filter.names, 'names');
-    const prefixes = listOf(filter.prefixes, 'prefixes');
-    if (names.length === 0 && prefixes.length === 0) throw new ValidationError('names', 'at least one name or prefix is required');
-    if (filter.renewed !== undefined && typeof filter.renewed !== 'boolean') {
-      throw new TypeError(`Expected \`renewed\` to be a boolean, got ${String(filter.renewed)}.`);
-    }
     const sub: Sub = {
       names: new Set(names),
       prefixes,
-      renewed: filter.renewed === true,
+      renewed,
       keys: [...new Set([...names.map((n) => `n:${n}`), ...prefixes.map((p) => `p:${p}`)])],
       listener,
       live: false,
@@ -604,42 +441,12 @@ function subscribeMessage(keys: ReadonlyArray<readonly [string, boolean]>, renew
   return { action: 'subscribe', names, prefixes, ...(renewed ? { renewed: true } : {}) };
 }
 
-/**
- * Checks each entry with the server's own rule (the protocol's subscribe validation, one entry at a
- * time), without its per-message limits: a long list is sent in as many messages as it needs.
- */
-function listOf(value: readonly string[] | undefined, field: 'names' | 'prefixes'): string[] {
-  if (value === undefined) return [];
-  if (!Array.isArray(value)) throw new ValidationError(field, 'must be an array');
-  return value.map((entry: unknown, i) => {
-    try {
-      validateSubscribeMessage({ action: 'subscribe', [field]: [entry] });
-    } catch (error) {
-      if (error instanceof ValidationError) throw new ValidationError(`${field}[${i}]`, error.rule);
-      throw error;
-    }
-    return entry as string;
-  });
-}
 
 /** A key sent with `renewed: sent` serves a consumer that needs `renewed: needed`. */
 function covers(sent: boolean | undefined, needed: boolean): boolean {
   return sent !== undefined && (sent || !needed);
 }
 
-function parseWatchUrl(input: string | URL): URL {
-  let url: URL;
-  try {
-    url = new URL(input);
-  } catch {
-    throw new TypeError(`Expected \`url\` to be an absolute ws:// or wss:// URL, got "${String(input)}".`);
-  }
-  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') {
-    throw new TypeError(`Expected \`url\` to be an absolute ws:// or wss:// URL, got "${String(input)}".`);
-  }
-  if (url.hash) throw new TypeError(`Expected \`url\` without a fragment, got "${String(input)}".`);
-  return url;
-}
 
 type ParsedMessage =
   | { type: 'subscribed' }
@@ -683,31 +490,5 @@ function isLeaseEvent(value: unknown): value is LeaseEvent {
   );
 }
 
-function socketError(url: URL, event: unknown): unknown {
-  const inner = (event as { error?: unknown } | undefined)?.error;
-  const detail = inner instanceof Error ? `: ${(inner as { code?: string }).code ?? inner.message}` : '';
-  return new UnavailableError(`The watch socket to ${url.origin} failed${detail}.`, { cause: inner ?? event });
-}
 
-function closeQuietly(socket: WebSocketLike): void {
-  try {
-    socket.close();
-  } catch {
-    // Closing a socket that never opened may throw in some implementations; it is gone either way.
-  }
-}
 
-type WebSocketConstructor = new (url: string, options?: { headers?: Record<string, string> }) => WebSocketLike;
-
-/**
- * The platform's WebSocket when it exists and nothing needs signing (it cannot send headers);
- * otherwise `ws`, loaded only now so that users without a watch never load it.
- */
-async function defaultWebSocket(url: string, init: { headers: Record<string, string> }): Promise<WebSocketLike> {
-  const platform = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
-  if (platform !== undefined && Object.keys(init.headers).length === 0) return new platform(url);
-  const ws = (await import('ws')) as unknown as { default?: WebSocketConstructor; WebSocket?: WebSocketConstructor };
-  const WebSocketImpl = ws.WebSocket ?? ws.default;
-  if (WebSocketImpl === undefined) throw new TypeError('The `ws` package did not export a WebSocket class.');
-  return new WebSocketImpl(url, { headers: init.headers });
-}

@@ -1,0 +1,96 @@
+import { systemClock, type MonotonicClock } from './clock.js';
+import { ValidationError, validateSubscribeMessage } from './protocol/index.js';
+import type { RequestSigner } from './signing.js';
+import { expectNonNegative, expectPositive } from './timing.js';
+import type { WatchFilter, WatchOptions, WatchReconnectOptions, WebSocketFactory } from './watch-types.js';
+import { defaultWebSocket } from './watch-socket.js';
+
+/** The watch's options checked once, defaults applied; and the consumer filters checked the same way. */
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+const DEFAULT_KEEPALIVE_MS = 300_000;
+const DEFAULT_RECONNECT: Required<WatchReconnectOptions> = { baseDelayMs: 500, maxDelayMs: 30_000 };
+export const DEFAULT_MAX_BUFFERED = 1_000;
+
+/** The watch's options, resolved. */
+export interface WatchSettings {
+  url: URL;
+  signer: RequestSigner | undefined;
+  factory: WebSocketFactory;
+  timeoutMs: number;
+  keepaliveMs: number;
+  reconnect: Required<WatchReconnectOptions>;
+  onError: ((error: unknown) => void) | undefined;
+  clock: MonotonicClock;
+  random: () => number;
+}
+
+/** Validates the options (ky-style messages naming the option) and fills in the defaults. */
+export function resolveWatchOptions(options: WatchOptions): WatchSettings {
+  if (typeof options !== 'object' || options === null) throw new TypeError('Expected watch options with a `url`.');
+  const url = parseWatchUrl(options.url);
+  const factory = options.webSocket ?? defaultWebSocket;
+  if (typeof factory !== 'function') throw new TypeError(`Expected \`webSocket\` to be a function, got ${typeof factory}.`);
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  expectPositive('timeoutMs', timeoutMs);
+  const keepaliveMs = options.keepaliveMs ?? DEFAULT_KEEPALIVE_MS;
+  expectNonNegative('keepaliveMs', keepaliveMs);
+  const reconnect = { ...DEFAULT_RECONNECT, ...options.reconnect };
+  expectPositive('reconnect.baseDelayMs', reconnect.baseDelayMs);
+  expectPositive('reconnect.maxDelayMs', reconnect.maxDelayMs);
+  return {
+    url,
+    signer: options.signer,
+    factory,
+    timeoutMs,
+    keepaliveMs,
+    reconnect,
+    onError: options.onError,
+    clock: options.clock ?? systemClock,
+    random: options.random ?? Math.random,
+  };
+}
+
+/** A consumer's filter, checked: names and prefixes by the server's own rules, at least one of either. */
+export function resolveFilter(filter: WatchFilter): { names: string[]; prefixes: string[]; renewed: boolean } {
+  if (typeof filter !== 'object' || filter === null) throw new TypeError('Expected a watch filter with `names` or `prefixes`.');
+  const names = listOf(filter.names, 'names');
+  const prefixes = listOf(filter.prefixes, 'prefixes');
+  if (names.length === 0 && prefixes.length === 0) throw new ValidationError('names', 'at least one name or prefix is required');
+  if (filter.renewed !== undefined && typeof filter.renewed !== 'boolean') {
+    throw new TypeError(`Expected \`renewed\` to be a boolean, got ${String(filter.renewed)}.`);
+  }
+  return { names, prefixes, renewed: filter.renewed === true };
+}
+
+/**
+ * Checks each entry with the server's own rule (the protocol's subscribe validation, one entry at a
+ * time), without its per-message limits: a long list is sent in as many messages as it needs.
+ */
+function listOf(value: readonly string[] | undefined, field: 'names' | 'prefixes'): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new ValidationError(field, 'must be an array');
+  return value.map((entry: unknown, i) => {
+    try {
+      validateSubscribeMessage({ action: 'subscribe', [field]: [entry] });
+    } catch (error) {
+      if (error instanceof ValidationError) throw new ValidationError(`${field}[${i}]`, error.rule);
+      throw error;
+    }
+    return entry as string;
+  });
+}
+
+function parseWatchUrl(input: string | URL): URL {
+  let url: URL;
+  try {
+    url = new URL(input);
+  } catch {
+    throw new TypeError(`Expected \`url\` to be an absolute ws:// or wss:// URL, got "${String(input)}".`);
+  }
+  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') {
+    throw new TypeError(`Expected \`url\` to be an absolute ws:// or wss:// URL, got "${String(input)}".`);
+  }
+  if (url.hash) throw new TypeError(`Expected \`url\` without a fragment, got "${String(input)}".`);
+  return url;
+}

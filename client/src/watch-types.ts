@@ -1,0 +1,120 @@
+import type { MonotonicClock } from './clock.js';
+import type { LeaseEvent, LeaseholdError } from './protocol/index.js';
+import type { RequestSigner } from './signing.js';
+
+/** The watch's public shapes: options, filters, listeners, subscriptions and the client (see watch.ts). */
+
+/** The part of a WebSocket the watch uses: the WHATWG API, which `ws` also implements. */
+export interface WebSocketLike {
+  readonly readyState: number;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  onopen: ((event: unknown) => void) | null;
+  onmessage: ((event: { data: unknown }) => void) | null;
+  onclose: ((event: { code?: number; reason?: string }) => void) | null;
+  onerror: ((event: unknown) => void) | null;
+}
+
+/** Opens a socket. `headers` (the signature, when signed) go on the HTTP upgrade request. */
+export type WebSocketFactory = (url: string, init: { headers: Record<string, string> }) => WebSocketLike | Promise<WebSocketLike>;
+
+export interface WatchReconnectOptions {
+  /** Backoff before the first reconnect; doubles after each failure. Default 500. */
+  baseDelayMs?: number;
+  /** Largest backoff. Default 30000. */
+  maxDelayMs?: number;
+}
+
+export interface WatchOptions {
+  /**
+   * The watch endpoint. Locally `ws://127.0.0.1:8787/v1/watch`; in AWS the WebSocket API's URL,
+   * `wss://{api}.execute-api.{region}.amazonaws.com/{stage}`. Required.
+   */
+  url: string | URL;
+  /**
+   * Signs the upgrade request (GET, the URL's host and path, no body), e.g. `sigv4Signer()` for
+   * the WebSocket API's IAM authorization on `$connect`. Default: unsigned.
+   */
+  signer?: RequestSigner;
+  /**
+   * Opens the socket. Default: the platform's `WebSocket` when there is one and nothing needs
+   * signing, else the `ws` package (loaded on first use), which can send the signed headers.
+   */
+  webSocket?: WebSocketFactory;
+  /** Time limit to open the socket, and for the server to confirm each subscribe message. Default 10000. */
+  timeoutMs?: number;
+  /** Reconnect backoff (with jitter: half fixed, half random). Default `{ baseDelayMs: 500, maxDelayMs: 30000 }`. */
+  reconnect?: WatchReconnectOptions;
+  /** Re-send one subscription this often while idle; 0 turns it off. Default 300000 (under API Gateway's 10-minute idle timeout). */
+  keepaliveMs?: number;
+  /** Connection failures and error replies, for logs. Default: none. */
+  onError?: (error: unknown) => void;
+  /** Aborting it is `close()`. Default: none. */
+  signal?: AbortSignal;
+  /** Default: `performance.now()` and platform timers. */
+  clock?: MonotonicClock;
+  /** Source of jitter, in [0, 1). Default `Math.random`. */
+  random?: () => number;
+}
+
+/** What a consumer watches: exact names and name prefixes (at least one of either). */
+export interface WatchFilter {
+  names?: readonly string[];
+  prefixes?: readonly string[];
+  /** Also deliver `renewed` events (one per renewal: noisy). Default false. */
+  renewed?: boolean;
+}
+
+export interface WatchListener {
+  /** A lease event that matches the filter. */
+  event(event: LeaseEvent): void;
+  /**
+   * The server confirmed the subscription: changes are pushed from now on. Called again after
+   * every reconnect; events may have been missed while the socket was down, so re-read on it.
+   */
+  live?(): void;
+  /** The socket dropped (or could not be opened); no pushes until `live` is called again. */
+  down?(error: unknown): void;
+  /**
+   * The server refused this subscription for good (`FORBIDDEN`: a name or prefix outside the
+   * caller's watch grant; `VALIDATION_ERROR`). The subscription has ended (after `down`) and is not
+   * retried; the socket and every other subscription on it carry on.
+   */
+  refused?(error: LeaseholdError): void;
+}
+
+export interface WatchSubscription {
+  /** True while the server has confirmed this subscription on an open socket. */
+  readonly live: boolean;
+  /** Stops delivery to this consumer. The socket closes with the last subscription. Idempotent. */
+  close(): void;
+}
+
+export type WatchState =
+  /** No subscriptions, no socket. */
+  | 'idle'
+  /** Opening the socket. */
+  | 'connecting'
+  /** Open, subscriptions not all confirmed yet. */
+  | 'subscribing'
+  /** Open and every subscription confirmed. */
+  | 'live'
+  /** The socket dropped or could not be opened; waiting before the next attempt. */
+  | 'reconnecting'
+  /** `close()` was called. */
+  | 'closed';
+
+export interface WatchClient {
+  readonly url: URL;
+  readonly state: WatchState;
+  /** Delivers matching events to `listener` (a function receives events only). Throws ValidationError for a bad filter. */
+  subscribe(filter: WatchFilter, listener: WatchListener | ((event: LeaseEvent) => void)): WatchSubscription;
+  /**
+   * Matching events as an async iterator; ends when `signal` aborts or the watch is closed. Events
+   * are buffered while the consumer is busy; more than `maxBuffered` (default 1000) ends the
+   * iteration with an error rather than growing without bound.
+   */
+  events(filter: WatchFilter, options?: { signal?: AbortSignal; maxBuffered?: number }): AsyncGenerator<LeaseEvent, void, undefined>;
+  /** Closes the socket and ends every subscription for good. */
+  close(): void;
+}
