@@ -27,8 +27,8 @@ import { measureEtcdLatency, measureOperationLatency, measureRedisLatency } from
 import { loadAverageNow, machineInfo } from './machine.js';
 import { ensurePeerBinaries, startEtcd, startRedis, type PeerServer } from './peers.js';
 import { REPO_ROOT, bundleWorkers, killAllChildren, startServerProcess } from './processes.js';
+import { failoverSvg } from './plot.js';
 import {
-  failoverSvg,
   renderColdStart,
   renderCost,
   renderEpochFencing,
@@ -40,9 +40,8 @@ import {
   renderPeers,
   renderScale,
   renderTargets,
-  type BenchResults,
-  type HandoverVariant,
 } from './report.js';
+import type { BenchResults, HandoverVariant } from './results.js';
 import { measureScale } from './scale.js';
 import { seededRandom } from './stats.js';
 
@@ -425,7 +424,7 @@ async function main(): Promise<void> {
   if (quick) markdown = markdown.replace('](docs/failover.svg)', '](quick-failover.svg)').replace('](bench/results/quick.json)', '](quick.json)');
   write(outputs.md, markdown);
   write(outputs.json, `${JSON.stringify(results, null, 2)}\n`);
-  if (results.failover && results.failover.some((s) => s.trials.length > 0)) {
+  if (results.failover?.some((s) => s.trials.length > 0)) {
     write(
       outputs.svg,
       failoverSvg(

@@ -9,7 +9,6 @@ import {
   PutCommand,
   QueryCommand,
   ScanCommand,
-  UpdateCommand,
   type DynamoDBDocumentClient,
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';

@@ -110,7 +110,7 @@ export class NemesisRunner {
   private pickWorker(fault: PlannedFault, mechanism: 'signal' | 'net'): { worker: WorkerNode; leaderOf?: string } | undefined {
     const free = (i: number) => {
       const w = this.ctx.workers[i];
-      if (!w || !w.alive || this.busySignal.has(i)) return false;
+      if (!w?.alive || this.busySignal.has(i)) return false;
       return mechanism === 'signal' || !this.busyNet.has(i);
     };
     const target = fault.target;

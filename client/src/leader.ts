@@ -163,7 +163,7 @@ class LeaderImpl implements Leader {
   }
 
   isLeader(): boolean {
-    return this.term !== undefined && this.term.isValid();
+    return this.term?.isValid() === true;
   }
 
   get token(): number | undefined {
@@ -191,7 +191,7 @@ class LeaderImpl implements Leader {
 
   campaign(options: { signal?: AbortSignal } = {}): Promise<TermInfo> {
     if (this.stopped) return Promise.reject(new Error(`The leader of lease "${this.name}" was stopped; create a new one.`));
-    if (this.term !== undefined && this.term.isValid()) return Promise.resolve(this.term.info());
+    if (this.term?.isValid()) return Promise.resolve(this.term.info());
     const signal = options.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
     const elected = new Promise<TermInfo>((resolve, reject) => {
@@ -273,8 +273,8 @@ class LeaderImpl implements Leader {
     }
     const term = this.term;
     const pending: Promise<void>[] = [...this.background];
-    if (term !== undefined && term.end(reason)) pending.push(giveUp(term.lease));
-    if (this.campaignLoop) pending.push(this.campaignLoop);
+    if (term?.end(reason)) pending.push(giveUp(term.lease));
+    if (this.campaignLoop !== undefined) pending.push(this.campaignLoop);
     await Promise.all(pending);
   }
 
@@ -403,7 +403,7 @@ class LeaderImpl implements Leader {
       health ? { beforeRenew: (signal, limitMs, token) => health.keepLeading(signal, limitMs, token) } : {},
     );
     if (term === undefined) {
-      this.track(releaseQuietly(this.ctx, grant));
+      void this.track(releaseQuietly(this.ctx, grant));
       return false;
     }
     this.term = term;

@@ -2,7 +2,7 @@ import { sleep, systemClock, type MonotonicClock } from './clock.js';
 import {
   ForbiddenError,
   InternalError,
-  LeaseholdError,
+  type LeaseholdError,
   RETRYABLE_CODES,
   RouteNotFoundError,
   ThrottledError,

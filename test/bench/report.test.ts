@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { LatencyCell } from '../../bench/latency.js';
-import { checkTargets, failoverSvg, fmtMs, renderMarkdown, type BenchResults } from '../../bench/report.js';
+import { fmtMs } from '../../bench/format.js';
+import { failoverSvg } from '../../bench/plot.js';
+import { renderMarkdown } from '../../bench/report.js';
+import type { BenchResults } from '../../bench/results.js';
+import { checkTargets } from '../../bench/targets.js';
 
 /** A minimal XML well-formedness check: tags nest and close, attributes are quoted, no raw `&` or `<`. */
 function assertWellFormedXml(xml: string): void {

@@ -66,7 +66,10 @@ describe('checkLinearizable', () => {
 
   it('tells each step the latest instant the operation can take effect at that position', () => {
     const seen: number[] = [];
-    const spy: Model<number, RegisterOp> = { ...register, step: (s, op, ctx) => (seen.push(ctx.latestMs), register.step(s, op, ctx)) };
+    const spy: Model<number, RegisterOp> = { ...register, step: (s, op, ctx) => {
+      seen.push(ctx.latestMs);
+      return register.step(s, op, ctx);
+    } };
     checkLinearizable(spy, [w(1, 0, 50), w(2, 10, 20)]);
     // Whichever write goes first must take effect by 20, when the second one completed.
     expect(seen.slice(0, 2)).toEqual([20, 20]);

@@ -233,7 +233,7 @@ describe('LeaseService functions', () => {
     for (const [fn, role] of roles) {
       const props = resourcesOfType(json, 'AWS::IAM::Role').find(([id]) => id === role)?.[1];
       expect(props?.ManagedPolicyArns).toBeUndefined();
-      const logGroup = ((resourcesOfType(json, 'AWS::Lambda::Function').find(([id]) => id === fn)?.[1].LoggingConfig as { LogGroup: { Ref: string } }) ?? {}).LogGroup?.Ref;
+      const logGroup = (resourcesOfType(json, 'AWS::Lambda::Function').find(([id]) => id === fn)?.[1].LoggingConfig as { LogGroup: { Ref: string } })?.LogGroup?.Ref;
       const logging = statementsOfRole(json, { logicalId: role }).filter((s) => actionsOf(s).some((a) => a.startsWith('logs:')));
       expect(logging.map((s) => ({ actions: actionsOf(s).sort(), resources: resourcesOf(s) }))).toEqual([
         { actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [`{${logGroup}.Arn}`] },
@@ -513,7 +513,7 @@ describe('LeaseService watch', () => {
   it("tells each watch function the subscriptions table, the stage's management endpoint and the Powertools settings, not the lease table", () => {
     for (const id of WATCH_FUNCTION_IDS) {
       const fn = resourcesOfType(json, 'AWS::Lambda::Function').find(([logicalId]) => logicalId.startsWith(functionPrefix(id)))?.[1];
-      const variables = (fn?.Environment as { Variables: Record<string, unknown> }).Variables;
+      const variables = (fn!.Environment as { Variables: Record<string, unknown> }).Variables;
       expect({ ...variables, WEBSOCKET_MANAGEMENT_ENDPOINT: flatten(variables.WEBSOCKET_MANAGEMENT_ENDPOINT) }).toEqual({
         SUBSCRIPTION_TABLE_NAME: { Ref: subscriptionTableId },
         WEBSOCKET_MANAGEMENT_ENDPOINT: `https://{${watchApiId}}.execute-api.${REGION}.amazonaws.com/v1`,
@@ -621,7 +621,7 @@ describe('LeaseService watch', () => {
 
     it('tells the watch functions, so a subscription asking for renewed events is told they are not pushed', () => {
       const subscribe = resourcesOfType(quiet, 'AWS::Lambda::Function').find(([id]) => id.startsWith(functionPrefix('watch-subscribe')));
-      expect((subscribe?.[1].Environment as { Variables: Record<string, unknown> }).Variables.WATCH_RENEWED_EVENTS).toBe('false');
+      expect((subscribe![1].Environment as { Variables: Record<string, unknown> }).Variables.WATCH_RENEWED_EVENTS).toBe('false');
     });
   });
 

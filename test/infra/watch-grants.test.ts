@@ -122,7 +122,7 @@ describe('the watch grants the construct publishes', () => {
   it('writes the grants with its own role, limited to PutItem and DeleteItem on the subscriptions table and its own logs', () => {
     const { json } = stackWith((service, stack) => service.grantWatch(Role.fromRoleArn(stack, 'A', `arn:aws:iam::${ACCOUNT}:role/a`)));
     const provider = resourcesOfType(json, 'AWS::Lambda::Function').find(([id]) => id.startsWith('AWS679f53fac002430cb0da5b7982bd2287'));
-    const roleId = (provider?.[1].Role as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0];
+    const roleId = (provider![1].Role as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0];
     expect(resourcesOfType(json, 'AWS::IAM::Role').find(([id]) => id === roleId)?.[1].ManagedPolicyArns).toBeUndefined();
     const statements = resourcesOfType(json, 'AWS::IAM::Policy')
       .filter(([, p]) => (p.Roles as Array<{ Ref: string }>).some((r) => r.Ref === roleId))

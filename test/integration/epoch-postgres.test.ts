@@ -25,8 +25,6 @@ afterAll(async () => {
 const epochFor = (options: { lockTimeoutMs?: number; idleInTransactionTimeoutMs?: number; isolation?: Isolation } = {}): PostgresEpoch =>
   postgresEpoch(pool, { name: `jobs-${randomUUID()}`, ...options });
 
-const insertWrite = (client: pg.PoolClient, token: number) => client.query('INSERT INTO writes (id, token) VALUES ($1, $2)', [randomUUID(), token]).then(() => undefined);
-
 /** Resolves once a session of this server is waiting for a lock (the claim, queued behind FOR SHARE). */
 async function untilSomeoneWaitsForALock(): Promise<void> {
   for (;;) {

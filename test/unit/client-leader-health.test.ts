@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   LeaderMetrics,
-  LeadershipLostError,
+  type LeadershipLostError,
   ManualClock,
   createLeader,
   createWatch,

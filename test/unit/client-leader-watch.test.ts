@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  LeadershipLostError,
+  type LeadershipLostError,
   LeaseLostError,
   ManualClock,
   UnavailableError,

@@ -7,7 +7,7 @@ import {
   LeaseHeldError,
   LeaseLostError,
   LeaseNotFoundError,
-  LeaseholdError,
+  type LeaseholdError,
   ManualClock,
   MethodNotAllowedError,
   PayloadTooLargeError,
@@ -82,7 +82,7 @@ describe('requests', () => {
     expect(request?.url.href).toBe('https://api.example.com/prod/v1/leases/jobs/acquire');
     expect(request?.headers['content-type']).toBe('application/json');
     expect(request?.body).toMatchObject({ holder: 'me', ttlMs: 15_000 });
-    expect((request?.body as { requestId: string }).requestId).toMatch(/^[0-9a-f]{32}$/);
+    expect((request!.body as { requestId: string }).requestId).toMatch(/^[0-9a-f]{32}$/);
   });
 
   it('keeps a requestId the caller chose', async () => {

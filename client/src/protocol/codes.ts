@@ -69,9 +69,9 @@ export type KnownLeaseLostReason = (typeof LeaseLostReason)[keyof typeof LeaseLo
 export type LeaseLostReason = KnownLeaseLostReason | (string & {});
 
 export function isKnownLeaseLostReason(value: unknown): value is KnownLeaseLostReason {
-  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(LeaseLostReason, value);
+  return typeof value === 'string' && Object.hasOwn(LeaseLostReason, value);
 }
 
 export function isErrorCode(value: unknown): value is ErrorCode {
-  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(STATUS_BY_CODE, value);
+  return typeof value === 'string' && Object.hasOwn(STATUS_BY_CODE, value);
 }

@@ -1,0 +1,54 @@
+import type { ColdStartRow } from './cold-start.js';
+import type { CostMeasurement } from './cost.js';
+import type { FailoverTrial, HandoverTrial } from './elections.js';
+import type { EpochFencingResult } from './epoch-fencing.js';
+import type { LatencyCell, PeerLatency } from './latency.js';
+import type { MachineInfo } from './machine.js';
+import type { ScaleResult } from './scale.js';
+
+/** The results object every bench section fills in and `npm run bench` writes as JSON. */
+
+export interface FailoverSystem {
+  label: string;
+  system: string;
+  ttlMs: number;
+  trials: FailoverTrial[];
+  /** Trials repeated with new processes because something else disturbed them (see elections.ts). */
+  disturbances?: string[];
+  skipped?: string;
+  error?: string;
+}
+
+export interface HandoverVariant {
+  label: string;
+  system: string;
+  mode: 'resign' | 'handoff';
+  watch: 'none' | 'sdk' | 'n/a';
+  trials: HandoverTrial[];
+  disturbances?: string[];
+  note?: string;
+  skipped?: string;
+  error?: string;
+}
+
+export interface BenchResults {
+  version: 1;
+  mode: 'quick' | 'full';
+  startedAt: string;
+  finishedAt?: string;
+  durationSec?: number;
+  command: string;
+  machine: MachineInfo;
+  setup: string[];
+  peers: { etcd?: string; redis?: string; skipped: string[]; installed: string[] };
+  latency?: { sequentialCount: number; concurrentCount: number; cells: LatencyCell[] };
+  peerLatency?: PeerLatency[];
+  failover?: FailoverSystem[];
+  handover?: HandoverVariant[];
+  cost?: CostMeasurement;
+  coldStart?: ColdStartRow[];
+  scale?: ScaleResult[];
+  epoch?: EpochFencingResult;
+  /** Sections that failed, with the error message: the rest of the run still reports. */
+  errors: Record<string, string>;
+}

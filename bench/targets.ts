@@ -1,0 +1,94 @@
+import type { LatencyCell } from './latency.js';
+import { fmtMs, fmtInt, fmtRatio } from './format.js';
+import type { BenchResults, FailoverSystem, HandoverVariant } from './results.js';
+import { percentile, ratio, summarize, type Summary } from './stats.js';
+
+/**
+ * Numbers derived from the results (a latency cell, a failover summary) and the targets the report
+ * checks against them. Pure functions of the results.
+ */
+
+export function cell(results: BenchResults, q: Pick<LatencyCell, 'op' | 'via' | 'names' | 'concurrency'>): LatencyCell | undefined {
+  return results.latency?.cells.find((c) => c.op === q.op && c.via === q.via && c.names === q.names && c.concurrency === q.concurrency);
+}
+
+export function failoverSummary(system: FailoverSystem): { failover: Summary; floor: Summary; excess: Summary } {
+  return {
+    failover: summarize(system.trials.map((t) => t.failoverMs)),
+    floor: summarize(system.trials.map((t) => t.floorMs)),
+    excess: summarize(system.trials.map((t) => t.excessMs)),
+  };
+}
+
+export interface TargetCheck {
+  target: string;
+  measured: string;
+  met: boolean | undefined;
+}
+
+export function checkTargets(results: BenchResults): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  if (results.latency) {
+    const ratios: Array<{ label: string; r: number }> = [];
+    for (const c of results.latency.cells) {
+      if (c.via !== 'api') continue;
+      const bare = cell(results, { ...c, via: 'bare' });
+      if (bare) ratios.push({ label: `${c.op}/${c.names}/${c.concurrency}`, r: ratio(c.p50Ms, bare.p50Ms) });
+    }
+    const sequential = results.latency.cells.filter((c) => c.via === 'api' && c.concurrency === 1 && c.names === 'distinct');
+    const seqText = sequential
+      .map((c) => `${c.op} ${fmtRatio(ratio(c.p50Ms, cell(results, { ...c, via: 'bare' })?.p50Ms ?? Number.NaN))}`)
+      .join(', ');
+    const within = ratios.filter((x) => x.r <= 1.3).length;
+    checks.push({
+      target: 'Operation overhead ≤ 1.3× the bare DynamoDB request at p50 (local API / bare UpdateItem or GetItem)',
+      measured: `sequential, distinct names: ${seqText}; ${within} of ${ratios.length} configurations within 1.3×`,
+      met: ratios.length > 0 ? within === ratios.length : undefined,
+    });
+  }
+  const fo = results.failover ?? [];
+  const ours = fo.find((s) => s.system === 'leasehold' && s.trials.length > 0);
+  const etcd = fo.find((s) => s.system === 'etcd' && s.trials.length > 0);
+  if (ours) {
+    const s = failoverSummary(ours);
+    checks.push({
+      target: 'Crash failover p50 within 100 ms of the floor (lease time left at the kill)',
+      measured: `excess over the floor p50 ${fmtMs(s.excess.p50)} ms (failover p50 ${fmtMs(s.failover.p50)} ms, floor p50 ${fmtMs(s.floor.p50)} ms, ${ours.trials.length} kills)`,
+      met: s.excess.p50 <= 100,
+    });
+    if (etcd) {
+      const e = failoverSummary(etcd);
+      checks.push({
+        target: "Crash failover p50 not worse than etcd's at the same TTL",
+        measured: `leasehold ${fmtMs(s.failover.p50)} ms vs etcd ${fmtMs(e.failover.p50)} ms`,
+        met: s.failover.p50 <= e.failover.p50,
+      });
+    }
+  }
+  if (results.cost) {
+    const perTerm = results.cost.followerRequests / results.cost.terms;
+    checks.push({
+      target: 'A follower makes at most 1.5 requests per lease term',
+      measured: `${perTerm.toFixed(2)} requests per term (${results.cost.followerRequests} over ${results.cost.terms} terms of ${fmtInt(results.cost.ttlMs)} ms)`,
+      met: perTerm <= 1.5,
+    });
+  }
+  if (results.scale && results.scale.length > 0) {
+    checks.push({
+      target: 'Scale: no lease lost while one process holds them all',
+      measured: results.scale.map((s) => `${fmtInt(s.leases)} leases: ${s.lostTotal} lost`).join('; '),
+      met: results.scale.every((s) => s.lostTotal === 0),
+    });
+  }
+  const watched = (results.handover ?? []).filter((h) => h.system === 'leasehold' && h.watch !== 'none' && h.mode === 'resign' && h.trials.length > 0);
+  if (watched.length > 0) {
+    const best = watched[0] as HandoverVariant;
+    const p50 = percentile(best.trials.map((t) => t.handoverMs), 50);
+    checks.push({
+      target: 'Handover (release → next onElected) p50 under 150 ms locally with watch',
+      measured: `${fmtMs(p50)} ms p50 over ${best.trials.length} handovers (${best.label})`,
+      met: p50 < 150,
+    });
+  }
+  return checks;
+}
