@@ -1,4 +1,4 @@
-import type { CancelTimer, MonotonicClock } from './clock.js';
+import type { CancelTimer } from './clock.js';
 import {
   ErrorCode,
   UnavailableError,
@@ -8,12 +8,11 @@ import {
   type LeaseholdError,
   type SubscribeMessage,
 } from './protocol/index.js';
-import type { RequestSigner } from './signing.js';
 import { backoffMs } from './timing.js';
 import { bufferedEvents } from './watch-events.js';
-import { resolveFilter, resolveWatchOptions } from './watch-options.js';
+import { resolveFilter, resolveWatchOptions, type WatchSettings } from './watch-options.js';
 import { OPEN, closeQuietly, socketError } from './watch-socket.js';
-import type { WatchClient, WatchFilter, WatchListener, WatchOptions, WatchReconnectOptions, WatchState, WatchSubscription, WebSocketFactory, WebSocketLike } from './watch-types.js';
+import type { WatchClient, WatchFilter, WatchListener, WatchOptions, WatchState, WatchSubscription, WebSocketLike } from './watch-types.js';
 
 export type {
   WatchClient,
@@ -76,14 +75,7 @@ interface Connection {
 
 class Watch implements WatchClient {
   readonly url: URL;
-  private readonly signer: RequestSigner | undefined;
-  private readonly factory: WebSocketFactory;
-  private readonly timeoutMs: number;
-  private readonly keepaliveMs: number;
-  private readonly reconnect: Required<WatchReconnectOptions>;
-  private readonly onError: ((error: unknown) => void) | undefined;
-  private readonly clock: MonotonicClock;
-  private readonly random: () => number;
+  private readonly settings: WatchSettings;
   private readonly subs = new Set<Sub>();
   private current: Connection | undefined;
   private stateValue: WatchState = 'idle';
@@ -91,16 +83,8 @@ class Watch implements WatchClient {
   private cancelRetry: CancelTimer | undefined;
 
   constructor(options: WatchOptions) {
-    const settings = resolveWatchOptions(options);
-    this.url = settings.url;
-    this.signer = settings.signer;
-    this.factory = settings.factory;
-    this.timeoutMs = settings.timeoutMs;
-    this.keepaliveMs = settings.keepaliveMs;
-    this.reconnect = settings.reconnect;
-    this.onError = settings.onError;
-    this.clock = settings.clock;
-    this.random = settings.random;
+    this.settings = resolveWatchOptions(options);
+    this.url = this.settings.url;
     if (options.signal?.aborted) this.stateValue = 'closed';
     else options.signal?.addEventListener('abort', () => this.close(), { once: true });
   }
@@ -223,7 +207,7 @@ class Watch implements WatchClient {
 
   private report(error: unknown): void {
     try {
-      this.onError?.(error);
+      this.settings.onError?.(error);
     } catch {
       // A broken hook must not break the watch.
     }
@@ -244,8 +228,8 @@ class Watch implements WatchClient {
     };
     this.current = conn;
     this.stateValue = 'connecting';
-    conn.cancelTimer = this.clock.setTimer(this.timeoutMs, () =>
-      this.fail(conn, new UnavailableError(`The watch could not connect to ${this.url.origin} within ${this.timeoutMs} ms.`)),
+    conn.cancelTimer = this.settings.clock.setTimer(this.settings.timeoutMs, () =>
+      this.fail(conn, new UnavailableError(`The watch could not connect to ${this.url.origin} within ${this.settings.timeoutMs} ms.`)),
     );
     void this.open(conn);
   }
@@ -253,9 +237,9 @@ class Watch implements WatchClient {
   private async open(conn: Connection): Promise<void> {
     let socket: WebSocketLike;
     try {
-      const headers = this.signer ? await this.signer({ method: 'GET', url: new URL(this.url), headers: {}, body: undefined }) : {};
+      const headers = this.settings.signer ? await this.settings.signer({ method: 'GET', url: new URL(this.url), headers: {}, body: undefined }) : {};
       if (conn !== this.current) return;
-      socket = await this.factory(this.url.href, { headers });
+      socket = await this.settings.factory(this.url.href, { headers });
     } catch (error) {
       this.fail(conn, error);
       return;
@@ -315,8 +299,8 @@ class Watch implements WatchClient {
     conn.cancelKeepalive?.();
     conn.cancelKeepalive = undefined;
     conn.inflight = { keys: next.keys };
-    conn.cancelTimer = this.clock.setTimer(this.timeoutMs, () =>
-      this.fail(conn, new UnavailableError(`The watch at ${this.url.origin} did not confirm a subscription within ${this.timeoutMs} ms.`)),
+    conn.cancelTimer = this.settings.clock.setTimer(this.settings.timeoutMs, () =>
+      this.fail(conn, new UnavailableError(`The watch at ${this.url.origin} did not confirm a subscription within ${this.settings.timeoutMs} ms.`)),
     );
     try {
       conn.socket?.send(JSON.stringify(next.message));
@@ -383,8 +367,8 @@ class Watch implements WatchClient {
   }
 
   private armKeepalive(conn: Connection): void {
-    if (this.keepaliveMs === 0 || conn.cancelKeepalive !== undefined) return;
-    conn.cancelKeepalive = this.clock.setTimer(this.keepaliveMs, () => {
+    if (this.settings.keepaliveMs === 0 || conn.cancelKeepalive !== undefined) return;
+    conn.cancelKeepalive = this.settings.clock.setTimer(this.settings.keepaliveMs, () => {
       conn.cancelKeepalive = undefined;
       if (conn !== this.current || !conn.open || conn.inflight !== undefined || conn.queue.length > 0) return;
       const first = conn.confirmed.entries().next();
@@ -407,8 +391,8 @@ class Watch implements WatchClient {
     }
     if (this.subs.size === 0 || this.stateValue === 'closed') return;
     this.stateValue = 'reconnecting';
-    const delayMs = backoffMs(this.failures++, this.reconnect.baseDelayMs, this.reconnect.maxDelayMs, this.random);
-    this.cancelRetry = this.clock.setTimer(delayMs, () => {
+    const delayMs = backoffMs(this.failures++, this.settings.reconnect.baseDelayMs, this.settings.reconnect.maxDelayMs, this.settings.random);
+    this.cancelRetry = this.settings.clock.setTimer(delayMs, () => {
       this.cancelRetry = undefined;
       if (this.stateValue === 'reconnecting' && this.subs.size > 0) this.connect();
     });
