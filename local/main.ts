@@ -6,6 +6,7 @@ import { ensureLeaseTable, ensureSubscriptionTable } from '../functions/lease-ta
 import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal } from './dynamodb/dynamodb-local.js';
 import { ALLOWED_HOSTS_ENV, parseAllowedHosts } from './host-policy.js';
 import { startLocalServer, type LocalServer } from './server.js';
+import { validatePort } from './server-options.js';
 import { stopWhenAsked } from './shutdown.js';
 import { WATCH_PATH } from './websocket-gateway.js';
 
@@ -54,8 +55,9 @@ async function main(): Promise<void> {
     console.log(HELP);
     return;
   }
-  const port = Number(values.port ?? process.env.PORT ?? 8787);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid port "${values.port ?? process.env.PORT}"`);
+  // Checked before DynamoDB Local starts, by the rule startLocalServer applies.
+  const portText = values.port ?? process.env.PORT;
+  const port = portText === undefined ? 8787 : validatePort(/^\d+$/.test(portText) ? Number(portText) : portText, values.port === undefined ? 'PORT' : '--port');
   const tableName = process.env[ENV.leaseTable] ?? 'leasehold-leases';
   const subscriptionTableName = process.env[ENV.subscriptionTable] ?? 'leasehold-subscriptions';
   // Read before anything starts, so a bad value fails fast with the functions' own message.

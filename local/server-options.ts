@@ -20,7 +20,7 @@ export interface CheckedOptions {
 export function validateLocalServerOptions(options: CheckedOptions): void {
   const { tableName, port, host, allowedHosts, throttle, clockOffsetMs, watch } = options;
   check(isNonEmptyString(tableName), 'tableName', 'a non-empty string', tableName);
-  if (port !== undefined) check(isInteger(port) && port >= 0 && port <= 65535, 'port', 'an integer from 0 to 65535', port);
+  if (port !== undefined) validatePort(port);
   if (host !== undefined) check(isHostName(host), 'host', 'a host name or address without spaces', host);
   if (allowedHosts !== undefined) {
     check(Array.isArray(allowedHosts), 'allowedHosts', 'an array of host names', allowedHosts);
@@ -40,6 +40,12 @@ export function validateLocalServerOptions(options: CheckedOptions): void {
     if (pollIntervalMs !== undefined) check(isInteger(pollIntervalMs) && pollIntervalMs >= 1, 'watch.pollIntervalMs', 'an integer of at least 1', pollIntervalMs);
     if (renewedEvents !== undefined) check(typeof renewedEvents === 'boolean', 'watch.renewedEvents', 'a boolean', renewedEvents);
   }
+}
+
+/** The port rule, also for `npm start`'s `--port` and `PORT` (named by `option`). */
+export function validatePort(value: unknown, option = 'port'): number {
+  check(isInteger(value) && value >= 0 && value <= 65535, option, 'an integer from 0 to 65535', value);
+  return value;
 }
 
 function check(ok: boolean, option: string, what: string, value: unknown): asserts ok {

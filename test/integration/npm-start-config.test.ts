@@ -11,8 +11,8 @@ import { localDynamoConfig } from '../support/dynamodb.js';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** local/main.ts as `npm start` runs it, on the suite's DynamoDB Local, with extra variables. */
-function startMain(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'local/main.ts', '--port', '0', '--quiet'], {
+function startMain(env: Record<string, string>, args = ['--port', '0']) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'local/main.ts', ...args, '--quiet'], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
@@ -86,5 +86,12 @@ describe('npm start reads the watch setting the functions read', () => {
     const [code] = (await once(main.child, 'exit')) as [number];
     expect(code).toBe(1);
     expect(main.output()).toContain('WATCH_RENEWED_EVENTS "maybe" is neither true nor false');
+  });
+
+  it('refuses a port it cannot use before starting anything, naming where the value came from', async () => {
+    const main = startMain({}, ['--port', '80x']);
+    const [code] = (await once(main.child, 'exit')) as [number];
+    expect(code).toBe(1);
+    expect(main.output()).toContain('Expected `--port` to be an integer from 0 to 65535, got "80x".');
   });
 });
