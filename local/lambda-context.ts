@@ -18,14 +18,31 @@ export interface LambdaContextOptions {
   callbackWaitsForEmptyEventLoop?: boolean;
 }
 
+/** A Lambda context as plain data (it crosses process boundaries), `remainingMs` in place of its methods. */
+export type LambdaContextData = Omit<Context, 'getRemainingTimeInMillis' | 'done' | 'fail' | 'succeed'> & { remainingMs: number };
+
 /**
  * The Lambda `Context` given to a handler called outside Lambda: by the local server for each
  * request, and by tests that call handlers (or their bundles) directly. One builder, so every
  * caller hands the handlers the same shape Lambda does.
  */
 export function lambdaContext(options: LambdaContextOptions): Context {
+  const { remainingMs, ...data } = lambdaContextData(options);
+  return {
+    ...data,
+    getRemainingTimeInMillis: () => remainingMs,
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
+
+/**
+ * The same context as data, for a handler in another process (test/infra/lambda-runner.mjs, plain
+ * JavaScript, adds the methods exactly as `lambdaContext` does).
+ */
+export function lambdaContextData(options: LambdaContextOptions): LambdaContextData {
   const { functionName } = options;
-  const remainingMs = options.remainingMs ?? 10_000;
   return {
     callbackWaitsForEmptyEventLoop: options.callbackWaitsForEmptyEventLoop ?? false,
     functionName,
@@ -35,9 +52,6 @@ export function lambdaContext(options: LambdaContextOptions): Context {
     awsRequestId: options.awsRequestId ?? randomUUID(),
     logGroupName: `/aws/lambda/${functionName}`,
     logStreamName: options.logStreamName ?? 'local',
-    getRemainingTimeInMillis: () => remainingMs,
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
+    remainingMs: options.remainingMs ?? 10_000,
   };
 }

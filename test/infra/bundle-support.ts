@@ -16,6 +16,7 @@ import { matchRoute, type RouteMatch } from '../../functions/http/routes.js';
 import type { LeaseRecord } from '../../functions/lease-record.js';
 import type { FunctionId } from '../../infra/lease-service.js';
 import { WATCH_STAGE_NAME, type WatchFunctionId } from '../../infra/lease-watch.js';
+import { lambdaContextData, type LambdaContextOptions } from '../../local/lambda-context.js';
 import { ACCOUNT, REGION, leaseTableId, resourcesOfType, type CfnTemplate } from './synth-support.js';
 
 /**
@@ -81,13 +82,25 @@ export class BundleRunner {
   }
 
   readonly invoke: Invoker = async (id, event) => {
-    const reply = await this.request({ type: 'invoke', id, event });
+    const reply = await this.request({ type: 'invoke', id, event, context: lambdaContextData(bundleContextOptions(id)) });
     return { value: reply.result, output: reply.output ?? '' };
   };
 
   stop(): void {
     this.child.kill();
   }
+}
+
+/** The Lambda context of one of the app's functions, as the synthesized app names it (bundle or source alike). */
+export function bundleContextOptions(id: AnyFunctionId): LambdaContextOptions {
+  return {
+    functionName: `leasehold-${id}`,
+    region: REGION,
+    accountId: ACCOUNT,
+    remainingMs: 5_000,
+    logStreamName: '2026/01/01/[$LATEST]0123456789abcdef',
+    callbackWaitsForEmptyEventLoop: true,
+  };
 }
 
 export interface RunnerReply {

@@ -7,17 +7,11 @@
 
 const handlers = new Map();
 
-function lambdaContext(functionName) {
+/** The context the test built (local/lambda-context.ts `lambdaContextData`), given the methods `lambdaContext` gives it. */
+function lambdaContext({ remainingMs, ...data }) {
   return {
-    callbackWaitsForEmptyEventLoop: true,
-    functionName,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:${process.env.AWS_REGION}:123456789012:function:${functionName}`,
-    memoryLimitInMB: '256',
-    awsRequestId: crypto.randomUUID(),
-    logGroupName: `/aws/lambda/${functionName}`,
-    logStreamName: '2026/01/01/[$LATEST]0123456789abcdef',
-    getRemainingTimeInMillis: () => 5_000,
+    ...data,
+    getRemainingTimeInMillis: () => remainingMs,
     done: () => undefined,
     fail: () => undefined,
     succeed: () => undefined,
@@ -49,11 +43,11 @@ process.on('message', async (message) => {
       process.env.AWS_LAMBDA_FUNCTION_NAME = message.functionName;
       const module = await import(message.url);
       if (typeof module.handler !== 'function') throw new Error(`${message.url} exports no handler function`);
-      handlers.set(message.id, { handler: module.handler, functionName: message.functionName });
+      handlers.set(message.id, { handler: module.handler });
       process.send({ seq: message.seq, ok: true });
     } else if (message.type === 'invoke') {
-      const { handler, functionName } = handlers.get(message.id);
-      const { value, output } = await captured(() => handler(message.event, lambdaContext(functionName)));
+      const { handler } = handlers.get(message.id);
+      const { value, output } = await captured(() => handler(message.event, lambdaContext(message.context)));
       process.send({ seq: message.seq, ok: true, result: value, output });
     }
   } catch (error) {

@@ -36,6 +36,7 @@ import {
 import { lambdaContext } from '../../local/lambda-context.js';
 import {
   BundleRunner,
+  bundleContextOptions,
   ManagementApiRecorder,
   captured,
   comparable,
@@ -341,7 +342,7 @@ beforeAll(async () => {
   }
   source = (id, event) => captured(() => handlers[id](
       event,
-      lambdaContext({ functionName: `leasehold-${id}`, region: REGION, accountId: ACCOUNT, remainingMs: 5_000, callbackWaitsForEmptyEventLoop: true }),
+      lambdaContext(bundleContextOptions(id)),
     ));
 }, 120_000);
 
