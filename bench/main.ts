@@ -42,64 +42,13 @@ import {
   renderTargets,
 } from './report.js';
 import type { BenchResults, HandoverVariant } from './results.js';
+import { FULL, QUICK, SECTIONS, type Section } from './plan.js';
 import { measureScale } from './scale.js';
 import { seededRandom } from './stats.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 process.env.POWERTOOLS_LOG_LEVEL ??= 'WARN';
-
-const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart', 'epoch'] as const;
-type Section = (typeof SECTIONS)[number];
-
-interface Plan {
-  sequentialCount: number;
-  concurrentCount: number;
-  warmupCount: number;
-  peerCount: number;
-  failoverTrials: number;
-  handoverTrials: number;
-  electionTtlMs: number;
-  costTtlMs: number;
-  costTerms: number;
-  coldStartRuns: number;
-  /** Writes of each kind in the epoch fencing section. */
-  epochCount: number;
-  scale: Array<{ leases: number; ttlMs: number; windowMs: number }>;
-}
-
-const FULL: Plan = {
-  sequentialCount: 600,
-  concurrentCount: 2_000,
-  warmupCount: 2_000,
-  peerCount: 1_000,
-  failoverTrials: 32,
-  handoverTrials: 50,
-  electionTtlMs: 2_000,
-  costTtlMs: 3_000,
-  costTerms: 20,
-  coldStartRuns: 7,
-  epochCount: 1_000,
-  scale: [
-    { leases: 1_000, ttlMs: 60_000, windowMs: 60_000 },
-    { leases: 10_000, ttlMs: 300_000, windowMs: 100_000 },
-  ],
-};
-
-const QUICK: Plan = {
-  sequentialCount: 100,
-  concurrentCount: 320,
-  warmupCount: 300,
-  peerCount: 200,
-  failoverTrials: 6,
-  handoverTrials: 6,
-  electionTtlMs: 2_000,
-  costTtlMs: 3_000,
-  costTerms: 5,
-  coldStartRuns: 3,
-  epochCount: 200,
-  scale: [{ leases: 1_000, ttlMs: 30_000, windowMs: 30_000 }],
-};
 
 const HELP = `Usage: npm run bench -- [--quick] [--only SECTIONS] [--seed N]
 

@@ -1,0 +1,53 @@
+/** What a bench run measures and how much: the sections, and the counts of a full and a quick run. */
+
+export const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart', 'epoch'] as const;
+export type Section = (typeof SECTIONS)[number];
+
+export interface Plan {
+  sequentialCount: number;
+  concurrentCount: number;
+  warmupCount: number;
+  peerCount: number;
+  failoverTrials: number;
+  handoverTrials: number;
+  electionTtlMs: number;
+  costTtlMs: number;
+  costTerms: number;
+  coldStartRuns: number;
+  /** Writes of each kind in the epoch fencing section. */
+  epochCount: number;
+  scale: Array<{ leases: number; ttlMs: number; windowMs: number }>;
+}
+
+export const FULL: Plan = {
+  sequentialCount: 600,
+  concurrentCount: 2_000,
+  warmupCount: 2_000,
+  peerCount: 1_000,
+  failoverTrials: 32,
+  handoverTrials: 50,
+  electionTtlMs: 2_000,
+  costTtlMs: 3_000,
+  costTerms: 20,
+  coldStartRuns: 7,
+  epochCount: 1_000,
+  scale: [
+    { leases: 1_000, ttlMs: 60_000, windowMs: 60_000 },
+    { leases: 10_000, ttlMs: 300_000, windowMs: 100_000 },
+  ],
+};
+
+export const QUICK: Plan = {
+  sequentialCount: 100,
+  concurrentCount: 320,
+  warmupCount: 300,
+  peerCount: 200,
+  failoverTrials: 6,
+  handoverTrials: 6,
+  electionTtlMs: 2_000,
+  costTtlMs: 3_000,
+  costTerms: 5,
+  coldStartRuns: 3,
+  epochCount: 200,
+  scale: [{ leases: 1_000, ttlMs: 30_000, windowMs: 30_000 }],
+};
