@@ -25,7 +25,7 @@ import { measureFailover, measureHandover, type ElectionTarget } from './electio
 import { measureEpochFencing } from './epoch-fencing.js';
 import { measureEtcdLatency, measureOperationLatency, measureRedisLatency } from './latency.js';
 import { loadAverageNow, machineInfo } from './machine.js';
-import { ensurePeerBinaries, startEtcd, startRedis, type PeerServer } from './peers.js';
+import { ensurePeerBinaries, startEtcd, startRedis, type PeerAvailability, type PeerServer } from './peers.js';
 import { REPO_ROOT, bundleWorkers, killAllChildren, startServerProcess } from './processes.js';
 import { failoverSvg } from './plot.js';
 import {
@@ -149,20 +149,21 @@ async function main(): Promise<void> {
     if (needsPeers) {
       const availability = await ensurePeerBinaries(log);
       results.peers.installed = availability.installed;
-      if (availability.etcd.available) {
-        results.peers.etcd = availability.etcd.version;
-        etcd = await startEtcd().catch((error: unknown) => {
-          results.peers.skipped.push(`etcd: could not start (${(error as Error).message})`);
+      /** Starts one peer if its binary is there; a peer that is missing or fails to start is skipped, with the reason. */
+      const startPeer = async (label: string, peer: PeerAvailability['etcd'], start: () => Promise<PeerServer>) => {
+        if (!peer.available) {
+          results.peers.skipped.push(`${label}: ${peer.reason} — ${label} rows are skipped`);
+          return undefined;
+        }
+        return start().catch((error: unknown) => {
+          results.peers.skipped.push(`${label}: could not start (${(error as Error).message})`);
           return undefined;
         });
-      } else results.peers.skipped.push(`etcd: ${availability.etcd.reason} — etcd rows are skipped`);
-      if (availability.redis.available) {
-        results.peers.redis = availability.redis.version;
-        redis = await startRedis().catch((error: unknown) => {
-          results.peers.skipped.push(`Redis: could not start (${(error as Error).message})`);
-          return undefined;
-        });
-      } else results.peers.skipped.push(`Redis: ${availability.redis.reason} — Redis rows are skipped`);
+      };
+      if (availability.etcd.available) results.peers.etcd = availability.etcd.version;
+      etcd = await startPeer('etcd', availability.etcd, startEtcd);
+      if (availability.redis.available) results.peers.redis = availability.redis.version;
+      redis = await startPeer('Redis', availability.redis, startRedis);
       for (const s of results.peers.skipped) log(`  skipped: ${s}`);
     }
 
