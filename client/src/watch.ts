@@ -4,6 +4,7 @@ import {
   UnavailableError,
   WATCH_LIMITS,
   errorFromBody,
+  parseWatchMessage,
   type LeaseEvent,
   type LeaseholdError,
   type SubscribeMessage,
@@ -311,7 +312,7 @@ class Watch implements WatchClient {
 
   private received(conn: Connection, data: unknown): void {
     if (conn !== this.current) return;
-    const message = parseMessage(data);
+    const message = parseWatchMessage(data);
     if (message === undefined) return; // not ours: ignore what this SDK version does not know
     if (message.type === 'event') {
       this.dispatch(message.event);
@@ -430,49 +431,3 @@ function subscribeMessage(keys: ReadonlyArray<readonly [string, boolean]>, renew
 function covers(sent: boolean | undefined, needed: boolean): boolean {
   return sent !== undefined && (sent || !needed);
 }
-
-
-type ParsedMessage =
-  | { type: 'subscribed' }
-  | { type: 'event'; event: LeaseEvent }
-  | { type: 'error'; error: { code: string; message: string; field?: string } };
-
-/** Parses a server message; undefined for anything this SDK does not understand. */
-function parseMessage(data: unknown): ParsedMessage | undefined {
-  let text: string;
-  if (typeof data === 'string') text = data;
-  else if (data instanceof ArrayBuffer || ArrayBuffer.isView(data)) text = new TextDecoder().decode(data as ArrayBuffer | ArrayBufferView);
-  else return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof parsed !== 'object' || parsed === null) return undefined;
-  const message = parsed as { type?: unknown; event?: unknown; error?: unknown };
-  if (message.type === 'subscribed') return { type: 'subscribed' };
-  if (message.type === 'event' && isLeaseEvent(message.event)) return { type: 'event', event: message.event };
-  if (message.type === 'error' && typeof message.error === 'object' && message.error !== null) {
-    const error = message.error as { code?: unknown; message?: unknown; field?: unknown };
-    if (typeof error.code === 'string' && typeof error.message === 'string') {
-      return { type: 'error', error: { code: error.code, message: error.message, ...(typeof error.field === 'string' ? { field: error.field } : {}) } };
-    }
-  }
-  return undefined;
-}
-
-function isLeaseEvent(value: unknown): value is LeaseEvent {
-  if (typeof value !== 'object' || value === null) return false;
-  const e = value as Partial<Record<keyof LeaseEvent, unknown>>;
-  return (
-    (e.type === 'acquired' || e.type === 'released' || e.type === 'handoff' || e.type === 'renewed') &&
-    typeof e.name === 'string' &&
-    typeof e.token === 'number' &&
-    (e.holder === null || typeof e.holder === 'string') &&
-    (e.type !== 'handoff' || typeof e.to === 'string')
-  );
-}
-
-
-

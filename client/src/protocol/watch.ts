@@ -83,3 +83,47 @@ function optionalList(value: unknown, field: string, max: number): unknown[] {
   if (value.length > max) throw new ValidationError(field, `must have at most ${max} entries`);
   return value;
 }
+
+/** A server message as the SDK reads it (`WatchMessage` is what the server sends). */
+export type ParsedWatchMessage =
+  | { type: 'subscribed' }
+  | { type: 'event'; event: LeaseEvent }
+  | { type: 'error'; error: { code: string; message: string; field?: string } };
+
+/** Parses a server message (text or binary frame); undefined for anything this SDK does not understand. */
+export function parseWatchMessage(data: unknown): ParsedWatchMessage | undefined {
+  let text: string;
+  if (typeof data === 'string') text = data;
+  else if (data instanceof ArrayBuffer || ArrayBuffer.isView(data)) text = new TextDecoder().decode(data as ArrayBuffer | ArrayBufferView);
+  else return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== 'object' || parsed === null) return undefined;
+  const message = parsed as { type?: unknown; event?: unknown; error?: unknown };
+  if (message.type === 'subscribed') return { type: 'subscribed' };
+  if (message.type === 'event' && isLeaseEvent(message.event)) return { type: 'event', event: message.event };
+  if (message.type === 'error' && typeof message.error === 'object' && message.error !== null) {
+    const error = message.error as { code?: unknown; message?: unknown; field?: unknown };
+    if (typeof error.code === 'string' && typeof error.message === 'string') {
+      return { type: 'error', error: { code: error.code, message: error.message, ...(typeof error.field === 'string' ? { field: error.field } : {}) } };
+    }
+  }
+  return undefined;
+}
+
+/** A pushed event with the fields every event carries, of a type this SDK knows. */
+export function isLeaseEvent(value: unknown): value is LeaseEvent {
+  if (typeof value !== 'object' || value === null) return false;
+  const e = value as Partial<Record<keyof LeaseEvent, unknown>>;
+  return (
+    (e.type === 'acquired' || e.type === 'released' || e.type === 'handoff' || e.type === 'renewed') &&
+    typeof e.name === 'string' &&
+    typeof e.token === 'number' &&
+    (e.holder === null || typeof e.holder === 'string') &&
+    (e.type !== 'handoff' || typeof e.to === 'string')
+  );
+}
