@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { grantIsCurrent, grantIsCurrentAndLive, leaseIsAvailable } from '../functions/lease-conditions.js';
+import { DEFAULT_CLEANUP_AFTER_MS, isConditionFailure } from '../functions/lease-store.js';
 import { wallNowMs } from './clock.js';
 
 /**
@@ -11,18 +12,14 @@ import { wallNowMs } from './clock.js';
  * store (one request either way).
  */
 
-const ACQUIRE_CONDITION =
-  'attribute_not_exists(pk) OR (availableAt < :now AND (attribute_not_exists(reservedFor) OR reservedFor = :holder OR reservedUntil < :now))';
-const RENEW_CONDITION = 'leaseId = :leaseId AND #token = :token AND attribute_exists(holder) AND expiresAt >= :now';
-const RELEASE_CONDITION = 'leaseId = :leaseId AND #token = :token AND attribute_exists(holder)';
-const WEEK_MS = 7 * 24 * 3600 * 1000;
+// The conditions are the store's own (functions/lease-conditions.ts), so the baseline cannot drift.
 
 async function conditional(send: () => Promise<unknown>): Promise<'ok' | 'conflict'> {
   try {
     await send();
     return 'ok';
   } catch (error) {
-    if (error instanceof ConditionalCheckFailedException || (error as { name?: string }).name === 'ConditionalCheckFailedException') return 'conflict';
+    if (isConditionFailure(error)) return 'conflict';
     throw error;
   }
 }
@@ -46,7 +43,7 @@ export class RawLeaseRequests {
             'transitions = if_not_exists(transitions, :zero) + :one, ttlMs = :ttlMs, lockDelayMs = :lockDelayMs, ' +
             'holdMs = :holdMs, expiresAt = :expiresAt, availableAt = :availableAt, acquiredAt = :now, renewedAt = :now, ' +
             'expireItemAt = :expireItemAt, requestId = :requestId, lastOp = :lastOp REMOVE releasedAt, reservedFor, reservedUntil, metadataJson',
-          ConditionExpression: ACQUIRE_CONDITION,
+          ConditionExpression: leaseIsAvailable,
           ExpressionAttributeNames: { '#token': 'token' },
           ExpressionAttributeValues: {
             ':now': now,
@@ -60,7 +57,7 @@ export class RawLeaseRequests {
             ':holdMs': ttlMs,
             ':expiresAt': expiresAt,
             ':availableAt': expiresAt,
-            ':expireItemAt': Math.ceil((expiresAt + WEEK_MS) / 1000),
+            ':expireItemAt': Math.ceil((expiresAt + DEFAULT_CLEANUP_AFTER_MS) / 1000),
             ':requestId': randomBytes(16).toString('hex'),
             ':lastOp': 'acquire',
           },
@@ -81,7 +78,7 @@ export class RawLeaseRequests {
           UpdateExpression:
             'SET ttlMs = :ttlMs, holdMs = lockDelayMs + :ttlMs, expiresAt = :expiresAt, availableAt = lockDelayMs + :expiresAt, ' +
             'renewedAt = :now, expireItemAt = :expireItemAt, lastOp = :lastOp',
-          ConditionExpression: RENEW_CONDITION,
+          ConditionExpression: grantIsCurrentAndLive,
           ExpressionAttributeNames: { '#token': 'token' },
           ExpressionAttributeValues: {
             ':now': now,
@@ -89,7 +86,7 @@ export class RawLeaseRequests {
             ':token': token,
             ':ttlMs': ttlMs,
             ':expiresAt': now + ttlMs,
-            ':expireItemAt': Math.ceil((now + ttlMs + WEEK_MS) / 1000),
+            ':expireItemAt': Math.ceil((now + ttlMs + DEFAULT_CLEANUP_AFTER_MS) / 1000),
             ':lastOp': 'renew',
           },
           ReturnValues: 'ALL_NEW',
@@ -107,13 +104,13 @@ export class RawLeaseRequests {
           TableName: this.tableName,
           Key: { pk: name },
           UpdateExpression: 'SET availableAt = :now, releasedAt = :now, expireItemAt = :expireItemAt, lastOp = :lastOp REMOVE holder, requestId',
-          ConditionExpression: RELEASE_CONDITION,
+          ConditionExpression: grantIsCurrent,
           ExpressionAttributeNames: { '#token': 'token' },
           ExpressionAttributeValues: {
             ':now': now,
             ':leaseId': leaseId,
             ':token': token,
-            ':expireItemAt': Math.ceil((now + WEEK_MS) / 1000),
+            ':expireItemAt': Math.ceil((now + DEFAULT_CLEANUP_AFTER_MS) / 1000),
             ':lastOp': 'release',
           },
           ReturnValues: 'ALL_NEW',

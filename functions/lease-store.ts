@@ -32,6 +32,7 @@ import {
   type RenewRequest,
 } from '../client/src/protocol/index.js';
 import type { WallClock } from './clock.js';
+import { grantIsCurrent, grantIsCurrentAndLive, leaseIsAvailable } from './lease-conditions.js';
 import {
   LAST_OP_ATTRIBUTE,
   isSameGrantRetry,
@@ -63,26 +64,6 @@ import {
 
 /** Default time after an item's last write before DynamoDB TTL may delete it. */
 export const DEFAULT_CLEANUP_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
-
-// acquire: succeeds when nobody ever held the name, or the last holder's expiry plus lock-delay
-// (or the release time) is strictly before now — and no handoff reserved it for someone else.
-//   ──held──▶ expiresAt ──lock-delay──▶ availableAt ── acquire ok from here ──▶
-//   ──held──▶ handoff ── only `reservedFor` ──▶ reservedUntil ── anyone ──▶
-const leaseIsAvailable =
-  'attribute_not_exists(pk) OR (availableAt < :now AND ' +
-  '(attribute_not_exists(reservedFor) OR reservedFor = :holder OR reservedUntil < :now))';
-
-// renew: only the current grant (same leaseId and token), not released, not yet expired — and
-// never older than the last write: a renew that read its clock before a later renew landed (an
-// SDK retry, a slow Lambda) must not move `expiresAt` back under the holder's newer deadline.
-//   acquire ── renew(t1) ── renew(t2) ──▶ expiresAt ✗      renew(t1) landing after t2: no write
-const grantIsCurrentAndLive =
-  'leaseId = :leaseId AND #token = :token AND attribute_exists(holder) AND expiresAt >= :now AND renewedAt <= :now';
-
-// release: only the current grant (same leaseId and token), not yet released. A release after
-// expiry but before any successor is allowed: it only ends the lock-delay early, and the
-// holder is the one that knows its work has stopped.
-const grantIsCurrent = 'leaseId = :leaseId AND #token = :token AND attribute_exists(holder)';
 
 export interface LeaseStoreOptions {
   client: DynamoDBDocumentClient;
@@ -368,8 +349,11 @@ export class LeaseStore {
   }
 }
 
-/** Upper bound of ttl + lock-delay, used for the cleanup time when a renew keeps the stored ttl. */
-const MAX_HOLD_MS = 3_600_000 + 60_000;
+/**
+ * The longest a grant can hold a name from one write: the longest ttl plus the longest lock-delay.
+ * A renew that keeps the stored ttl does not know it, so it sets the cleanup time from this bound.
+ */
+export const MAX_HOLD_MS = LIMITS.ttlMaxMs + LIMITS.lockDelayMaxMs;
 
 function isCurrentGrant(record: LeaseRecord, request: { leaseId: string; token: number }): boolean {
   return record.holder !== undefined && record.leaseId === request.leaseId && record.token === request.token;
@@ -380,7 +364,7 @@ function leaseLost(name: string, current: LeaseRecord | undefined, request: { le
   return new LeaseLostError(name, current ? toPublicLease(current, nowMs) : null, leaseLostReason(current, request));
 }
 
-function isConditionFailure(error: unknown): error is ConditionalCheckFailedException {
+export function isConditionFailure(error: unknown): error is ConditionalCheckFailedException {
   return error instanceof ConditionalCheckFailedException || (error as { name?: string })?.name === 'ConditionalCheckFailedException';
 }
 
