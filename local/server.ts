@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { HttpHandler } from '@smithy/protocol-http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { InternalError, LIMITS, PayloadTooLargeError, ThrottledError, isLeaseholdError } from '../client/src/protocol/index.js';
+import { InternalError, LIMITS, MethodNotAllowedError, PayloadTooLargeError, ThrottledError, isLeaseholdError } from '../client/src/protocol/index.js';
 import { offsetClock, systemClock, type WallClock } from '../functions/clock.js';
 import { createAcquireHandler } from '../functions/handlers/acquire.js';
 import { createDescribeHandler } from '../functions/handlers/describe.js';
@@ -264,8 +264,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
   } catch (error) {
     if (!isLeaseholdError(error)) throw error;
     const response = errorResponse(error);
-    const allow = (error as { allow?: string }).allow;
-    if (allow) response.headers = { ...response.headers, allow };
+    if (error instanceof MethodNotAllowedError) response.headers = { ...response.headers, allow: error.allow.join(', ') };
     send(res, response);
     return;
   }

@@ -2,6 +2,7 @@ import type { MonotonicClock } from './clock.js';
 import { observe, type LeaderChange, type ObserveOptions } from './observe.js';
 import {
   LeaseHeldError,
+  routeRequest,
   validateAcquireRequest,
   validateHandoffRequest,
   validateListRequest,
@@ -98,7 +99,7 @@ export class LeaseClient implements LeaseApi {
     const body = validateAcquireRequest({ ...pick(request, ACQUIRE_FIELDS), requestId: request.requestId ?? newRequestId() });
     try {
       const out = (await this.transport.send(
-        { operation: 'acquire', method: 'POST', path: `/v1/leases/${name}/acquire`, body, leaseName: name, idempotent: body.requestId !== undefined },
+        { operation: 'acquire', ...routeRequest('acquire', name), body, leaseName: name, idempotent: body.requestId !== undefined },
         call,
       )) as GrantResponse;
       return { acquired: true, lease: out.lease };
@@ -113,7 +114,7 @@ export class LeaseClient implements LeaseApi {
     validateName(name);
     const body = validateRenewRequest(pick(request, ['leaseId', 'token', 'ttlMs']));
     const out = (await this.transport.send(
-      { operation: 'renew', method: 'POST', path: `/v1/leases/${name}/renew`, body, leaseName: name, idempotent: true },
+      { operation: 'renew', ...routeRequest('renew', name), body, leaseName: name, idempotent: true },
       call,
     )) as GrantResponse;
     return out.lease;
@@ -127,7 +128,7 @@ export class LeaseClient implements LeaseApi {
     validateName(name);
     const body = validateReleaseRequest(pick(grant as ReleaseRequest, ['leaseId', 'token']));
     const out = (await this.transport.send(
-      { operation: 'release', method: 'POST', path: `/v1/leases/${name}/release`, body, leaseName: name, idempotent: true },
+      { operation: 'release', ...routeRequest('release', name), body, leaseName: name, idempotent: true },
       call,
     )) as ReleaseResponse;
     return out.lease;
@@ -142,7 +143,7 @@ export class LeaseClient implements LeaseApi {
     validateName(name);
     const body = validateHandoffRequest(pick(request, ['leaseId', 'token', 'to', 'windowMs']));
     return (await this.transport.send(
-      { operation: 'handoff', method: 'POST', path: `/v1/leases/${name}/handoff`, body, leaseName: name, idempotent: false },
+      { operation: 'handoff', ...routeRequest('handoff', name), body, leaseName: name, idempotent: false },
       call,
     )) as HandoffResponse;
   }
@@ -151,7 +152,7 @@ export class LeaseClient implements LeaseApi {
   async describe(name: string, call?: CallOptions): Promise<PublicLease> {
     validateName(name);
     const out = (await this.transport.send(
-      { operation: 'describe', method: 'GET', path: `/v1/leases/${name}`, leaseName: name, idempotent: true },
+      { operation: 'describe', ...routeRequest('describe', name), leaseName: name, idempotent: true },
       call,
     )) as DescribeResponse;
     return out.lease;
@@ -165,7 +166,7 @@ export class LeaseClient implements LeaseApi {
       cursor: request.cursor,
     };
     validateListRequest(query);
-    return (await this.transport.send({ operation: 'list', method: 'GET', path: '/v1/leases', query, idempotent: true }, call)) as ListResponse;
+    return (await this.transport.send({ operation: 'list', ...routeRequest('list'), query, idempotent: true }, call)) as ListResponse;
   }
 
   /**

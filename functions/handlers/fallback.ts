@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { isLeaseholdError, InternalError } from '../../client/src/protocol/index.js';
+import { isLeaseholdError, InternalError, MethodNotAllowedError } from '../../client/src/protocol/index.js';
 import { errorResponse } from '../http/responses.js';
 import { matchRoute } from '../http/routes.js';
 
@@ -16,8 +16,7 @@ export async function handler(event: APIGatewayProxyEventV2): Promise<APIGateway
   } catch (error) {
     if (!isLeaseholdError(error)) return errorResponse(new InternalError());
     const response = errorResponse(error);
-    const allow = (error as { allow?: string }).allow;
-    if (allow) response.headers = { ...response.headers, allow };
+    if (error instanceof MethodNotAllowedError) response.headers = { ...response.headers, allow: error.allow.join(', ') };
     return response;
   }
 }

@@ -1,17 +1,7 @@
-import { MethodNotAllowedError, RouteNotFoundError, ValidationError } from '../../client/src/protocol/index.js';
+import { MethodNotAllowedError, ROUTES, RouteNotFoundError, ValidationError, type Route } from '../../client/src/protocol/index.js';
 
-/** The v1 routes. The CDK construct, the local server and the fallback handler all read this table. */
-export const ROUTES = [
-  { id: 'acquire', method: 'POST', path: '/v1/leases/{name}/acquire' },
-  { id: 'renew', method: 'POST', path: '/v1/leases/{name}/renew' },
-  { id: 'release', method: 'POST', path: '/v1/leases/{name}/release' },
-  { id: 'handoff', method: 'POST', path: '/v1/leases/{name}/handoff' },
-  { id: 'describe', method: 'GET', path: '/v1/leases/{name}' },
-  { id: 'list', method: 'GET', path: '/v1/leases' },
-] as const;
-
-export type RouteId = (typeof ROUTES)[number]['id'];
-export type Route = (typeof ROUTES)[number];
+// The table itself is part of the wire contract: it lives in the protocol, and this module matches it.
+export { ROUTES, type Route, type RouteId } from '../../client/src/protocol/index.js';
 
 export interface RouteMatch {
   route: Route;
@@ -47,9 +37,7 @@ export function matchRoute(method: string, rawPath: string): RouteMatch {
     allowed.push(route.method);
   }
   if (allowed.length > 0) {
-    throw Object.assign(new MethodNotAllowedError(`${method} is not allowed on ${rawPath}; use ${allowed.join(', ')}.`), {
-      allow: allowed.join(', '),
-    });
+    throw new MethodNotAllowedError(`${method} is not allowed on ${rawPath}; use ${allowed.join(', ')}.`, { allow: allowed });
   }
   throw new RouteNotFoundError(`No route for ${method} ${rawPath}.`);
 }

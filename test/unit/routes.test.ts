@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { MethodNotAllowedError, ROUTES, routeRequest } from '../../client/src/protocol/index.js';
 import { matchRoute } from '../../functions/http/routes.js';
 import { handler as fallback } from '../../functions/handlers/fallback.js';
 
@@ -10,7 +11,18 @@ describe('route matching', () => {
   });
 
   it('answers a known path with the wrong method as 405 with the allowed methods', () => {
-    expect(() => matchRoute('PUT', '/v1/leases/x/renew')).toThrow(expect.objectContaining({ code: 'METHOD_NOT_ALLOWED', allow: 'POST' }));
+    expect(() => matchRoute('PUT', '/v1/leases/x/renew')).toThrow(expect.objectContaining({ code: 'METHOD_NOT_ALLOWED', allow: ['POST'] }));
+  });
+
+  it("carries a 405's allowed methods as a typed field of MethodNotAllowedError", () => {
+    let error: unknown;
+    try {
+      matchRoute('DELETE', '/v1/leases/x');
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(MethodNotAllowedError);
+    expect((error as MethodNotAllowedError).allow).toEqual(['GET']);
   });
 
   it('answers an unknown path or an empty name as 404', () => {
@@ -25,5 +37,16 @@ describe('route matching', () => {
     expect(JSON.parse(notFound.body as string).error.code).toBe('ROUTE_NOT_FOUND');
     const wrongMethod = await fallback(event('DELETE', '/v1/leases/x'));
     expect(wrongMethod).toMatchObject({ statusCode: 405, headers: { allow: 'GET' } });
+  });
+});
+
+describe('the protocol route table', () => {
+  it('builds for every route a request the server matches back to that route and name', () => {
+    for (const route of ROUTES) {
+      const request = routeRequest(route.id, 'team-a:jobs.1');
+      const match = matchRoute(request.method, request.path);
+      expect(match.route.id, route.id).toBe(route.id);
+      if (route.path.includes('{name}')) expect(match.pathParameters, route.id).toEqual({ name: 'team-a:jobs.1' });
+    }
   });
 });

@@ -176,8 +176,14 @@ export class RouteNotFoundError extends LeaseholdError {
 
 export class MethodNotAllowedError extends LeaseholdError {
   override name = 'MethodNotAllowedError';
-  constructor(message: string, options: LeaseholdErrorOptions = {}) {
+  /**
+   * The methods the path does answer, for the 405's `Allow` header. Empty when the error was rebuilt
+   * from a wire body (the methods travel in the header, not in the body).
+   */
+  readonly allow: readonly string[];
+  constructor(message: string, options: LeaseholdErrorOptions & { allow?: readonly string[] } = {}) {
     super(ErrorCode.METHOD_NOT_ALLOWED, message, options);
+    this.allow = options.allow ?? [];
   }
 }
 

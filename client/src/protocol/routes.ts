@@ -1,0 +1,31 @@
+/**
+ * The v1 HTTP routes: the one table the SDK builds its requests from, the server matches against
+ * (functions/http/routes.ts), the CDK construct turns into API Gateway routes, and the OpenAPI
+ * document (docs/openapi.json) is checked against in a test.
+ */
+export const ROUTES = [
+  { id: 'acquire', method: 'POST', path: '/v1/leases/{name}/acquire' },
+  { id: 'renew', method: 'POST', path: '/v1/leases/{name}/renew' },
+  { id: 'release', method: 'POST', path: '/v1/leases/{name}/release' },
+  { id: 'handoff', method: 'POST', path: '/v1/leases/{name}/handoff' },
+  { id: 'describe', method: 'GET', path: '/v1/leases/{name}' },
+  { id: 'list', method: 'GET', path: '/v1/leases' },
+] as const;
+
+export type Route = (typeof ROUTES)[number];
+export type RouteId = Route['id'];
+
+/** The route with this id. */
+export function routeById<Id extends RouteId>(id: Id): Extract<Route, { id: Id }> {
+  return ROUTES.find((route) => route.id === id) as Extract<Route, { id: Id }>;
+}
+
+/**
+ * The method and path of a request to route `id`, with `{name}` filled in. The name goes in as it
+ * is: callers pass a name that already passed `validateName`, whose characters (A-Z a-z 0-9 . _ : -)
+ * are all legal in a path segment, so the path is the same bytes the server and SigV4 see.
+ */
+export function routeRequest(id: RouteId, name?: string): { method: Route['method']; path: string } {
+  const route = routeById(id);
+  return { method: route.method, path: name === undefined ? route.path : route.path.replace('{name}', name) };
+}
