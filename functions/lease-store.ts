@@ -12,6 +12,8 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import {
   LIMITS,
+  REQUEST_FIELDS,
+  pickFields,
   LeaseLostError,
   LeaseNotFoundError,
   UnavailableError,
@@ -96,7 +98,7 @@ export class LeaseStore {
 
   async acquire(name: string, input: AcquireRequest): Promise<AcquireResult> {
     validateName(name);
-    const request = validateAcquireRequest(pick(input, ['holder', 'ttlMs', 'metadata', 'requestId', 'lockDelayMs']));
+    const request = validateAcquireRequest(pickFields(input, REQUEST_FIELDS.acquire));
     const lockDelayMs = request.lockDelayMs ?? 0;
     const now = this.clock.nowMs();
     const expiresAt = now + request.ttlMs;
@@ -172,7 +174,7 @@ export class LeaseStore {
 
   async renew(name: string, input: RenewRequest): Promise<Grant> {
     validateName(name);
-    const request = validateRenewRequest(pick(input, ['leaseId', 'token', 'ttlMs']));
+    const request = validateRenewRequest(pickFields(input, REQUEST_FIELDS.renew));
     const now = this.clock.nowMs();
     const values: Record<string, unknown> = {
       ':now': now,
@@ -227,7 +229,7 @@ export class LeaseStore {
   /** Returns the lease's public state after the release. Releasing the same grant twice is harmless. */
   async release(name: string, input: ReleaseRequest): Promise<PublicLease> {
     validateName(name);
-    const request = validateReleaseRequest(pick(input, ['leaseId', 'token']));
+    const request = validateReleaseRequest(pickFields(input, REQUEST_FIELDS.release));
     return (await this.endGrant(name, request, undefined)).lease;
   }
 
@@ -239,7 +241,7 @@ export class LeaseStore {
    */
   async handoff(name: string, input: HandoffRequest): Promise<{ lease: PublicLease; to: string; reservedUntil: number }> {
     validateName(name);
-    const request = validateHandoffRequest(pick(input, ['leaseId', 'token', 'to', 'windowMs']));
+    const request = validateHandoffRequest(pickFields(input, REQUEST_FIELDS.handoff));
     const ended = await this.endGrant(name, request, { to: request.to, windowMs: request.windowMs ?? LIMITS.handoffWindowDefaultMs });
     return { lease: ended.lease, to: request.to, reservedUntil: ended.reservedUntil as number };
   }
@@ -403,19 +405,6 @@ function translate(error: unknown, leaseName?: string): unknown {
     );
   }
   return error;
-}
-
-/**
- * The store takes the fields it knows and ignores the rest, so a caller can pass a whole Grant to
- * renew or release. Unknown fields in a *request body* are rejected earlier, by the HTTP layer.
- */
-function pick<T extends object>(input: T, keys: readonly string[]): T {
-  const out: Record<string, unknown> = {};
-  for (const key of keys) {
-    const value = (input as Record<string, unknown>)[key];
-    if (value !== undefined) out[key] = value;
-  }
-  return out as T;
 }
 
 function encodeCursor(key: { pk: string }): string {

@@ -2,6 +2,8 @@ import type { MonotonicClock } from './clock.js';
 import { observe, type LeaderChange, type ObserveOptions } from './observe.js';
 import {
   LeaseHeldError,
+  REQUEST_FIELDS,
+  pickFields,
   routeRequest,
   validateAcquireRequest,
   validateHandoffRequest,
@@ -96,7 +98,7 @@ export class LeaseClient implements LeaseApi {
    */
   async acquire(name: string, request: AcquireRequest, call?: CallOptions): Promise<AcquireResult> {
     validateName(name);
-    const body = validateAcquireRequest({ ...pick(request, ACQUIRE_FIELDS), requestId: request.requestId ?? newRequestId() });
+    const body = validateAcquireRequest({ ...pickFields(request, REQUEST_FIELDS.acquire), requestId: request.requestId ?? newRequestId() });
     try {
       const out = (await this.transport.send(
         { operation: 'acquire', ...routeRequest('acquire', name), body, leaseName: name, idempotent: body.requestId !== undefined },
@@ -112,7 +114,7 @@ export class LeaseClient implements LeaseApi {
   /** Extends the grant by its ttl (or `request.ttlMs`). Rejects with LeaseLostError if it is no longer yours. */
   async renew(name: string, request: RenewRequest, call?: CallOptions): Promise<Grant> {
     validateName(name);
-    const body = validateRenewRequest(pick(request, ['leaseId', 'token', 'ttlMs']));
+    const body = validateRenewRequest(pickFields(request, REQUEST_FIELDS.renew));
     const out = (await this.transport.send(
       { operation: 'renew', ...routeRequest('renew', name), body, leaseName: name, idempotent: true },
       call,
@@ -126,7 +128,7 @@ export class LeaseClient implements LeaseApi {
    */
   async release(name: string, grant: GrantRef, call?: CallOptions): Promise<PublicLease> {
     validateName(name);
-    const body = validateReleaseRequest(pick(grant as ReleaseRequest, ['leaseId', 'token']));
+    const body = validateReleaseRequest(pickFields(grant as ReleaseRequest, REQUEST_FIELDS.release));
     const out = (await this.transport.send(
       { operation: 'release', ...routeRequest('release', name), body, leaseName: name, idempotent: true },
       call,
@@ -141,7 +143,7 @@ export class LeaseClient implements LeaseApi {
    */
   async handoff(name: string, request: HandoffRequest, call?: CallOptions): Promise<HandoffResponse> {
     validateName(name);
-    const body = validateHandoffRequest(pick(request, ['leaseId', 'token', 'to', 'windowMs']));
+    const body = validateHandoffRequest(pickFields(request, REQUEST_FIELDS.handoff));
     return (await this.transport.send(
       { operation: 'handoff', ...routeRequest('handoff', name), body, leaseName: name, idempotent: false },
       call,
@@ -177,18 +179,6 @@ export class LeaseClient implements LeaseApi {
   observe(name: string, options: ObserveOptions = {}): AsyncGenerator<LeaderChange, void, undefined> {
     return observe(this, name, { clock: this.transport.clock, random: this.transport.random, ...options });
   }
-}
-
-const ACQUIRE_FIELDS = ['holder', 'ttlMs', 'metadata', 'requestId', 'lockDelayMs'] as const;
-
-/** Copies the known, defined fields: a whole Grant can be passed where a GrantRef is expected. */
-function pick<T extends object>(input: T, keys: readonly string[]): T {
-  const out: Record<string, unknown> = {};
-  for (const key of keys) {
-    const value = (input as Record<string, unknown>)[key];
-    if (value !== undefined) out[key] = value;
-  }
-  return out as T;
 }
 
 /** 128 random bits, hex: one per acquire call, shared by its retries. */

@@ -104,6 +104,28 @@ export function validateMetadata(value: unknown, field = 'metadata'): JsonValue 
   return value as JsonValue;
 }
 
+/** The body fields of each write route: its validator refuses any other field, and `pickFields` keeps only these. */
+export const REQUEST_FIELDS = {
+  acquire: ['holder', 'ttlMs', 'metadata', 'requestId', 'lockDelayMs'],
+  renew: ['leaseId', 'token', 'ttlMs'],
+  release: ['leaseId', 'token'],
+  handoff: ['leaseId', 'token', 'to', 'windowMs'],
+} as const;
+
+/**
+ * Copies the listed fields that are defined. The SDK and the lease store take the fields they know
+ * and ignore the rest, so a caller can pass a whole Grant to renew or release; unknown fields in a
+ * request *body* are still refused by the validators, before anything is picked.
+ */
+export function pickFields<T extends object>(input: T, keys: readonly string[]): T {
+  const out: Record<string, unknown> = {};
+  for (const key of keys) {
+    const value = (input as Record<string, unknown>)[key];
+    if (value !== undefined) out[key] = value;
+  }
+  return out as T;
+}
+
 function requireObject(body: unknown, allowed: readonly string[]): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new ValidationError('body', 'must be a JSON object');
@@ -122,7 +144,7 @@ function requireField(body: Record<string, unknown>, field: string): unknown {
 }
 
 export function validateAcquireRequest(body: unknown): AcquireRequest {
-  const input = requireObject(body, ['holder', 'ttlMs', 'metadata', 'requestId', 'lockDelayMs']);
+  const input = requireObject(body, REQUEST_FIELDS.acquire);
   const request: AcquireRequest = {
     holder: validateHolder(requireField(input, 'holder')),
     ttlMs: validateTtlMs(requireField(input, 'ttlMs')),
@@ -134,7 +156,7 @@ export function validateAcquireRequest(body: unknown): AcquireRequest {
 }
 
 export function validateRenewRequest(body: unknown): RenewRequest {
-  const input = requireObject(body, ['leaseId', 'token', 'ttlMs']);
+  const input = requireObject(body, REQUEST_FIELDS.renew);
   const request: RenewRequest = {
     leaseId: validateLeaseId(requireField(input, 'leaseId')),
     token: validateToken(requireField(input, 'token')),
@@ -144,7 +166,7 @@ export function validateRenewRequest(body: unknown): RenewRequest {
 }
 
 export function validateReleaseRequest(body: unknown): ReleaseRequest {
-  const input = requireObject(body, ['leaseId', 'token']);
+  const input = requireObject(body, REQUEST_FIELDS.release);
   return {
     leaseId: validateLeaseId(requireField(input, 'leaseId')),
     token: validateToken(requireField(input, 'token')),
@@ -152,7 +174,7 @@ export function validateReleaseRequest(body: unknown): ReleaseRequest {
 }
 
 export function validateHandoffRequest(body: unknown): HandoffRequest {
-  const input = requireObject(body, ['leaseId', 'token', 'to', 'windowMs']);
+  const input = requireObject(body, REQUEST_FIELDS.handoff);
   const request: HandoffRequest = {
     leaseId: validateLeaseId(requireField(input, 'leaseId')),
     token: validateToken(requireField(input, 'token')),
