@@ -3,6 +3,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Etcd3 } from 'etcd3';
 import { Redis } from 'ioredis';
 import { LeaseClient, isLeaseLostError, type Grant } from '../client/src/index.js';
+import { routeRequest } from '../client/src/protocol/index.js';
 import { systemClock } from '../functions/clock.js';
 import { LeaseStore } from '../functions/lease-store.js';
 import { RawLeaseRequests } from './raw-dynamodb.js';
@@ -56,7 +57,8 @@ interface Driver {
 function apiDriver(baseUrl: string): Driver {
   const url = new URL(baseUrl);
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
-  const call = (method: 'GET' | 'POST', path: string, body?: unknown): Promise<Outcome> =>
+  // The paths come from the protocol's route table, as the SDK's do.
+  const call = ({ method, path }: { method: 'GET' | 'POST'; path: string }, body?: unknown): Promise<Outcome> =>
     new Promise((resolve, reject) => {
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const req = request(
@@ -81,10 +83,10 @@ function apiDriver(baseUrl: string): Driver {
       req.end(payload);
     });
   return {
-    acquire: (name, holder) => call('POST', `/v1/leases/${name}/acquire`, { holder, ttlMs: TTL_MS }),
-    renew: (name, g) => call('POST', `/v1/leases/${name}/renew`, { leaseId: g.leaseId, token: g.token, ttlMs: TTL_MS }),
-    release: (name, g) => call('POST', `/v1/leases/${name}/release`, { leaseId: g.leaseId, token: g.token }),
-    describe: (name) => call('GET', `/v1/leases/${name}`),
+    acquire: (name, holder) => call(routeRequest('acquire', name), { holder, ttlMs: TTL_MS }),
+    renew: (name, g) => call(routeRequest('renew', name), { leaseId: g.leaseId, token: g.token, ttlMs: TTL_MS }),
+    release: (name, g) => call(routeRequest('release', name), { leaseId: g.leaseId, token: g.token }),
+    describe: (name) => call(routeRequest('describe', name)),
     close: () => agent.destroy(),
   };
 }

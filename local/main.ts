@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ENV, LEGACY_WATCH_RENEWED_ENV, readWatchRenewedEvents } from '../functions/config.js';
-import { ROUTES, type RouteId } from '../functions/http/routes.js';
+import { routeRequest, type RouteId } from '../client/src/protocol/index.js';
 import { ensureLeaseTable, ensureSubscriptionTable } from '../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal } from './dynamodb/dynamodb-local.js';
 import { ALLOWED_HOSTS_ENV, parseAllowedHosts } from './host-policy.js';
@@ -117,7 +117,7 @@ async function main(): Promise<void> {
 }
 
 function routePath(id: RouteId, name = 'my-app:cron-leader'): string {
-  return (ROUTES.find((route) => route.id === id)?.path ?? '').replace('{name}', name);
+  return routeRequest(id, name).path;
 }
 
 /** What `npm start` prints once it serves: where things are, a first request, and how to stop it. */
