@@ -16,6 +16,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { WATCH_PATH } from '../client/src/protocol/index.js';
 import { createDocumentClient } from '../functions/dynamodb-client.js';
 import { ensureLeaseTable, ensureSubscriptionTable } from '../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal } from '../local/dynamodb/dynamodb-local.js';
@@ -284,7 +285,7 @@ async function main(): Promise<void> {
             ttlMs: plan.costTtlMs,
             terms: plan.costTerms,
             name: `bench-${runId}-cost`,
-            watchUrl: `${(server as { url: string }).url.replace(/^http/, 'ws')}/v1/watch`,
+            watchUrl: `${(server as { url: string }).url.replace(/^http/, 'ws')}${WATCH_PATH}`,
           });
         });
         print(renderCost(results));

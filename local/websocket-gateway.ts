@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { HttpResponse, type HttpHandler, type HttpRequest } from '@smithy/protocol-http';
 import type { APIGatewayProxyResultV2, APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
 import { WebSocket, WebSocketServer } from 'ws';
-import { WATCH_LIMITS, type LeaseholdError } from '../client/src/protocol/index.js';
+import { WATCH_LIMITS, WATCH_PATH, type LeaseholdError } from '../client/src/protocol/index.js';
 import type { WallClock } from '../functions/clock.js';
 
 /**
@@ -38,7 +38,8 @@ export interface WebSocketGateway {
   close(): void;
 }
 
-export const WATCH_PATH = '/v1/watch';
+// The path is part of the wire contract: it lives in the protocol's route table.
+export { WATCH_PATH };
 
 /** API Gateway's limit on a PostToConnection payload (128 KB); larger posts get 413, as there. */
 export const MANAGEMENT_POST_MAX_BYTES = 131_072;

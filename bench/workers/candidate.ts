@@ -18,6 +18,7 @@ import { createInterface } from 'node:readline';
 import { Etcd3, type Lease } from 'etcd3';
 import { Redis } from 'ioredis';
 import { LeaseClient, createLeader, type AcquireResult, type Grant, type LeaseApi, type Leader, type LeaderOptions } from '../../client/src/index.js';
+import { WATCH_PATH } from '../../client/src/protocol/index.js';
 import { benchNowMs, sleep } from '../clock.js';
 
 export interface CandidateConfig {
@@ -89,7 +90,7 @@ function leaseholdCandidate(): Candidate {
       if (reason !== 'released') report('lost', { reason });
     },
   };
-  if (config.watch === 'sdk') options.watch = `${(config.endpoint as string).replace(/^http/, 'ws')}/v1/watch`;
+  if (config.watch === 'sdk') options.watch = `${(config.endpoint as string).replace(/^http/, 'ws')}${WATCH_PATH}`;
   const leader: Leader = createLeader(api, options);
   return {
     start: () => leader.start(),

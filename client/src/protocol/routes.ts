@@ -12,6 +12,9 @@ export const ROUTES = [
   { id: 'list', method: 'GET', path: '/v1/leases' },
 ] as const;
 
+/** Where the local server serves the watch's WebSocket (in AWS the WebSocket API has its own URL). */
+export const WATCH_PATH = '/v1/watch';
+
 export type Route = (typeof ROUTES)[number];
 export type RouteId = Route['id'];
 
