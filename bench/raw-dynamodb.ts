@@ -1,6 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { grantIsCurrent, grantIsCurrentAndLive, leaseIsAvailable } from '../functions/lease-conditions.js';
+import {
+  ACQUIRE_REMOVE,
+  ACQUIRE_SET,
+  RELEASE_REMOVE,
+  RELEASE_SET,
+  RENEW_COMMON_SET,
+  RENEW_NEW_TTL_SET,
+  grantIsCurrent,
+  grantIsCurrentAndLive,
+  leaseIsAvailable,
+} from '../functions/lease-conditions.js';
 import { DEFAULT_CLEANUP_AFTER_MS, isConditionFailure } from '../functions/lease-store.js';
 import { wallNowMs } from './clock.js';
 
@@ -12,7 +22,7 @@ import { wallNowMs } from './clock.js';
  * store (one request either way).
  */
 
-// The conditions are the store's own (functions/lease-conditions.ts), so the baseline cannot drift.
+// The conditions and update expressions are the store's own (functions/lease-conditions.ts), so the baseline cannot drift.
 
 async function conditional(send: () => Promise<unknown>): Promise<'ok' | 'conflict'> {
   try {
@@ -38,11 +48,8 @@ export class RawLeaseRequests {
         new UpdateCommand({
           TableName: this.tableName,
           Key: { pk: name },
-          UpdateExpression:
-            'SET holder = :holder, leaseId = :leaseId, #token = if_not_exists(#token, :tokenBase) + :one, ' +
-            'transitions = if_not_exists(transitions, :zero) + :one, ttlMs = :ttlMs, lockDelayMs = :lockDelayMs, ' +
-            'holdMs = :holdMs, expiresAt = :expiresAt, availableAt = :availableAt, acquiredAt = :now, renewedAt = :now, ' +
-            'expireItemAt = :expireItemAt, requestId = :requestId, lastOp = :lastOp REMOVE releasedAt, reservedFor, reservedUntil, metadataJson',
+          // The store's acquire with a requestId and no metadata.
+          UpdateExpression: `SET ${[...ACQUIRE_SET, 'requestId = :requestId'].join(', ')} REMOVE ${[...ACQUIRE_REMOVE, 'metadataJson'].join(', ')}`,
           ConditionExpression: leaseIsAvailable,
           ExpressionAttributeNames: { '#token': 'token' },
           ExpressionAttributeValues: {
@@ -75,9 +82,7 @@ export class RawLeaseRequests {
         new UpdateCommand({
           TableName: this.tableName,
           Key: { pk: name },
-          UpdateExpression:
-            'SET ttlMs = :ttlMs, holdMs = lockDelayMs + :ttlMs, expiresAt = :expiresAt, availableAt = lockDelayMs + :expiresAt, ' +
-            'renewedAt = :now, expireItemAt = :expireItemAt, lastOp = :lastOp',
+          UpdateExpression: `SET ${[...RENEW_NEW_TTL_SET, ...RENEW_COMMON_SET].join(', ')}`,
           ConditionExpression: grantIsCurrentAndLive,
           ExpressionAttributeNames: { '#token': 'token' },
           ExpressionAttributeValues: {
@@ -103,7 +108,7 @@ export class RawLeaseRequests {
         new UpdateCommand({
           TableName: this.tableName,
           Key: { pk: name },
-          UpdateExpression: 'SET availableAt = :now, releasedAt = :now, expireItemAt = :expireItemAt, lastOp = :lastOp REMOVE holder, requestId',
+          UpdateExpression: `${RELEASE_SET} ${RELEASE_REMOVE}`,
           ConditionExpression: grantIsCurrent,
           ExpressionAttributeNames: { '#token': 'token' },
           ExpressionAttributeValues: {

@@ -1,7 +1,9 @@
+import { LAST_OP_ATTRIBUTE } from './lease-record.js';
+
 /**
- * The conditions of the lease store's writes, in one place: functions/lease-store.ts sends them and
- * the bench's bare-DynamoDB baseline (bench/raw-dynamodb.ts) sends the very same strings, so the
- * baseline measures the store's write and cannot drift from it.
+ * The conditions and update expressions of the lease store's writes, in one place:
+ * functions/lease-store.ts sends them and the bench's bare-DynamoDB baseline (bench/raw-dynamodb.ts)
+ * sends the very same strings, so the baseline measures the store's write and cannot drift from it.
  */
 
 // acquire: succeeds when nobody ever held the name, or the last holder's expiry plus lock-delay
@@ -23,3 +25,36 @@ export const grantIsCurrentAndLive =
 // expiry but before any successor is allowed: it only ends the lock-delay early, and the
 // holder is the one that knows its work has stopped.
 export const grantIsCurrent = 'leaseId = :leaseId AND #token = :token AND attribute_exists(holder)';
+
+/** What every acquire sets; the store adds `metadataJson` and `requestId` when the request has them. */
+export const ACQUIRE_SET = [
+  'holder = :holder',
+  'leaseId = :leaseId',
+  '#token = if_not_exists(#token, :tokenBase) + :one',
+  'transitions = if_not_exists(transitions, :zero) + :one',
+  'ttlMs = :ttlMs',
+  'lockDelayMs = :lockDelayMs',
+  'holdMs = :holdMs',
+  'expiresAt = :expiresAt',
+  'availableAt = :availableAt',
+  'acquiredAt = :now',
+  'renewedAt = :now',
+  'expireItemAt = :expireItemAt',
+  `${LAST_OP_ATTRIBUTE} = :lastOp`,
+] as const;
+
+/** What every acquire removes: the previous grant's end and reservation (plus absent optional fields). */
+export const ACQUIRE_REMOVE = ['releasedAt', 'reservedFor', 'reservedUntil'] as const;
+
+/** A renew that sets a new ttl. One operator per operand is all DynamoDB allows, hence holdMs. */
+export const RENEW_NEW_TTL_SET = ['ttlMs = :ttlMs', 'holdMs = lockDelayMs + :ttlMs', 'expiresAt = :expiresAt', 'availableAt = lockDelayMs + :expiresAt'] as const;
+
+/** A renew that keeps the stored ttl. */
+export const RENEW_SAME_TTL_SET = ['expiresAt = ttlMs + :now', 'availableAt = holdMs + :now'] as const;
+
+/** What every renew sets besides the expiry. */
+export const RENEW_COMMON_SET = ['renewedAt = :now', 'expireItemAt = :expireItemAt', `${LAST_OP_ATTRIBUTE} = :lastOp`] as const;
+
+/** A release (a handoff adds the reservation to the SET). */
+export const RELEASE_SET = `SET availableAt = :now, releasedAt = :now, expireItemAt = :expireItemAt, ${LAST_OP_ATTRIBUTE} = :lastOp`;
+export const RELEASE_REMOVE = 'REMOVE holder, requestId';

@@ -34,9 +34,19 @@ import {
   type RenewRequest,
 } from '../client/src/protocol/index.js';
 import type { WallClock } from './clock.js';
-import { grantIsCurrent, grantIsCurrentAndLive, leaseIsAvailable } from './lease-conditions.js';
 import {
-  LAST_OP_ATTRIBUTE,
+  ACQUIRE_REMOVE,
+  ACQUIRE_SET,
+  RELEASE_REMOVE,
+  RELEASE_SET,
+  RENEW_COMMON_SET,
+  RENEW_NEW_TTL_SET,
+  RENEW_SAME_TTL_SET,
+  grantIsCurrent,
+  grantIsCurrentAndLive,
+  leaseIsAvailable,
+} from './lease-conditions.js';
+import {
   isSameGrantRetry,
   leaseLostReason,
   retryAfterMs,
@@ -103,22 +113,8 @@ export class LeaseStore {
     const now = this.clock.nowMs();
     const expiresAt = now + request.ttlMs;
 
-    const set = [
-      'holder = :holder',
-      'leaseId = :leaseId',
-      '#token = if_not_exists(#token, :tokenBase) + :one',
-      'transitions = if_not_exists(transitions, :zero) + :one',
-      'ttlMs = :ttlMs',
-      'lockDelayMs = :lockDelayMs',
-      'holdMs = :holdMs',
-      'expiresAt = :expiresAt',
-      'availableAt = :availableAt',
-      'acquiredAt = :now',
-      'renewedAt = :now',
-      'expireItemAt = :expireItemAt',
-      `${LAST_OP_ATTRIBUTE} = :lastOp`,
-    ];
-    const remove = ['releasedAt', 'reservedFor', 'reservedUntil'];
+    const set: string[] = [...ACQUIRE_SET];
+    const remove: string[] = [...ACQUIRE_REMOVE];
     const values: Record<string, unknown> = {
       ':now': now,
       ':holder': request.holder,
@@ -185,19 +181,13 @@ export class LeaseStore {
     };
     let set: string[];
     if (request.ttlMs === undefined) {
-      // Keep the stored ttl: one operator per operand is all DynamoDB allows, hence holdMs.
-      set = ['expiresAt = ttlMs + :now', 'availableAt = holdMs + :now'];
+      set = [...RENEW_SAME_TTL_SET];
     } else {
-      set = [
-        'ttlMs = :ttlMs',
-        'holdMs = lockDelayMs + :ttlMs',
-        'expiresAt = :expiresAt',
-        'availableAt = lockDelayMs + :expiresAt',
-      ];
+      set = [...RENEW_NEW_TTL_SET];
       values[':ttlMs'] = request.ttlMs;
       values[':expiresAt'] = now + request.ttlMs;
     }
-    set.push('renewedAt = :now', 'expireItemAt = :expireItemAt', `${LAST_OP_ATTRIBUTE} = :lastOp`);
+    set.push(...RENEW_COMMON_SET);
 
     try {
       const out = await this.client.send(
@@ -264,7 +254,7 @@ export class LeaseStore {
       ':expireItemAt': this.expireItemAt(reservedUntil ?? now),
       ':lastOp': (reserve ? 'handoff' : 'release') satisfies LastOp,
     };
-    let set = `SET availableAt = :now, releasedAt = :now, expireItemAt = :expireItemAt, ${LAST_OP_ATTRIBUTE} = :lastOp`;
+    let set: string = RELEASE_SET;
     if (reserve) {
       set += ', reservedFor = :to, reservedUntil = :reservedUntil';
       values[':to'] = reserve.to;
@@ -275,7 +265,7 @@ export class LeaseStore {
         new UpdateCommand({
           TableName: this.tableName,
           Key: { pk: name },
-          UpdateExpression: `${set} REMOVE holder, requestId`,
+          UpdateExpression: `${set} ${RELEASE_REMOVE}`,
           ConditionExpression: grantIsCurrent,
           ExpressionAttributeNames: { '#token': 'token' },
           ExpressionAttributeValues: values,
