@@ -12,6 +12,8 @@ import {
   isErrorCode,
   isLeaseholdError,
   type ErrorBody,
+  type Route,
+  type RouteId,
 } from './protocol/index.js';
 import type { RequestSigner } from './signing.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, backoffMs, expectNonNegativeInteger, expectPositive } from './timing.js';
@@ -59,10 +61,10 @@ export interface TransportOptions {
 }
 
 export interface RequestSpec {
-  /** The client method, for messages: acquire, renew, release, describe, list. */
-  operation: string;
-  method: 'GET' | 'POST';
-  /** Path below the endpoint, e.g. `/v1/leases/jobs/acquire`. */
+  /** The route, for messages: acquire, renew, release, handoff, describe, list. */
+  operation: RouteId;
+  method: Route['method'];
+  /** Path below the endpoint, from the protocol's route table (`routeRequest`), e.g. `/v1/leases/jobs/acquire`. */
   path: string;
   query?: Record<string, string | undefined>;
   body?: unknown;
