@@ -1,4 +1,5 @@
-import { ErrorCode } from '../../client/src/protocol/index.js';
+import { ErrorCode, type RouteId } from '../../client/src/protocol/index.js';
+import { matchRoute, type RouteMatch } from '../../functions/http/routes.js';
 import { harnessNowMs } from '../harness-clock.js';
 import type { OpKind, OpRecord } from '../history.js';
 import type { Journal } from './journal.js';
@@ -28,13 +29,25 @@ export interface RecordingOptions {
 
 type Start = Omit<OpRecord, 'completeMs' | 'outcome'>;
 
-/** The operation a request is, from its method and path (`/v1/leases/{name}[/{action}]`); undefined if not recorded. */
+/** The routes the history records; handoff and list are not part of it. */
+const RECORDED_ROUTES: ReadonlySet<RouteId> = new Set(['acquire', 'renew', 'release', 'describe'] satisfies (RouteId & OpKind)[]);
+
+/**
+ * The operation a request is, by the server's own route table and matcher (after any stage prefix
+ * before `/v1/`); undefined if it is not a recorded route.
+ */
 export function operationOf(method: string, url: URL): { op: OpKind; lease: string } | undefined {
-  const match = /^(?:.*)\/v1\/leases\/([^/]+)(?:\/(acquire|renew|release))?$/.exec(url.pathname);
-  if (!match) return undefined;
-  const lease = decodeURIComponent(match[1]!);
-  if (match[2] === undefined) return method === 'GET' ? { op: 'describe', lease } : undefined;
-  return method === 'POST' ? { op: match[2] as OpKind, lease } : undefined;
+  const v1 = url.pathname.lastIndexOf('/v1/');
+  if (v1 < 0) return undefined;
+  let match: RouteMatch;
+  try {
+    match = matchRoute(method, url.pathname.slice(v1));
+  } catch {
+    return undefined;
+  }
+  const lease = match.pathParameters.name;
+  if (!RECORDED_ROUTES.has(match.route.id) || lease === undefined) return undefined;
+  return { op: match.route.id as OpKind, lease };
 }
 
 export function recordingFetch(journal: Journal, options: RecordingOptions): typeof fetch {
