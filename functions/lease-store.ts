@@ -164,7 +164,9 @@ export class LeaseStore {
       if (isSameGrantRetry(current, request.holder, request.requestId, at)) {
         return { acquired: true, lease: toGrant(current, at) };
       }
-      return { acquired: false, lease: toPublicLease(current, at), retryAfterMs: retryAfterMs(current, request.holder, at) };
+      // Counted from the instant the condition was evaluated, not from now: the follower aims its next
+      // acquire at `retryAfterMs` after its send (client/src/timing.ts followerWaitMs).
+      return { acquired: false, lease: toPublicLease(current, at), retryAfterMs: retryAfterMs(current, request.holder, now) };
     }
   }
 

@@ -26,8 +26,9 @@
  * may be paused past its lease. Writes that must never come from a stale leader carry the term's
  * fencing `token` and are fenced where they land (see `leasehold/dynamodb` and the SQL predicate).
  *
- * A follower does not poll on a fixed period: after losing the race it waits the server's
- * `retryAfterMs` plus a little jitter, and after a network error it backs off exponentially. With
+ * A follower does not poll on a fixed period: after losing the race it aims its next acquire to
+ * reach the server as the lease becomes available (the server's `retryAfterMs` less the round trip
+ * it just measured, plus at most 2 ms of jitter; see `followerWaitMs`), and after a network error it backs off exponentially. With
  * a watch, a pushed `released` (or a `handoff` naming this holder) cuts that wait short; pushes
  * are hints only, so a dead socket makes a follower slower, never unsafe or stuck: an expiry is
  * never pushed and the scheduled retry always runs.
@@ -46,7 +47,7 @@ import { LeaseLostError, isLeaseLostError, validateHandoffRequest, type Grant, t
 import { Term } from './term.js';
 import { createTermContext, releaseQuietly, type TermContext, type TermOptions } from './term-context.js';
 import type { LossReason, TermInfo } from './term-events.js';
-import { backoffMs, heldJitterWindowMs, jitter, type Timing } from './timing.js';
+import { backoffMs, followerWaitMs, type Timing } from './timing.js';
 import { createWatch, type WatchClient, type WatchSubscription } from './watch.js';
 
 export interface LeaderOptions extends TermOptions, HealthOptions, FencingOptions {
@@ -329,7 +330,7 @@ class LeaderImpl implements Leader {
   /**
    * The follower loop: 1. with a health check, campaign only right after it passes (else check
    * again in renewEveryMs); 2. send an acquire; 3. won → start a term and return; 4. held → wait
-   * the server's retryAfterMs plus jitter, or less when the watch pushes a release; 5. failed →
+   * until the acquire would reach the server as the lease becomes available (`followerWaitMs`), or less when the watch pushes a release; 5. failed →
    * back off exponentially (up to renewEveryMs).
    */
   private async campaignUntilElected(signal: AbortSignal): Promise<void> {
@@ -376,7 +377,7 @@ class LeaderImpl implements Leader {
       }
       failures = 0;
       this.ctx.emit({ type: 'following', name: this.name, holder: this.holder, leader: result.lease.holder, token: result.lease.token, retryAfterMs: result.retryAfterMs });
-      const waitMs = result.retryAfterMs + jitter(random, heldJitterWindowMs(result.retryAfterMs));
+      const waitMs = followerWaitMs(result.retryAfterMs, clock.nowMs() - sendTimeMs, random);
       if (!(await this.follower.wait(waitMs, signal))) return;
     }
   }

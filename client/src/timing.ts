@@ -89,13 +89,33 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number, random
 }
 
 /**
- * Jitter added to a server's retryAfterMs: up to 5% of it, at least 10 ms and at most 100 ms.
- *
- * Why so little: the jitter does not save requests (each waiting follower sends one acquire at the
- * expiry either way; the losers are told the new holder's expiry), it only spreads those acquires
- * over a window so they do not hit the item in the same millisecond. Every millisecond of it is
- * added to the crash failover time, so it stays small next to the TTL.
+ * Jitter of a handoff reservation's fallback retry: up to 5% of the window, at least 10 ms and at
+ * most 100 ms. Only the reservation's fallback uses it (see follower.ts); a follower waiting for a
+ * lease to run out aims at the expiry instead (`followerWaitMs`).
  */
 export function heldJitterWindowMs(retryAfterMs: number): number {
   return Math.min(100, Math.max(10, retryAfterMs / 20));
+}
+
+/** Aim a follower's acquire this long after the lease becomes available on the server's clock. */
+export const FOLLOWER_ARRIVAL_MARGIN_MS = 0;
+/** Random spread of followers of one name, so their acquires do not reach the item in the same millisecond. */
+export const FOLLOWER_JITTER_MS = 2;
+
+/**
+ * How long a follower told `retryAfterMs` waits before its next acquire, counted from the moment
+ * the answer arrived, so that the acquire reaches the server as the lease becomes available.
+ *
+ * The server counts `retryAfterMs` from the instant it evaluated the write's condition, which is
+ * about half a round trip after the send; the next acquire reaches it about half a round trip after
+ * its own send. So the next send is due `retryAfterMs` after the previous *send*, which is
+ * `retryAfterMs − roundTripMs` from now. An estimate that errs early costs one extra request (the
+ * server answers LEASE_HELD with the few milliseconds left, and the follower aims again); it never
+ * costs safety, because the server decides availability on its own clock and a won term counts from
+ * the send of the winning request. The jitter is a few milliseconds: it only spreads followers of one
+ * name; every millisecond of it is added to the crash failover.
+ */
+export function followerWaitMs(retryAfterMs: number, roundTripMs: number, random: () => number): number {
+  const aheadMs = Math.min(Math.max(0, roundTripMs), retryAfterMs);
+  return retryAfterMs - aheadMs + FOLLOWER_ARRIVAL_MARGIN_MS + jitter(random, FOLLOWER_JITTER_MS);
 }

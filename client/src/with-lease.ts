@@ -6,7 +6,7 @@ import type { PublicLease } from './protocol/index.js';
 import { Term } from './term.js';
 import { createTermContext, releaseQuietly, type TermOptions } from './term-context.js';
 import { LeadershipLostError, type TermInfo } from './term-events.js';
-import { expectNonNegative, heldJitterWindowMs, jitter } from './timing.js';
+import { expectNonNegative, followerWaitMs } from './timing.js';
 
 export interface WithLeaseOptions extends TermOptions, FencingOptions {
   /**
@@ -59,7 +59,7 @@ export async function withLease<T>(
     sendTimeMs = ctx.clock.nowMs();
     result = await client.acquire(name, ctx.request, { timeoutMs: ctx.timing.requestTimeoutMs, ...(signal ? { signal } : {}) });
     if (result.acquired) break;
-    const pauseMs = result.retryAfterMs + jitter(ctx.random, heldJitterWindowMs(result.retryAfterMs));
+    const pauseMs = followerWaitMs(result.retryAfterMs, ctx.clock.nowMs() - sendTimeMs, ctx.random);
     if (ctx.clock.nowMs() + pauseMs - startedMs > waitMs) return result;
     if (!(await delay(ctx.clock, pauseMs, signal))) throw signal?.reason;
   }

@@ -1,6 +1,6 @@
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../functions/clock.js';
+import { ManualClock, type WallClock } from '../../functions/clock.js';
 import { LeaseStore } from '../../functions/lease-store.js';
 import { ErrorCode, LeaseLostError, LeaseNotFoundError, ValidationError, type Grant } from '../../client/src/protocol/index.js';
 import { createTestLeaseTable, type TestTable } from '../support/dynamodb.js';
@@ -89,6 +89,27 @@ describe('acquire', () => {
     });
     expect(result.lease).not.toHaveProperty('leaseId');
     expect(await rawItem(name)).toEqual(before);
+  });
+
+  it('counts retryAfterMs from the instant the condition was evaluated, not from when the answer left', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('held-aim');
+    await grant(store, name, 'worker-a', 10_000);
+    const evaluatedAt = clock.nowMs();
+    // Every later reading of the clock is 7 ms on: the store's own work after the write's condition.
+    const ticking: WallClock = {
+      nowMs: () => {
+        const reading = clock.nowMs();
+        if (reading === evaluatedAt) clock.advance(7);
+        return reading;
+      },
+    };
+    const aimed = new LeaseStore({ client: table.doc, tableName: table.tableName, clock: ticking });
+
+    const result = await aimed.acquire(name, { holder: 'worker-b', ttlMs: 10_000 });
+
+    // Available at evaluatedAt + 10000 + 1: the follower aims its next send retryAfterMs after its last.
+    expect(result).toMatchObject({ acquired: false, retryAfterMs: 10_001, lease: { remainingMs: 9_993 } });
   });
 
   it('does not let the same holder name take its own live lease without the leaseId', async () => {

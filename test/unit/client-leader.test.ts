@@ -121,16 +121,53 @@ describe('campaign', () => {
     expect(t.api.all('acquire')).toHaveLength(1);
   });
 
-  it('after losing the race, waits the server retryAfterMs plus jitter before trying again', async () => {
+  it('after losing the race, sends its next acquire retryAfterMs after the refused one was sent, plus at most 2 ms of jitter', async () => {
     const t = setup();
     t.leader.start();
     await t.clock.advance(0);
+    await at(t, 40); // a 40 ms round trip: the server counted retryAfterMs from about 20 ms
     t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 4_000 });
-    // jitter window = 5% of 4000, at most 100 ms; random 0.5 → 50.
-    await at(t, 4_049);
+    // 4000 − 40 from the answer, + jitter (a 2 ms window × random 0.5 = 1): sent at 4001.
+    await at(t, 4_000);
     expect(t.api.all('acquire')).toHaveLength(1);
-    await at(t, 4_050);
-    expect(t.api.all('acquire')).toHaveLength(2);
+    await at(t, 4_001);
+    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 4_001]);
+  });
+
+  it('an acquire that arrives a little early costs one more request, aimed at the few ms the server says are left', async () => {
+    const t = setup();
+    t.leader.start();
+    await t.clock.advance(0);
+    t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 1_000 });
+    await at(t, 1_001);
+    t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 3 });
+    await at(t, 1_004);
+    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 1_001]);
+    await at(t, 1_005);
+    t.api.next('acquire').resolve({ acquired: true, lease: grant({ token: 8 }) });
+    await t.clock.advance(0);
+    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 1_001, 1_005]);
+    expect(t.leader.isLeader()).toBe(true);
+  });
+
+  it('an answer slower than retryAfterMs sends the next acquire at once, and the term won counts from that send', async () => {
+    const t = setup({ ttlMs: 3_000, driftMarginMs: 100 });
+    t.leader.start();
+    await t.clock.advance(0);
+    await at(t, 500); // the refusal takes 500 ms to arrive; the lease became available meanwhile
+    t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 200 });
+    await t.clock.advance(0);
+    await at(t, 501); // no wait left but the jitter
+    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 501]);
+    await at(t, 900);
+    t.api.next('acquire').resolve({ acquired: true, lease: grant({ token: 8, ttlMs: 3_000 }) });
+    await t.clock.advance(0);
+    expect(t.leader.isLeader()).toBe(true);
+    // Deadline: send 501 + ttl 3000 − drift 100 = 3401, not the answer's arrival + 3000.
+    await at(t, 3_400);
+    expect(t.leader.isLeader()).toBe(true);
+    await at(t, 3_401);
+    expect(t.leader.isLeader()).toBe(false);
   });
 
   it('after a network error, backs off exponentially instead of retrying at once', async () => {

@@ -173,12 +173,28 @@ describe('withLease', () => {
     expect(error.serverReason).toBe('evicted_by_operator');
   });
 
+  it('aims its next acquire at the server retryAfterMs counted from the send of the refused one', async () => {
+    const t = setup();
+    const result = withLease(t.api, 'jobs', { ...t.options, waitMs: 10_000 }, () => 'ran');
+    await t.clock.advance(0);
+    await t.clock.advance(30); // the answer takes a 30 ms round trip
+    t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 2_000 });
+    await t.clock.advance(1_970); // 2000 − 30 + jitter 1
+    expect(t.api.all('acquire')).toHaveLength(1);
+    await t.clock.advance(1);
+    expect(t.api.all('acquire')).toHaveLength(2);
+    t.api.next('acquire').resolve({ acquired: true, lease: grant() });
+    await t.clock.advance(0);
+    t.api.next('release').resolve(publicLease({ holder: null }));
+    await expect(result).resolves.toMatchObject({ acquired: true, value: 'ran' });
+  });
+
   it('waits up to waitMs for the holder to go, using the server retryAfterMs', async () => {
     const t = setup();
     const result = withLease(t.api, 'jobs', { ...t.options, waitMs: 10_000 }, () => 'ran');
     await t.clock.advance(0);
     t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 2_000 });
-    await t.clock.advance(2_049); // retryAfterMs 2000 + jitter 50 (half of a 5% window of 100 ms)
+    await t.clock.advance(2_000); // retryAfterMs 2000 − a round trip of 0 + jitter 1 (half of a 2 ms window)
     expect(t.api.all('acquire')).toHaveLength(1);
     await t.clock.advance(1);
     t.api.next('acquire').resolve({ acquired: true, lease: grant() });
