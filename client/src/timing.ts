@@ -7,7 +7,10 @@ import { LIMITS } from './protocol/index.js';
 export interface TimingOptions {
   /** Lease time to live requested from the server. Default 15000; 1000 to 3600000. */
   ttlMs?: number;
-  /** Interval between renewals, measured from the send time of the last successful one. Default `ttlMs / 3`; at most `ttlMs / 3`. */
+  /**
+   * Interval between renewals, measured from the send time of the last successful one. Default a
+   * third of `ttlMs` less 1% of that third (at least 10 ms; see `defaultRenewEveryMs`); at most `ttlMs / 3`.
+   */
   renewEveryMs?: number;
   /**
    * Safety margin subtracted from every local deadline: covers clock skew between server hosts and
@@ -29,6 +32,21 @@ export function defaultDriftMarginMs(ttlMs: number): number {
   return Math.max(100, Math.round(ttlMs * 0.05));
 }
 
+/**
+ * A third of the ttl, less a lead of 1% of that third (at least 10 ms): 4950 ms at the default ttl
+ * of 15 s, 656.7 ms at 2 s.
+ *
+ * Why the lead: a follower aims its next acquire at the expiry it was last told of, and the third
+ * renewal after the one that set that expiry falls due at that same instant. Renewing a little
+ * early makes that renewal land first even when the leader's timers run a few ms late, so the
+ * follower of a live leader is told the new expiry by its one request per term, instead of racing
+ * the renewal and, when it wins, coming back after two thirds of a term. It costs 1% more renewals.
+ */
+export function defaultRenewEveryMs(ttlMs: number): number {
+  const third = ttlMs / 3;
+  return third - Math.max(10, third / 100);
+}
+
 export function defaultPauseThresholdMs(renewEveryMs: number): number {
   return Math.max(1_000, renewEveryMs / 2);
 }
@@ -39,7 +57,7 @@ export function resolveTiming(options: TimingOptions): Timing {
   if (!Number.isInteger(ttlMs) || ttlMs < LIMITS.ttlMinMs || ttlMs > LIMITS.ttlMaxMs) {
     throw new RangeError(`Expected \`ttlMs\` to be an integer from ${LIMITS.ttlMinMs} to ${LIMITS.ttlMaxMs}, got ${String(ttlMs)}.`);
   }
-  const renewEveryMs = options.renewEveryMs ?? ttlMs / 3;
+  const renewEveryMs = options.renewEveryMs ?? defaultRenewEveryMs(ttlMs);
   expectPositive('renewEveryMs', renewEveryMs);
   if (renewEveryMs > ttlMs / 3) {
     throw new RangeError(`Expected \`renewEveryMs\` (${renewEveryMs}) to be at most a third of \`ttlMs\` (${ttlMs}).`);

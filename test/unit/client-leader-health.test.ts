@@ -43,6 +43,7 @@ function setup(overrides: Partial<LeaderOptions> = {}) {
     holder: 'me',
     clock,
     random: () => 0.5,
+    renewEveryMs: 5_000, // round numbers below; the default is a little less (client-leader.test.ts)
     healthCheck: check.make(clock),
     onEvent: (event) => {
       events.push(event);
@@ -78,7 +79,7 @@ describe('health check settings', () => {
   const ok: HealthCheck = async () => true;
 
   it('rejects a healthCheckTimeoutMs that is not less than renewEveryMs, naming both', () => {
-    expect(() => createLeader(api, { name: 'jobs', holder: 'me', healthCheck: ok, healthCheckTimeoutMs: 5_000 })).toThrow(
+    expect(() => createLeader(api, { name: 'jobs', holder: 'me', renewEveryMs: 5_000, healthCheck: ok, healthCheckTimeoutMs: 5_000 })).toThrow(
       'Expected `healthCheckTimeoutMs` (5000) to be less than `renewEveryMs` (5000), so that a check ends well before the renewal after it is due.',
     );
   });

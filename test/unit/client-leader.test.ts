@@ -13,8 +13,8 @@ import {
 } from 'leasehold';
 import { FakeLeaseApi, grant, publicLease } from './client-fakes.js';
 
-// Defaults with ttlMs 15000: renewEveryMs 5000, driftMarginMs 750, pause threshold 2500.
-// With the acquire sent at t=0 the first deadline is 0 + 15000 − 750 = 14250.
+// Defaults with ttlMs 15000: driftMarginMs 750, pause threshold 2500 (renewEveryMs 4950, pinned
+// to 5000 below for round numbers). With the acquire sent at t=0 the first deadline is 0 + 15000 − 750 = 14250.
 const DEADLINE = 14_250;
 
 function setup(overrides: Partial<LeaderOptions> = {}) {
@@ -29,6 +29,7 @@ function setup(overrides: Partial<LeaderOptions> = {}) {
     holder: 'me',
     clock,
     random: () => 0.5,
+    renewEveryMs: 5_000,
     onEvent: (event) => {
       events.push(event);
       metrics.record(event);
@@ -108,7 +109,7 @@ describe('campaign', () => {
   });
 
   it('asks for the configured ttl, holder and metadata', async () => {
-    const t = setup({ ttlMs: 6_000, metadata: { addr: '10.0.0.1' } });
+    const t = setup({ ttlMs: 6_000, renewEveryMs: undefined, metadata: { addr: '10.0.0.1' } });
     t.leader.start();
     await t.clock.advance(0);
     expect(t.api.next('acquire').request).toMatchObject({ holder: 'me', ttlMs: 6_000, metadata: { addr: '10.0.0.1' } });
@@ -151,7 +152,7 @@ describe('campaign', () => {
   });
 
   it('an answer slower than retryAfterMs sends the next acquire at once, and the term won counts from that send', async () => {
-    const t = setup({ ttlMs: 3_000, driftMarginMs: 100 });
+    const t = setup({ ttlMs: 3_000, renewEveryMs: undefined, driftMarginMs: 100 });
     t.leader.start();
     await t.clock.advance(0);
     await at(t, 500); // the refusal takes 500 ms to arrive; the lease became available meanwhile
@@ -230,6 +231,21 @@ describe('keepalive', () => {
     expect(t.leader.isLeader()).toBe(true);
     await at(t, 8_250); // 0 + 9000 − 750
     expect(t.leader.isLeader()).toBe(false);
+  });
+
+  it('renews by default a third of the ttl less 1% of it after the acquire was sent, so that the third renewal lands before the first expiry a follower aims at', async () => {
+    const t = setup({ renewEveryMs: undefined });
+    await elect(t, 300);
+    await at(t, 4_949);
+    expect(t.api.all('renew')).toHaveLength(0);
+    await at(t, 4_950); // 5000 − 50
+    t.api.next('renew').resolve(grant({ token: 7 }));
+    await at(t, 9_899);
+    expect(t.api.all('renew')).toHaveLength(1);
+    await at(t, 9_900);
+    t.api.next('renew').resolve(grant({ token: 7 }));
+    await at(t, 14_850); // three renewals 150 ms before 15000, the expiry of the grant
+    expect(t.api.all('renew')).toHaveLength(3);
   });
 
   it('renews renewEveryMs after the acquire was sent, with the grant and the ttl', async () => {
