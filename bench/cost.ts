@@ -1,5 +1,6 @@
 import { LeaseClient, createLeader, type Leader } from '../client/src/index.js';
 import { sleep } from './clock.js';
+import { LOCK_CLIENT_VERSION } from './lock-client.js';
 
 /**
  * Section 4: request cost. leasehold's leader and follower are measured (every HTTP attempt the SDK
@@ -47,7 +48,7 @@ function countingFetch(counter: { n: number }): typeof fetch {
   };
 }
 
-function row(system: string, source: CostRow['source'], how: string, leaderPerHour: number, followerPerHour: number): CostRow {
+export function row(system: string, source: CostRow['source'], how: string, leaderPerHour: number, followerPerHour: number): CostRow {
   const termsPerHour = 3_600_000 / REFERENCE_TTL_MS;
   return {
     system,
@@ -110,7 +111,7 @@ export async function measureRequestCost(options: { endpoint: string; ttlMs: num
   const leaderPerTerm = leaderRequests / options.terms;
   const followerPerTerm = followerRequests / options.terms;
   const rows: CostRow[] = [
-    row('leasehold', 'measured', `leader renews every ttl/3; follower retries at the server's retryAfterMs (+ ≤5 % jitter, ≤100 ms)`, leaderPerTerm * termsPerHour, followerPerTerm * termsPerHour),
+    row('leasehold', 'measured', `leader renews every ttl/3; follower sends its next acquire retryAfterMs after its last one (+ ≤2 ms jitter)`, leaderPerTerm * termsPerHour, followerPerTerm * termsPerHour),
     // client-go tools/leaderelection with its defaults (leaseDuration 15 s, renewDeadline 10 s,
     // retryPeriod 2 s): the leader renews every retryPeriod (one Update with the optimistic fast
     // path of recent versions; Get + Update before it); a follower runs tryAcquireOrRenew (one Get)
@@ -127,4 +128,22 @@ export async function measureRequestCost(options: { endpoint: string; ttlMs: num
     rows,
     ...(watchFollower ? { watchFollower: { requests: watchRequests, perTerm: watchRequests / options.terms } } : {}),
   };
+}
+
+/**
+ * The npm dynamodb-lock-client's row, from bench/lock-client.ts's count over the same number of
+ * terms: every DocumentClient call of the holder (heartbeat puts every ttl/3) and of the follower
+ * (a get, a wait, a conditional put, again), stated per hour at the reference TTL like leasehold's.
+ */
+export function lockClientCostRow(trustLocalTime: boolean, measured: { leaderRequests: number; followerRequests: number }, terms: number): CostRow {
+  const termsPerHour = 3_600_000 / REFERENCE_TTL_MS;
+  return row(
+    `dynamodb-lock-client ${LOCK_CLIENT_VERSION}${trustLocalTime ? ', trustLocalTime' : ' (defaults)'}`,
+    'measured',
+    trustLocalTime
+      ? "holder heartbeat put every ttl/3; follower get, waits what is left of the lease by the item's timestamp, conditional put, again"
+      : 'holder heartbeat put every ttl/3; follower get, waits the whole lease duration, conditional put, again',
+    (measured.leaderRequests / terms) * termsPerHour,
+    (measured.followerRequests / terms) * termsPerHour,
+  );
 }

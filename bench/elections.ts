@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { LeaseClient } from '../client/src/index.js';
 import { benchNowMs, sleep, wallNowMs } from './clock.js';
+import { currentLockGuid, lockClientDocumentClient } from './lock-client.js';
 import { Worker, type WorkerEvent } from './processes.js';
 import type { CandidateConfig } from './workers/candidate.js';
 
@@ -12,13 +13,16 @@ import type { CandidateConfig } from './workers/candidate.js';
  * another process reports when it is elected. The floor is the lease time left at the kill, read
  * from the server right after it: leasehold `remainingMs` (describe), Redis `PTTL`; etcd cannot
  * report milliseconds (its TimeToLive is whole seconds), so its floor is the last keepalive's
- * acknowledgement + TTL. All times are on the benchmark clock (bench/clock.ts).
+ * acknowledgement + TTL; the npm lock client has no server-side expiry, so its floor is the send of
+ * the heartbeat whose guid is in the table right after the kill, + the lease duration (with
+ * `trustLocalTime` its followers count from that same instant, the item's `lockAcquiredTimeUnixMs`).
+ * All times are on the benchmark clock (bench/clock.ts).
  *
  * Handover: the leader is told to resign (or hand off) at a random point of its cycle; the time
  * is from that call returning in the leader to the follower's `elected`.
  */
 
-export type System = 'leasehold' | 'etcd' | 'redis';
+export type System = 'leasehold' | 'etcd' | 'redis' | 'lock-client';
 
 export interface ElectionTarget {
   /** Label in the report, e.g. "leasehold", "leasehold + watch". */
@@ -45,6 +49,13 @@ export interface FailoverTrial {
   heldAnswersAfterKill?: Array<{ atMs: number; retryAfterMs: number }>;
   /** etcd only: a keepalive was in flight at the kill, so the floor may be one period short. */
   uncertainFloor?: boolean;
+  /**
+   * leasehold: when the follower's winning acquire was sent, relative to the instant the lease
+   * became available (kill + floor): a diagnostic of how well the follower aims (negative = early).
+   */
+  sentVsAvailableMs?: number;
+  /** leasehold: the winning acquire's answer → `onElected` in the follower (the SDK's own work). */
+  grantedToElectedMs?: number;
 }
 
 export interface HandoverTrial {
@@ -53,7 +64,7 @@ export interface HandoverTrial {
   handoverMs: number;
 }
 
-interface Setup {
+export interface Setup {
   script: string;
   target: ElectionTarget;
   name: string;
@@ -63,7 +74,7 @@ interface Setup {
 
 let holderSeq = 0;
 
-function spawnCandidate(setup: Setup, standby = false): Worker {
+export function spawnCandidate(setup: Setup, standby = false): Worker {
   holderSeq += 1;
   const config: CandidateConfig = {
     ...setup.target.config,
@@ -76,7 +87,7 @@ function spawnCandidate(setup: Setup, standby = false): Worker {
 }
 
 /** Waits for the leader's next renewal after now, then until a random point of the following period. */
-async function randomPointOfCycle(leader: Worker, renewEveryMs: number, random: () => number, ttlMs: number): Promise<WorkerEvent> {
+export async function randomPointOfCycle(leader: Worker, renewEveryMs: number, random: () => number, ttlMs: number): Promise<WorkerEvent> {
   const since = leader.events.length;
   const renewal = await leader.waitFor((e) => e.ev === 'renewed', ttlMs * 2 + 5_000, since, 'a renewal');
   const target = renewal.at + random() * renewEveryMs;
@@ -110,7 +121,7 @@ async function probeFloor(target: ElectionTarget, name: string, killAtWallMs: nu
       redis.disconnect();
     }
   }
-  return undefined; // etcd: from the killed leader's events, once they are all read
+  return undefined; // etcd and the lock client: from the killed leader's events, once they are all read
 }
 
 function round1(value: number): number {
@@ -122,7 +133,7 @@ function round1(value: number): number {
  * stepped down because its timers ran late, a renewal that timed out). The pair of processes is
  * replaced and the trial is run again; disturbances are counted in the results.
  */
-class Disturbed extends Error {
+export class Disturbed extends Error {
   override name = 'Disturbed';
 }
 
@@ -134,7 +145,7 @@ function lastEvents(worker: Worker, n = 4): string {
 }
 
 /** Throws Disturbed if `worker` reported losing leadership since event index `since`. */
-function assertStillLeading(worker: Worker, since: number, role: string): void {
+export function assertStillLeading(worker: Worker, since: number, role: string): void {
   const lost = worker.events.slice(since).find((e) => e.ev === 'lost' || e.ev === 'error');
   if (lost) throw new Disturbed(`the ${role} reported ${lost.ev}${lost.reason ? ` (${String(lost.reason)})` : ''}${lost.message ? `: ${String(lost.message)}` : ''}`);
 }
@@ -142,7 +153,7 @@ function assertStillLeading(worker: Worker, since: number, role: string): void {
 const MAX_DISTURBANCES = 10;
 
 /** Notes a disturbed trial and replaces its processes; gives up after MAX_DISTURBANCES. */
-async function recordDisturbance(
+export async function recordDisturbance(
   error: unknown,
   leader: Worker | undefined,
   disturbances: string[],
@@ -208,12 +219,17 @@ export async function measureFailover(options: {
         const killAtWallMs = killAt + (wallNowMs() - benchNowMs());
         leader.kill('SIGKILL');
         let floorMs = await probeFloor(target, setup.name, killAtWallMs);
+        const lockGuid = target.system === 'lock-client' ? await currentLockGuid(lockDocumentClient(target), setup.name) : undefined;
         const elected = await follower.waitFor((e) => e.ev === 'elected', ttlMs * 3 + 10_000, followerSince, 'elected after the kill');
         await leader.closed;
         assertStillLeading(leader, leaderSince, 'leader');
         let uncertainFloor: boolean | undefined;
         const lastRenewal = [...leader.events].reverse().find((e) => e.ev === 'renewed') ?? renewal;
-        if (floorMs === undefined) {
+        if (target.system === 'lock-client') {
+          const put = leader.events.find((e) => e.ev === 'put' && e.guid === lockGuid);
+          if (!put) throw new Disturbed('the lock item in the table was not written by the killed leader');
+          floorMs = put.at + ttlMs - killAt;
+        } else if (floorMs === undefined) {
           // etcd: the server restarted the TTL when it answered the last keepalive.
           floorMs = lastRenewal.at + ttlMs - killAt;
           const lastSent = [...leader.events].reverse().find((e) => e.ev === 'renewing');
@@ -232,6 +248,12 @@ export async function measureFailover(options: {
           failoverMs,
           excessMs: failoverMs - floorMs,
           ...(uncertainFloor ? { uncertainFloor } : {}),
+          ...(target.system === 'leasehold'
+            ? {
+                sentVsAvailableMs: round1(lastAcquireSent(follower, followerSince, elected.at) - (killAt + floorMs)),
+                grantedToElectedMs: round1(elected.at - (follower.events.slice(followerSince).find((e) => e.ev === 'granted')?.at ?? Number.NaN)),
+              }
+            : {}),
         });
         leader = follower;
         leaderSince = follower.events.indexOf(elected);
@@ -309,6 +331,21 @@ export async function measureHandover(options: {
     await stopAll();
   }
   return { trials: results, disturbances };
+}
+
+/** The send time of the follower's last acquire before it was elected (the `acquiring` events of the leasehold candidate). */
+function lastAcquireSent(follower: Worker, since: number, electedAt: number): number {
+  const sent = follower.events.slice(since).filter((e) => e.ev === 'acquiring' && e.at <= electedAt);
+  return sent.at(-1)?.at ?? Number.NaN;
+}
+
+const lockDocumentClients = new Map<string, ReturnType<typeof lockClientDocumentClient>>();
+/** The harness's own DocumentClient for reading the lock client's table (one per DynamoDB Local). */
+function lockDocumentClient(target: ElectionTarget): ReturnType<typeof lockClientDocumentClient> {
+  const endpoint = target.config.dynamodbEndpoint as string;
+  const client = lockDocumentClients.get(endpoint) ?? lockClientDocumentClient(endpoint);
+  lockDocumentClients.set(endpoint, client);
+  return client;
 }
 
 function holderOfWorker(worker: Worker): string {

@@ -6,13 +6,13 @@
  *
  *   npm run bench                  full run (~15–20 min): BENCHMARKS.md, bench/results/latest.json, docs/failover.svg
  *   npm run bench -- --quick       short run (a few minutes): bench/results/quick.{md,json,svg}
- *   npm run bench -- --only failover,handover
+ *   npm run bench -- --only failover,handover     (a full run carries the other sections over from bench/results/latest.json)
  *
  * Nothing but 127.0.0.1 is contacted (Debian's package mirror aside, when etcd or Redis must be
  * installed). Every child process is stopped by PID at the end.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -21,9 +21,11 @@ import { createDocumentClient } from '../functions/dynamodb-client.js';
 import { ensureLeaseTable, ensureSubscriptionTable } from '../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal } from '../local/dynamodb/dynamodb-local.js';
 import { measureColdStart } from './cold-start.js';
-import { measureRequestCost } from './cost.js';
+import { lockClientCostRow, measureRequestCost } from './cost.js';
 import { measureFailover, measureHandover, type ElectionTarget } from './elections.js';
 import { measureEpochFencing } from './epoch-fencing.js';
+import { LOCK_CLIENT_VERSION, ensureLockClientTable, measureLockClientCost } from './lock-client.js';
+import { measurePause } from './pause.js';
 import { measureEtcdLatency, measureOperationLatency, measureRedisLatency } from './latency.js';
 import { loadAverageNow, machineInfo } from './machine.js';
 import { ensurePeerBinaries, startEtcd, startRedis, type PeerAvailability, type PeerServer } from './peers.js';
@@ -38,6 +40,7 @@ import {
   renderHeader,
   renderLatency,
   renderMarkdown,
+  renderPause,
   renderPeers,
   renderScale,
   renderTargets,
@@ -51,12 +54,15 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 process.env.POWERTOOLS_LOG_LEVEL ??= 'WARN';
 
-const HELP = `Usage: npm run bench -- [--quick] [--only SECTIONS] [--seed N]
+const HELP = `Usage: npm run bench -- [--quick] [--only SECTIONS] [--trials N] [--seed N] [--report-only]
 
   --quick          short run (a few minutes, smaller counts); writes bench/results/quick.{md,json,svg}
                    instead of BENCHMARKS.md, bench/results/latest.json and docs/failover.svg
-  --only LIST      comma-separated sections: ${SECTIONS.join(', ')}
-  --seed N         seed of the random kill and handover points (default: random)`;
+  --only LIST      comma-separated sections: ${SECTIONS.join(', ')}; a full run copies the other
+                   sections from bench/results/latest.json and says so in the report
+  --trials N       kills per system in the failover section (default: 32 full, 6 quick)
+  --seed N         seed of the random kill and handover points (default: random)
+  --report-only    measure nothing: render BENCHMARKS.md again from bench/results/latest.json`;
 
 function log(line: string): void {
   process.stderr.write(`${line}\n`);
@@ -72,6 +78,8 @@ async function main(): Promise<void> {
       quick: { type: 'boolean', default: false },
       only: { type: 'string' },
       seed: { type: 'string' },
+      trials: { type: 'string' },
+      'report-only': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -80,7 +88,17 @@ async function main(): Promise<void> {
     return;
   }
   const quick = values.quick ?? false;
-  const plan = quick ? QUICK : FULL;
+  if (values['report-only']) {
+    const path = join(REPO_ROOT, quick ? 'bench/results/quick.json' : 'bench/results/latest.json');
+    writeFileSync(join(REPO_ROOT, quick ? 'bench/results/quick.md' : 'BENCHMARKS.md'), renderMarkdown(JSON.parse(readFileSync(path, 'utf8')) as BenchResults));
+    log(`rendered the report again from ${relative(process.cwd(), path)}`);
+    return;
+  }
+  const plan = { ...(quick ? QUICK : FULL) };
+  if (values.trials !== undefined) {
+    plan.failoverTrials = Number(values.trials);
+    if (!Number.isInteger(plan.failoverTrials) || plan.failoverTrials < 1) throw new Error(`--trials: expected a positive integer, got ${values.trials}`);
+  }
   const only = new Set<Section>((values.only?.split(',').map((s) => s.trim()).filter(Boolean) as Section[] | undefined) ?? SECTIONS);
   for (const s of only) if (!SECTIONS.includes(s)) throw new Error(`unknown section "${s}" (expected ${SECTIONS.join(', ')})`);
   const seed = values.seed !== undefined ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
@@ -96,7 +114,7 @@ async function main(): Promise<void> {
     version: 1,
     mode: quick ? 'quick' : 'full',
     startedAt: new Date().toISOString(),
-    command: `npm run bench${quick ? ' -- --quick' : ''}${values.only ? ` --only ${values.only}` : ''}`,
+    command: `npm run bench${quick || values.only || values.trials ? ' --' : ''}${quick ? ' --quick' : ''}${values.only ? ` --only ${values.only}` : ''}${values.trials ? ` --trials ${values.trials}` : ''}`,
     machine: machineInfo(),
     setup: [
       'Processes: DynamoDB Local (Java), the local leasehold server (Node, the Lambda handler modules behind node:http, ' +
@@ -142,11 +160,12 @@ async function main(): Promise<void> {
     const raw = new DynamoDBClient({ endpoint: db.endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
     const tables = { leases: 'bench-leases', election: 'bench-election-leases', subscriptions: 'bench-subscriptions' };
     await ensureLeaseTable(raw, tables.leases);
+    await ensureLockClientTable(raw);
     raw.destroy();
     const doc = createDocumentClient({ endpoint: db.endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
     const scripts = await bundleWorkers();
 
-    const needsPeers = only.has('peers') || only.has('failover') || only.has('handover');
+    const needsPeers = only.has('peers') || only.has('failover') || only.has('handover') || only.has('pause');
     if (needsPeers) {
       const availability = await ensurePeerBinaries(log);
       results.peers.installed = availability.installed;
@@ -188,9 +207,19 @@ async function main(): Promise<void> {
       });
     }
 
+    // The npm dynamodb-lock-client on the same DynamoDB Local, with its default settings and with
+    // trustLocalTime (the setting that lets a follower count from the holder's last heartbeat).
+    results.peers.lockClient = LOCK_CLIENT_VERSION;
+    const lockClientTargets: ElectionTarget[] = [false, true].map((trustLocalTime) => ({
+      label: `dynamodb-lock-client ${LOCK_CLIENT_VERSION}${trustLocalTime ? ', trustLocalTime' : ' (defaults)'}`,
+      system: 'lock-client',
+      config: { system: 'lock-client', ttlMs, dynamodbEndpoint: (db as DynamoDBLocal).endpoint, trustLocalTime },
+      renewEveryMs,
+    }));
+
     // Sections on the plain server (no watch: its stream poller would add load; a crash failover
     // gets nothing from the watch, as an expiry is never pushed).
-    if (only.has('latency') || only.has('scale') || only.has('failover')) {
+    if (only.has('latency') || only.has('scale') || only.has('failover') || only.has('pause')) {
       server = await startServerProcess({ BENCH_DYNAMODB_ENDPOINT: db.endpoint, BENCH_TABLE: tables.leases });
       log(`local server at ${server.url} (pid ${server.child.pid})`);
     }
@@ -237,7 +266,7 @@ async function main(): Promise<void> {
     if (only.has('failover')) {
       await section('failover', '3. Crash failover', async () => {
         results.failover = [];
-        for (const target of [leasehold((server as { url: string }).url, 'none'), ...peersTargets]) {
+        for (const target of [leasehold((server as { url: string }).url, 'none'), ...lockClientTargets.slice().reverse(), ...peersTargets]) {
           log(`  ${target.label}: ${plan.failoverTrials} kills…`);
           try {
             const { trials, disturbances } = await measureFailover({ script: scripts.candidate, target, trials: plan.failoverTrials, random, runId, log });
@@ -250,6 +279,23 @@ async function main(): Promise<void> {
         for (const s of results.peers.skipped) results.failover.push({ label: s.split(':')[0] as string, system: 'skipped', ttlMs, trials: [], skipped: s });
       });
       print(renderFailover(results));
+    }
+
+    if (only.has('pause')) {
+      await section('pause', '8. A paused holder', async () => {
+        results.pause = [];
+        for (const target of [leasehold((server as { url: string }).url, 'none'), ...lockClientTargets.slice().reverse(), ...peersTargets]) {
+          log(`  ${target.label}: ${plan.pauseTrials} stops…`);
+          try {
+            const { trials, disturbances } = await measurePause({ script: scripts.candidate, target, trials: plan.pauseTrials, random, runId, log });
+            results.pause.push({ label: target.label, system: target.system, ttlMs, trials, disturbances });
+          } catch (error) {
+            results.pause.push({ label: target.label, system: target.system, ttlMs, trials: [], error: (error as Error).message });
+            log(`  ✗ ${target.label}: ${(error as Error).message}`);
+          }
+        }
+      });
+      print(renderPause(results));
     }
 
     await server?.stop();
@@ -287,6 +333,14 @@ async function main(): Promise<void> {
             name: `bench-${runId}-cost`,
             watchUrl: `${(server as { url: string }).url.replace(/^http/, 'ws')}${WATCH_PATH}`,
           });
+          // The npm lock client, measured the same way on the same DynamoDB Local.
+          const lockRaw = new DynamoDBClient({ endpoint: (db as DynamoDBLocal).endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+          await ensureLockClientTable(lockRaw);
+          lockRaw.destroy();
+          for (const trustLocalTime of [false, true]) {
+            const measured = await measureLockClientCost({ endpoint: (db as DynamoDBLocal).endpoint, ttlMs: plan.costTtlMs, terms: plan.costTerms, trustLocalTime, name: `bench-${runId}-cost-lock-${trustLocalTime}` });
+            results.cost.rows.push(lockClientCostRow(trustLocalTime, measured, plan.costTerms));
+          }
         });
         print(renderCost(results));
       }
@@ -361,6 +415,7 @@ async function main(): Promise<void> {
   }
 
   results.machine.loadAverageAtEnd = loadAverageNow();
+  if (!quick && values.only) carryOver(results, only);
   results.finishedAt = new Date().toISOString();
   results.durationSec = (performance.now() - started) / 1000;
   print(renderTargets(results));
@@ -385,6 +440,42 @@ async function main(): Promise<void> {
     );
   }
   log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+}
+
+/** The results key of each section (the `--only` names differ for two of them). */
+const SECTION_KEYS: Record<Section, Array<keyof BenchResults>> = {
+  latency: ['latency'],
+  peers: ['peerLatency'],
+  scale: ['scale'],
+  cost: ['cost'],
+  failover: ['failover'],
+  handover: ['handover'],
+  coldstart: ['coldStart'],
+  epoch: ['epoch'],
+  pause: ['pause'],
+};
+
+/**
+ * A full run of some sections keeps BENCHMARKS.md whole: every other section is copied from the
+ * previous full run's JSON, and the report names the run each one came from.
+ */
+function carryOver(results: BenchResults, only: Set<Section>): void {
+  const path = join(REPO_ROOT, 'bench/results/latest.json');
+  if (!existsSync(path)) return;
+  const previous = JSON.parse(readFileSync(path, 'utf8')) as BenchResults;
+  const target = results as unknown as Record<string, unknown>;
+  const source = previous as unknown as Record<string, unknown>;
+  results.carriedOver = [];
+  for (const section of SECTIONS) {
+    if (only.has(section)) continue;
+    const keys = SECTION_KEYS[section].filter((key) => source[key] !== undefined);
+    if (keys.length === 0) continue;
+    for (const key of keys) target[key] = source[key];
+    const earlier = previous.carriedOver?.find((c) => c.section === section);
+    results.carriedOver.push(earlier ?? { section, startedAt: previous.startedAt, command: previous.command });
+  }
+  if (!results.peers.etcd && previous.peers.etcd) results.peers.etcd = previous.peers.etcd;
+  if (!results.peers.redis && previous.peers.redis) results.peers.redis = previous.peers.redis;
 }
 
 main().catch((error: unknown) => {

@@ -1,6 +1,6 @@
 /** What a bench run measures and how much: the sections, and the counts of a full and a quick run. */
 
-export const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart', 'epoch'] as const;
+export const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart', 'epoch', 'pause'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface Plan {
@@ -10,6 +10,8 @@ export interface Plan {
   peerCount: number;
   failoverTrials: number;
   handoverTrials: number;
+  /** Stops of a holder per system in the pause section. */
+  pauseTrials: number;
   electionTtlMs: number;
   costTtlMs: number;
   costTerms: number;
@@ -26,6 +28,7 @@ export const FULL: Plan = {
   peerCount: 1_000,
   failoverTrials: 32,
   handoverTrials: 50,
+  pauseTrials: 10,
   electionTtlMs: 2_000,
   costTtlMs: 3_000,
   costTerms: 20,
@@ -44,6 +47,7 @@ export const QUICK: Plan = {
   peerCount: 200,
   failoverTrials: 6,
   handoverTrials: 6,
+  pauseTrials: 3,
   electionTtlMs: 2_000,
   costTtlMs: 3_000,
   costTerms: 5,

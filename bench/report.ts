@@ -29,6 +29,7 @@ export function renderHeader(results: BenchResults): string[] {
     `- ${m.cores} cores (${m.cpuModel}), ${m.memoryGiB} GiB, ${m.os}`,
     `- Node ${m.node}; ${m.java}; ${m.dynamodbLocal}`,
     `- Peers: etcd ${results.peers.etcd ?? 'not measured'}, Redis ${results.peers.redis ?? 'not measured'}` +
+      (results.peers.lockClient ? `, dynamodb-lock-client ${results.peers.lockClient} (npm, with aws-sdk v2's DocumentClient)` : '') +
       (results.peers.installed.length ? ` (installed by this run: ${results.peers.installed.join(', ')})` : ''),
     `- 1-minute load average: ${m.loadAverageAtStart.toFixed(2)} at the start` +
       (m.loadAverageAtEnd !== undefined ? `, ${m.loadAverageAtEnd.toFixed(2)} at the end` : '') +
@@ -36,6 +37,9 @@ export function renderHeader(results: BenchResults): string[] {
     ...results.setup.map((s) => `- ${s}`),
   ];
   for (const skipped of results.peers.skipped) lines.push(`- **Skipped:** ${skipped}`);
+  for (const carried of results.carriedOver ?? []) {
+    lines.push(`- **Carried over:** section \`${carried.section}\` was measured by \`${carried.command}\` on ${carried.startedAt.slice(0, 10)} (this run measured only the others).`);
+  }
   return lines;
 }
 
@@ -146,7 +150,7 @@ export function renderFailover(results: BenchResults): string[] {
       `${fmtMs(floor.p50)} (${fmtMs(floor.min)}–${fmtMs(floor.max)})`,
       `${fmtMs(failover.p50)} / ${fmtMs(failover.p90)} / ${fmtMs(failover.p99)}`,
       fmtMs(failover.max),
-      `${fmtMs(excess.p50)} / ${fmtMs(excess.p99)}`,
+      `${fmtMs(excess.p50)} / ${fmtMs(excess.p90)} / ${fmtMs(excess.p99)}`,
       fmtMs(excess.min),
       notes.join('; '),
     ]);
@@ -154,20 +158,24 @@ export function renderFailover(results: BenchResults): string[] {
   return [
     '## 3. Crash failover (kill -9 of the leader)',
     '',
-    `TTL ${fmtInt(ttl)} ms for all three. The leader runs in its own process and is killed with SIGKILL at a uniformly ` +
+    `TTL ${fmtInt(ttl)} ms for every system. The leader runs in its own process and is killed with SIGKILL at a uniformly ` +
       'random point of its renewal cycle; a follower in another process reports when it is elected. **Floor**: the lease ' +
       'time left at the kill, read from the server right after it (leasehold: `remainingMs` of a describe; Redis: `PTTL`; ' +
-      "etcd: the last keepalive's acknowledgement + TTL, as etcd reports TTLs in whole seconds). **Excess**: failover − " +
+      "etcd: the last keepalive's acknowledgement + TTL, as etcd reports TTLs in whole seconds; dynamodb-lock-client, which " +
+      'has no server-side expiry: the send of the heartbeat whose guid is in the table after the kill + the lease duration). ' +
+      '**Excess**: failover − ' +
       'floor for each kill. Milliseconds; all times on one clock (each process reads `performance.timeOrigin + performance.now()`).',
     '',
     ...table(
-      ['system', 'kills', 'floor p50 (min–max)', 'failover p50 / p90 / p99', 'max', 'excess p50 / p99', 'excess min', 'note'],
+      ['system', 'kills', 'floor p50 (min–max)', 'failover p50 / p90 / p99', 'max', 'excess p50 / p90 / p99', 'excess min', 'note'],
       rows,
       ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'l'],
     ),
     '',
-    'How each follower notices: leasehold retries at the `retryAfterMs` the server returned with LEASE_HELD (expiry + 1 ms, ' +
-      "plus up to 5 % jitter, at most 100 ms); etcd's follower watches the previous candidate's key, which the server deletes when its " +
+    'How each follower notices: leasehold sends its next acquire `retryAfterMs` (expiry + 1 ms, counted by the server from ' +
+      'the instant it refused the last one) after it sent the last one, plus up to 2 ms of jitter, so that it reaches the ' +
+      'server as the lease becomes available; dynamodb-lock-client reads the item, waits the lease duration (with ' +
+      "`trustLocalTime`, what is left of it by the item's timestamp) and puts conditioned on the guid it read; etcd's follower watches the previous candidate's key, which the server deletes when its " +
       "lessor revokes the expired lease (it checks for expired leases every 500 ms); the Redis follower retries `SET NX` " +
       'every 200 ms (the retry delay of the common recipe, e.g. node-redlock).',
     '',
@@ -193,6 +201,47 @@ export function renderHandover(results: BenchResults): string[] {
   ];
 }
 
+export function renderPause(results: BenchResults): string[] {
+  const pause = results.pause;
+  if (!pause) return sectionError(results, 'pause', '8. A paused holder');
+  const rows = pause.map((s) => {
+    if (s.trials.length === 0) return [s.label, '0', '–', '–', '–', s.error ?? 'no trials'];
+    const overlap = summarize(s.trials.map((t) => t.overlapMs));
+    const believed = s.trials.filter((t) => t.believedOnResume).length;
+    return [
+      s.label,
+      String(s.trials.length),
+      `${believed} of ${s.trials.length}`,
+      `${fmtMs(overlap.p50)} / ${fmtMs(overlap.max)}`,
+      fmtMs(summarize(s.trials.map((t) => t.followerElectedAfterStopMs)).p50),
+      disturbedNote(s.disturbances),
+    ];
+  });
+  return [
+    '## 8. A paused holder (SIGSTOP for 2 × the lease, then SIGCONT)',
+    '',
+    `TTL ${fmtInt(pause[0]?.ttlMs ?? 0)} ms. The leader is stopped at a random point of its renewal cycle for twice the lease, ` +
+      'long enough for the follower to be granted it, and then resumed. Every candidate reads its own belief ("do I hold ' +
+      'the lease?", what it checks before leader work) every 2 ms. **Overlap**: how long the resumed process still believed ' +
+      'it held the lease while the other held it, from the resume to its first sample that says no. New processes and a new ' +
+      'lease name for each stop. Milliseconds.',
+    '',
+    ...table(['system', 'stops', 'believed it held the lease on resume', 'overlap p50 / max', 'follower elected after the stop, p50', 'note'], rows, [
+      'l',
+      'r',
+      'r',
+      'r',
+      'r',
+      'l',
+    ]),
+    '',
+    "leasehold's `isLeader()` compares the monotonic clock with a deadline counted from the last renewal's send, so the " +
+      'first reading after the thaw is already false; the others believe a flag that only a failed request clears ' +
+      '(etcd: the keepalive, Redis: the compare-and-renew script, dynamodb-lock-client: the heartbeat put), so they ' +
+      'believe until that request answers, and a process that checks its belief before acting may act on a lease that is not its own.',
+  ];
+}
+
 export function renderCost(results: BenchResults): string[] {
   const c = results.cost;
   if (!c) return sectionError(results, 'cost', '4. Request cost');
@@ -213,8 +262,9 @@ export function renderCost(results: BenchResults): string[] {
     `leasehold measured: one leader and one follower on one lease, every HTTP attempt counted, over ${c.terms} terms of ` +
       `${fmtInt(c.ttlMs)} ms: the leader made ${c.leaderRequests} requests, the follower ${c.followerRequests} ` +
       `(${(c.followerRequests / c.terms).toFixed(2)} per term). Requests per term do not depend on the TTL, so the ` +
-      'hourly numbers are stated at the SDK\'s default TTL of 15 s (240 terms an hour). The other rows are computed from ' +
-      'their periods. Dollars: requests × 730 hours × the per-request price in docs/deploy.md (cost estimate) (API Gateway HTTP API + ' +
+      'hourly numbers are stated at the SDK\'s default TTL of 15 s (240 terms an hour). The dynamodb-lock-client rows are ' +
+      'measured the same way on the same DynamoDB Local (every DocumentClient call of its holder and its follower counted); ' +
+      'the client-go and poller rows are computed from their periods. Dollars: requests × 730 hours × the per-request price in docs/deploy.md (cost estimate) (API Gateway HTTP API + ' +
       'Lambda + one DynamoDB write + CloudWatch Logs, us-east-1 list prices as of 2026-11-22 — assumptions to check), ' +
       'as if each request were a leasehold API call.',
     '',
@@ -335,6 +385,7 @@ export function renderMarkdown(results: BenchResults): string {
     renderColdStart(results),
     renderScale(results),
     results.epoch || results.errors.epoch ? renderEpochFencing(results.epoch, results.errors.epoch) : [],
+    results.pause || results.errors.pause ? renderPause(results) : [],
   ].filter((p) => p.length > 0);
   return `${parts.map((p) => p.join('\n')).join('\n\n')}\n`;
 }

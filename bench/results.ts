@@ -4,6 +4,7 @@ import type { FailoverTrial, HandoverTrial } from './elections.js';
 import type { EpochFencingResult } from './epoch-fencing.js';
 import type { LatencyCell, PeerLatency } from './latency.js';
 import type { MachineInfo } from './machine.js';
+import type { PauseTrial } from './pause.js';
 import type { ScaleResult } from './scale.js';
 
 /** The results object every bench section fills in and `npm run bench` writes as JSON. */
@@ -31,6 +32,22 @@ export interface HandoverVariant {
   error?: string;
 }
 
+export interface PauseSystem {
+  label: string;
+  system: string;
+  ttlMs: number;
+  trials: PauseTrial[];
+  disturbances?: string[];
+  error?: string;
+}
+
+/** A section of this report that was measured by an earlier full run (`--only` carries the others over). */
+export interface CarriedSection {
+  section: string;
+  startedAt: string;
+  command: string;
+}
+
 export interface BenchResults {
   version: 1;
   mode: 'quick' | 'full';
@@ -40,7 +57,7 @@ export interface BenchResults {
   command: string;
   machine: MachineInfo;
   setup: string[];
-  peers: { etcd?: string; redis?: string; skipped: string[]; installed: string[] };
+  peers: { etcd?: string; redis?: string; lockClient?: string; skipped: string[]; installed: string[] };
   latency?: { sequentialCount: number; concurrentCount: number; cells: LatencyCell[] };
   peerLatency?: PeerLatency[];
   failover?: FailoverSystem[];
@@ -49,6 +66,9 @@ export interface BenchResults {
   coldStart?: ColdStartRow[];
   scale?: ScaleResult[];
   epoch?: EpochFencingResult;
+  pause?: PauseSystem[];
+  /** Sections copied from the previous full run's JSON because this run measured only others. */
+  carriedOver?: CarriedSection[];
   /** Sections that failed, with the error message: the rest of the run still reports. */
   errors: Record<string, string>;
 }

@@ -65,12 +65,39 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
       });
     }
   }
+  if (ours) {
+    const s = failoverSummary(ours);
+    checks.push({
+      target: 'Crash failover excess over the floor at most 10 ms p50 and 20 ms p90 (issue #23)',
+      measured: `p50 ${fmtMs(s.excess.p50)} ms, p90 ${fmtMs(s.excess.p90)} ms over ${ours.trials.length} kills at a ${fmtInt(ours.ttlMs)} ms lease`,
+      met: s.excess.p50 <= 10 && s.excess.p90 <= 20,
+    });
+    const peer = fo.find((x) => x.system === 'lock-client' && x.label.includes('trustLocalTime') && x.trials.length > 0);
+    if (peer) {
+      const p = failoverSummary(peer);
+      checks.push({
+        target: 'Crash failover excess p50 not worse than dynamodb-lock-client with trustLocalTime, in the same run',
+        measured: `leasehold ${fmtMs(s.excess.p50)} ms vs ${peer.label} ${fmtMs(p.excess.p50)} ms`,
+        met: s.excess.p50 <= p.excess.p50,
+      });
+    }
+  }
   if (results.cost) {
     const perTerm = results.cost.followerRequests / results.cost.terms;
     checks.push({
-      target: 'A follower makes at most 1.5 requests per lease term',
+      target: 'A follower makes at most 1.05 requests per lease term',
       measured: `${perTerm.toFixed(2)} requests per term (${results.cost.followerRequests} over ${results.cost.terms} terms of ${fmtInt(results.cost.ttlMs)} ms)`,
-      met: perTerm <= 1.5,
+      met: perTerm <= 1.05,
+    });
+  }
+  const pausedUs = (results.pause ?? []).find((p) => p.system === 'leasehold' && p.trials.length > 0);
+  if (pausedUs) {
+    const worst = Math.max(...pausedUs.trials.map((t) => t.overlapMs));
+    const believed = pausedUs.trials.filter((t) => t.believedOnResume).length;
+    checks.push({
+      target: 'Zero believed overlap after a pause (the resumed holder never believes it holds a lease granted to another)',
+      measured: `longest overlap ${fmtMs(worst)} ms over ${pausedUs.trials.length} stops; believed on resume in ${believed}`,
+      met: worst === 0 && believed === 0,
     });
   }
   if (results.scale && results.scale.length > 0) {

@@ -1,16 +1,21 @@
 /**
- * One election candidate in its own process, for the failover and handover measurements: a
- * leasehold SDK leader (`createLeader`), an etcd election candidate (`etcd3`), or the common Redis
- * lease recipe (`SET NX PX`, a Lua compare-and-renew and a Lua compare-and-delete).
+ * One election candidate in its own process, for the failover, handover and pause measurements: a
+ * leasehold SDK leader (`createLeader`), an etcd election candidate (`etcd3`), the common Redis
+ * lease recipe (`SET NX PX`, a Lua compare-and-renew and a Lua compare-and-delete), or the npm
+ * `dynamodb-lock-client` FailOpen lock (bench/lock-client.ts).
  *
  * Reports JSON lines on stdout, each with `at` on the benchmark clock (bench/clock.ts):
  *   ready    — campaigning and not elected (a follower that has seen the lease held)
+ *   acquiring — leasehold only: an acquire is being sent (to see how well a follower aims)
  *   held     — an acquire attempt found the lease held (leasehold, Redis)
  *   elected  — became leader (`onElected`, etcd's `elected`, a won `SET NX`)
  *   renewed  — a renewal succeeded (leasehold: with the server's `expiresAt`/`remainingMs`)
  *   renewing — etcd only: a keepalive was sent (to spot one in flight at a kill)
  *   released — `resign`/`handoff` returned (the old leader's side of a handover)
  *   lost     — leadership ended otherwise
+ *   put      — lock client only: a put was sent (with its guid), to find the last heartbeat at a kill
+ *   belief   — with `sampleBelief`: the candidate's own answer to "do I hold it?" changed, or was
+ *              read right after a gap in sampling (`resumed`: the process was stopped)
  * Commands on stdin: {"cmd":"resign"} and {"cmd":"handoff","to":holder} step down and stay down
  * (a resigning process in real life is usually going away) until {"cmd":"start"}; {"cmd":"stop"}.
  */
@@ -20,9 +25,10 @@ import { Redis } from 'ioredis';
 import { LeaseClient, createLeader, type AcquireResult, type Grant, type LeaseApi, type Leader, type LeaderOptions } from '../../client/src/index.js';
 import { WATCH_PATH } from '../../client/src/protocol/index.js';
 import { benchNowMs, sleep } from '../clock.js';
+import { campaignForLock, failOpenLock, lockClientDocumentClient, observedDocumentClient, type HeldLock } from '../lock-client.js';
 
 export interface CandidateConfig {
-  system: 'leasehold' | 'etcd' | 'redis';
+  system: 'leasehold' | 'etcd' | 'redis' | 'lock-client';
   name: string;
   holder: string;
   ttlMs: number;
@@ -39,6 +45,12 @@ export interface CandidateConfig {
   redisPort?: number;
   /** redis: a follower's retry period of `SET NX`. */
   redisRetryMs?: number;
+  /** lock-client: DynamoDB Local's endpoint. */
+  dynamodbEndpoint?: string;
+  /** lock-client: the `trustLocalTime` setting (default false, the library's default). */
+  trustLocalTime?: boolean;
+  /** Sample the candidate's own belief that it holds the lease every BELIEF_SAMPLE_MS (the pause section). */
+  sampleBelief?: boolean;
   /** Start idle and campaign only on {"cmd":"start"}: a process spawned ahead of time. */
   standby?: boolean;
 }
@@ -53,6 +65,8 @@ interface Candidate {
   start(): void;
   resign(): Promise<void>;
   handoff(to: string): Promise<void>;
+  /** What this process would answer, right now, to "do I hold the lease?" before doing leader work. */
+  believes(): boolean;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -63,7 +77,9 @@ function leaseholdCandidate(): Candidate {
   let ready = false;
   const api: LeaseApi = {
     async acquire(name, request, call): Promise<AcquireResult> {
+      report('acquiring');
       const result = await client.acquire(name, request, call);
+      if (result.acquired) report('granted');
       if (!result.acquired) {
         report('held', { retryAfterMs: result.retryAfterMs });
         if (!ready) {
@@ -94,6 +110,7 @@ function leaseholdCandidate(): Candidate {
   const leader: Leader = createLeader(api, options);
   return {
     start: () => leader.start(),
+    believes: () => leader.isLeader(),
     async resign() {
       await leader.resign();
       report('released');
@@ -122,11 +139,20 @@ function etcdCandidate(): Candidate {
     return c;
   };
   let current: ReturnType<typeof campaign> | undefined;
+  let elected = false;
   return {
     start: () => {
       current ??= campaign();
+      current.on('elected', () => {
+        elected = true;
+      });
+      current.on('error', () => {
+        elected = false;
+      });
     },
+    believes: () => elected,
     async resign() {
+      elected = false;
       await current?.resign();
       current = undefined;
       report('released');
@@ -188,6 +214,7 @@ function redisCandidate(): Candidate {
   }
   return {
     start: () => void run(++generation),
+    believes: () => leading,
     async resign() {
       generation += 1;
       if (leading) await commands.releaseLease(key, value);
@@ -199,15 +226,79 @@ function redisCandidate(): Candidate {
 }
 
 // ---------------------------------------------------------------------------------------------
+// dynamodb-lock-client: its FailOpen lock, campaigning by calling acquireLock again after each
+// FailedToAcquireLock. It believes it holds the lock from acquireLock's answer until a heartbeat
+// fails (the library's only signal: the Lock's 'error' event).
+
+function lockClientCandidate(): Candidate {
+  const settings = { endpoint: config.dynamodbEndpoint as string, ttlMs: config.ttlMs, trustLocalTime: config.trustLocalTime ?? false };
+  let ready = false;
+  const documentClient = observedDocumentClient(lockClientDocumentClient(settings.endpoint), (call) => {
+    if (call.phase === 'sent' && (call.kind === 'acquire' || call.kind === 'heartbeat')) report('put', { kind: call.kind, guid: call.guid });
+    if (call.phase === 'ok' && call.kind === 'heartbeat') report('renewed');
+    if (call.phase === 'ok' && call.kind === 'get' && !ready && held === undefined) {
+      ready = true;
+      report('ready');
+    }
+  });
+  const lock = failOpenLock(documentClient, settings, config.holder);
+  let held: HeldLock | undefined;
+  let generation = 0;
+  const run = async (gen: number): Promise<void> => {
+    const won = await campaignForLock(lock, config.name, () => report('held'), () => gen !== generation);
+    if (!won) return;
+    if (gen !== generation) {
+      won.release(() => undefined);
+      return;
+    }
+    held = won;
+    won.on('error', (error) => {
+      if (held !== won) return;
+      held = undefined;
+      report('lost', { reason: error.message });
+    });
+    report('elected', { token: won.fencingToken });
+  };
+  return {
+    start: () => void run(++generation),
+    believes: () => held !== undefined,
+    async resign() {
+      generation += 1;
+      const lease = held;
+      held = undefined;
+      if (lease) await new Promise<void>((resolve) => lease.release(() => resolve()));
+      report('released');
+    },
+    handoff: () => Promise.reject(new Error('dynamodb-lock-client has no handoff')),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
 
 const candidate =
   config.system === 'etcd'
     ? etcdCandidate()
     : config.system === 'redis'
       ? redisCandidate()
-      : leaseholdCandidate();
+      : config.system === 'lock-client'
+        ? lockClientCandidate()
+        : leaseholdCandidate();
 if (!config.standby) candidate.start();
 report('spawned');
+
+/** How often the pause section's candidates read their own belief; a gap well over it means the process was stopped. */
+const BELIEF_SAMPLE_MS = 2;
+const SAMPLING_GAP_MS = 50;
+if (config.sampleBelief) {
+  let last = { holds: candidate.believes(), at: benchNowMs() };
+  setInterval(() => {
+    const at = benchNowMs();
+    const holds = candidate.believes();
+    const resumed = at - last.at > SAMPLING_GAP_MS;
+    if (resumed || holds !== last.holds) report('belief', { holds, ...(resumed ? { resumed, gapMs: Math.round(at - last.at) } : {}) });
+    last = { holds, at };
+  }, BELIEF_SAMPLE_MS);
+}
 
 createInterface({ input: process.stdin }).on('line', (line) => {
   let command: { cmd?: string; to?: string };

@@ -79,9 +79,45 @@ describe('bench report', () => {
       ['Operation overhead ≤ 1.3× the', false],
       ['Crash failover p50 within 100', true],
       ['Crash failover p50 not worse', true],
+      ['Crash failover excess over the', false],
     ]);
     expect(checks[0]?.measured).toContain('acquire 1.20×, renew 1.50×');
     expect(checks[0]?.measured).toContain('1 of 2 configurations within 1.3×');
+  });
+
+  it("checks issue #23's targets: excess p50 ≤ 10 and p90 ≤ 20 ms, not behind the npm lock client, ≤ 1.05 requests per term, no overlap after a pause", () => {
+    const results = fixture();
+    const trials = (excess: number[]) => excess.map((excessMs, i) => ({ trial: i, sinceRenewalMs: 100, floorMs: 1500, failoverMs: 1500 + excessMs, excessMs }));
+    results.failover = [
+      { label: 'leasehold', system: 'leasehold', ttlMs: 2000, trials: trials([4, 6, 8, 9, 12]) },
+      { label: 'dynamodb-lock-client 0.7.3, trustLocalTime', system: 'lock-client', ttlMs: 2000, trials: trials([7, 8, 9, 10, 11]) },
+    ];
+    results.cost = { ttlMs: 3000, terms: 20, leaderRequests: 60, followerRequests: 21, rows: [] };
+    results.pause = [
+      { label: 'leasehold', system: 'leasehold', ttlMs: 2000, trials: [{ trial: 0, followerElectedAfterStopMs: 1500, believedOnResume: false, overlapMs: 0 }] },
+      { label: 'etcd', system: 'etcd', ttlMs: 2000, trials: [{ trial: 0, followerElectedAfterStopMs: 2100, believedOnResume: true, overlapMs: 3 }] },
+    ];
+    const met = Object.fromEntries(checkTargets(results).map((c) => [c.target.split(' (')[0]?.split(',')[0], c.met]));
+    expect(met['Crash failover excess over the floor at most 10 ms p50 and 20 ms p90']).toBe(true);
+    expect(met['Crash failover excess p50 not worse than dynamodb-lock-client with trustLocalTime']).toBe(true);
+    expect(met['A follower makes at most 1.05 requests per lease term']).toBe(true);
+    expect(met['Zero believed overlap after a pause']).toBe(true);
+
+    results.cost.followerRequests = 22; // 1.10 per term
+    results.pause[0]!.trials.push({ trial: 1, followerElectedAfterStopMs: 1500, believedOnResume: true, overlapMs: 1 });
+    const after = Object.fromEntries(checkTargets(results).map((c) => [c.target.split(' (')[0]?.split(',')[0], c.met]));
+    expect(after['A follower makes at most 1.05 requests per lease term']).toBe(false);
+    expect(after['Zero believed overlap after a pause']).toBe(false);
+  });
+
+  it('renders the pause section and names the run of every carried-over section', () => {
+    const results = fixture();
+    results.pause = [{ label: 'Redis 7', system: 'redis', ttlMs: 2000, trials: [{ trial: 0, followerElectedAfterStopMs: 2100, believedOnResume: true, overlapMs: 2.5 }] }];
+    results.carriedOver = [{ section: 'latency', startedAt: '2026-11-20T01:00:00.000Z', command: 'npm run bench' }];
+    const markdown = renderMarkdown(results);
+    expect(markdown).toContain('## 8. A paused holder');
+    expect(markdown).toContain("| Redis 7 | 1 | 1 of 1 | 2.50 / 2.50 | 2,100 |");
+    expect(markdown).toContain('**Carried over:** section `latency` was measured by `npm run bench` on 2026-11-20');
   });
 
   it('renders every section, saying why one was not measured', () => {
