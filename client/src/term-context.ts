@@ -11,7 +11,7 @@ import {
   type JsonValue,
 } from './protocol/index.js';
 import type { LeaderEvent } from './term-events.js';
-import { resolveTiming, type Timing, type TimingOptions } from './timing.js';
+import { FOLLOWER_SERVER_WAIT_MS, resolveTiming, type Timing, type TimingOptions } from './timing.js';
 
 /**
  * What every term of one leader or job shares: the client, the name and holder, the resolved
@@ -51,7 +51,8 @@ export function createTermContext(client: LeaseApi, name: string, options: TermO
   validateName(name);
   const holder = validateHolder(options.holder);
   const timing = resolveTiming(options);
-  const request: AcquireRequest = { holder, ttlMs: timing.ttlMs };
+  // Every acquire lets the server wait a little for a lease about to become free (timing.ts).
+  const request: AcquireRequest = { holder, ttlMs: timing.ttlMs, serverWaitMs: FOLLOWER_SERVER_WAIT_MS };
   if (options.metadata !== undefined) request.metadata = validateMetadata(options.metadata);
   if (options.lockDelayMs !== undefined) request.lockDelayMs = validateLockDelayMs(options.lockDelayMs);
   const onEvent = options.onEvent;

@@ -115,25 +115,36 @@ export function heldJitterWindowMs(retryAfterMs: number): number {
   return Math.min(100, Math.max(10, retryAfterMs / 20));
 }
 
-/** Aim a follower's acquire this long after the lease becomes available on the server's clock. */
-export const FOLLOWER_ARRIVAL_MARGIN_MS = 0;
-/** Random spread of followers of one name, so their acquires do not reach the item in the same millisecond. */
+/**
+ * How long a follower's acquire asks the server to wait for the lease (`serverWaitMs`): if it is
+ * held but becomes available within this, the server waits and tries once more, so an acquire
+ * that arrives a few ms early is granted the moment the lease is free, for no extra request.
+ */
+export const FOLLOWER_SERVER_WAIT_MS = 25;
+/**
+ * A follower aims its acquire to arrive this much before the lease becomes available: inside the
+ * server's wait, so that neither its timer nor the network being a few ms late or early costs
+ * anything but the server's own write.
+ */
+export const FOLLOWER_AIM_EARLY_MS = 5;
+/** Random spread of followers of one name, so their acquires do not reach the server in the same millisecond. */
 export const FOLLOWER_JITTER_MS = 2;
 
 /**
  * How long a follower told `retryAfterMs` waits before its next acquire, counted from the moment
- * the answer arrived, so that the acquire reaches the server as the lease becomes available.
+ * the answer arrived, so that the acquire reaches the server a little before the lease becomes
+ * available and the server's wait (`FOLLOWER_SERVER_WAIT_MS`) covers the rest.
  *
- * The server counts `retryAfterMs` from the instant it evaluated the write's condition, which is
- * about half a round trip after the send; the next acquire reaches it about half a round trip after
- * its own send. So the next send is due `retryAfterMs` after the previous *send*, which is
- * `retryAfterMs − roundTripMs` from now. An estimate that errs early costs one extra request (the
- * server answers LEASE_HELD with the few milliseconds left, and the follower aims again); it never
- * costs safety, because the server decides availability on its own clock and a won term counts from
- * the send of the winning request. The jitter is a few milliseconds: it only spreads followers of one
+ * The server counts `retryAfterMs` from the instant it evaluated the refused write, about half a
+ * round trip after the send; the next acquire reaches it about half a round trip after its own
+ * send. So the next send is due `retryAfterMs` after the previous *send*, which is
+ * `retryAfterMs − roundTripMs` from now, less the aim. An acquire that arrives earlier than the
+ * server's wait covers costs one extra request (the server answers LEASE_HELD with the few ms
+ * left); none ever costs safety, because the server decides availability by its own clock and a
+ * won term counts from the send of the winning request. The jitter only spreads followers of one
  * name; every millisecond of it is added to the crash failover.
  */
 export function followerWaitMs(retryAfterMs: number, roundTripMs: number, random: () => number): number {
-  const aheadMs = Math.min(Math.max(0, roundTripMs), retryAfterMs);
-  return retryAfterMs - aheadMs + FOLLOWER_ARRIVAL_MARGIN_MS + jitter(random, FOLLOWER_JITTER_MS);
+  const aheadMs = Math.max(0, roundTripMs) + FOLLOWER_AIM_EARLY_MS;
+  return Math.max(0, retryAfterMs - aheadMs) + jitter(random, FOLLOWER_JITTER_MS);
 }

@@ -1,15 +1,16 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { LeaseHeldError, validateAcquireRequest } from '../../client/src/protocol/index.js';
+import { acquireWithServerWait } from '../acquire-wait.js';
 import { jsonResponse } from '../http/responses.js';
 import { OUTCOME, leaseName, leaseRoute, type HandlerDeps } from '../http/route.js';
 import { lambdaEntry } from '../runtime.js';
 
 /** POST /v1/leases/{name}/acquire */
 export function createAcquireHandler(deps: HandlerDeps) {
-  return leaseRoute(deps, { jsonBody: true }, async (event, { store, logger, metrics }) => {
+  return leaseRoute(deps, { jsonBody: true }, async (event, { store, logger, metrics, waitTimer }) => {
     const name = leaseName(event);
     const request = validateAcquireRequest(event.body);
-    const result = await store.acquire(name, request);
+    const result = await acquireWithServerWait(store, name, request, waitTimer);
     if (!result.acquired) {
       metrics.addMetric(OUTCOME.held, MetricUnit.Count, 1);
       logger.info('lease held', { lease: name, holder: result.lease.holder, retryAfterMs: result.retryAfterMs });

@@ -188,6 +188,8 @@ describe('bad input gets a 4xx with a stable code and changes nothing', () => {
     ['a 129-character holder', JSON.stringify({ holder: 'h'.repeat(129), ttlMs: 1000 }), 'holder'],
     ['metadata over 2 KiB', JSON.stringify({ holder: 'x', ttlMs: 1000, metadata: 'm'.repeat(2100) }), 'metadata'],
     ['a lock-delay over 60 s', '{"holder":"x","ttlMs":1000,"lockDelayMs":60001}', 'lockDelayMs'],
+    ['a server wait over 100 ms', '{"holder":"x","ttlMs":1000,"serverWaitMs":101}', 'serverWaitMs'],
+    ['a negative server wait', '{"holder":"x","ttlMs":1000,"serverWaitMs":-1}', 'serverWaitMs'],
   ])('acquire with %s answers 400 VALIDATION_ERROR naming the field', async (_label, body, field) => {
     const answer = await call('POST', acquirePath(), { body, headers: { 'content-type': 'application/json' } });
     expect(answer.status).toBe(400);

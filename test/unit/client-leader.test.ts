@@ -122,32 +122,39 @@ describe('campaign', () => {
     expect(t.api.all('acquire')).toHaveLength(1);
   });
 
-  it('after losing the race, sends its next acquire retryAfterMs after the refused one was sent, plus at most 2 ms of jitter', async () => {
+  it('after losing the race, sends its next acquire 5 ms before retryAfterMs has passed since the refused one was sent, plus at most 2 ms of jitter', async () => {
     const t = setup();
     t.leader.start();
     await t.clock.advance(0);
     await at(t, 40); // a 40 ms round trip: the server counted retryAfterMs from about 20 ms
     t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 4_000 });
-    // 4000 − 40 from the answer, + jitter (a 2 ms window × random 0.5 = 1): sent at 4001.
-    await at(t, 4_000);
+    // 4000 − 40 from the answer, − the 5 ms aim, + jitter (a 2 ms window × random 0.5 = 1): sent at 3996.
+    await at(t, 3_995);
     expect(t.api.all('acquire')).toHaveLength(1);
-    await at(t, 4_001);
-    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 4_001]);
+    await at(t, 3_996);
+    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 3_996]);
   });
 
-  it('an acquire that arrives a little early costs one more request, aimed at the few ms the server says are left', async () => {
+  it('asks the server to wait up to 25 ms for a lease about to become free, so an early arrival costs no request', async () => {
+    const t = setup();
+    t.leader.start();
+    await t.clock.advance(0);
+    expect(t.api.next('acquire').request).toMatchObject({ holder: 'me', serverWaitMs: 25 });
+  });
+
+  it('an acquire that arrives earlier than the server waits costs one more request, aimed at the few ms the server says are left', async () => {
     const t = setup();
     t.leader.start();
     await t.clock.advance(0);
     t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 1_000 });
-    await at(t, 1_001);
-    t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 3 });
-    await at(t, 1_004);
-    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 1_001]);
-    await at(t, 1_005);
+    await at(t, 996);
+    t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 30 });
+    await at(t, 1_021);
+    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 996]);
+    await at(t, 1_022); // 996 + 30 − 5 + 1
     t.api.next('acquire').resolve({ acquired: true, lease: grant({ token: 8 }) });
     await t.clock.advance(0);
-    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 1_001, 1_005]);
+    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 996, 1_022]);
     expect(t.leader.isLeader()).toBe(true);
   });
 

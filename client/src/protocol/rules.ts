@@ -19,6 +19,8 @@ export const LIMITS = {
   requestIdMinLength: 16,
   requestIdMaxLength: 64,
   lockDelayMaxMs: 60_000,
+  /** The longest an acquire may ask the server to wait for the lease to become available (`serverWaitMs`). */
+  serverWaitMaxMs: 100,
   listDefaultLimit: 100,
   listMaxLimit: 1_000,
   bodyMaxBytes: 8_192,
@@ -72,6 +74,10 @@ export function validateLockDelayMs(value: unknown, field = 'lockDelayMs'): numb
   return requireInteger(value, field, 0, LIMITS.lockDelayMaxMs);
 }
 
+export function validateServerWaitMs(value: unknown, field = 'serverWaitMs'): number {
+  return requireInteger(value, field, 0, LIMITS.serverWaitMaxMs);
+}
+
 export function validateRequestId(value: unknown, field = 'requestId'): string {
   return requireString(
     value,
@@ -106,7 +112,7 @@ export function validateMetadata(value: unknown, field = 'metadata'): JsonValue 
 
 /** The body fields of each write route: its validator refuses any other field, and `pickFields` keeps only these. */
 export const REQUEST_FIELDS = {
-  acquire: ['holder', 'ttlMs', 'metadata', 'requestId', 'lockDelayMs'],
+  acquire: ['holder', 'ttlMs', 'metadata', 'requestId', 'lockDelayMs', 'serverWaitMs'],
   renew: ['leaseId', 'token', 'ttlMs'],
   release: ['leaseId', 'token'],
   handoff: ['leaseId', 'token', 'to', 'windowMs'],
@@ -152,6 +158,7 @@ export function validateAcquireRequest(body: unknown): AcquireRequest {
   if (input.metadata !== undefined) request.metadata = validateMetadata(input.metadata);
   if (input.requestId !== undefined) request.requestId = validateRequestId(input.requestId);
   if (input.lockDelayMs !== undefined) request.lockDelayMs = validateLockDelayMs(input.lockDelayMs);
+  if (input.serverWaitMs !== undefined) request.serverWaitMs = validateServerWaitMs(input.serverWaitMs);
   return request;
 }
 

@@ -35,6 +35,12 @@ export interface AcquireRequest {
   metadata?: JsonValue;
   requestId?: string;
   lockDelayMs?: number;
+  /**
+   * If the lease is held but becomes available within this many ms, the server waits until then and
+   * tries once more, so an acquire sent a little early takes the lease the moment it is free
+   * instead of costing a second request. 0–100; default 0 (answer at once).
+   */
+  serverWaitMs?: number;
 }
 
 export interface RenewRequest {
