@@ -12,7 +12,15 @@ export { sigv4Signer, type AwsCredentials, type AwsCredentialsProvider, type Req
 export { createLeader, type Leader, type LeaderOptions } from './leader.js';
 export { LeadershipLostError, type LeaderEvent, type LossReason, type TermInfo } from './term-events.js';
 export type { TermOptions } from './term-context.js';
-export { withLease, type WithLeaseOptions, type WithLeaseResult } from './with-lease.js';
+export { withLease, type WithLeaseLambdaResult, type WithLeaseOptions, type WithLeaseResult } from './with-lease.js';
+export {
+  DEFAULT_LAMBDA_MARGIN_MS,
+  InvocationDeadlineError,
+  isInvocationDeadlineError,
+  type DeadlineRefusal,
+  type LambdaContextLike,
+  type LambdaOptions,
+} from './lambda.js';
 export {
   EpochNotClaimedError,
   FencedOutError,
