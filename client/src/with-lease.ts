@@ -128,7 +128,12 @@ async function holdLease<T>(
   }
 
   // 3. Hold it while fn runs.
-  const term = Term.begin(ctx, grant, sendTimeMs, () => undefined);
+  // At an invocation's deadline the lease is released at once, not when fn returns: the invocation
+  // may end before fn notices its signal.
+  let releasing: Promise<void> | undefined;
+  const term = Term.begin(ctx, grant, sendTimeMs, (ended, reason) => {
+    if (reason === 'deadline') releasing = releaseQuietly(ctx, ended.lease);
+  });
   if (term === undefined) {
     await releaseQuietly(ctx, grant);
     throw new LeadershipLostError(name, 'expired', grant.token);
@@ -153,7 +158,7 @@ async function holdLease<T>(
   if (lost === undefined) term.end('released');
   // Release also after an expiry or a pause: it may still be ours, and the next job need not wait.
   // Superseded or released by someone else, it is not ours on the server any more.
-  if (lost !== 'superseded' && lost !== 'releasedElsewhere') await releaseQuietly(ctx, term.lease);
+  if (lost !== 'superseded' && lost !== 'releasedElsewhere') await (releasing ?? releaseQuietly(ctx, term.lease));
   if (lost === 'stopped') throw signal?.reason;
   if (lost !== undefined) {
     const serverReason = term.serverReason;
