@@ -38,6 +38,11 @@ function grantAsked(call: PendingCall, token = 7) {
   call.resolve(call.op === 'acquire' ? { acquired: true, lease } : lease);
 }
 
+/** The loss reason a term's signal aborted with. */
+function lossOf(term: TermInfo | undefined): LossReason | undefined {
+  return (term?.signal.reason as LeadershipLostError | undefined)?.reason;
+}
+
 /** A job that runs until the test (or its signal) ends it. */
 function pendingJob() {
   const terms: TermInfo[] = [];
@@ -118,7 +123,7 @@ describe('withLease with a lambdaContext', () => {
     expect(job.terms[0]?.signal.aborted).toBe(false);
     await t.clock.advance(1);
     expect(job.terms[0]?.signal.aborted).toBe(true);
-    expect((job.terms[0]?.signal.reason as LeadershipLostError).reason).toBe('deadline');
+    expect(lossOf(job.terms[0])).toBe('deadline');
     // Released at once, although the work has not returned yet.
     t.api.next('release').resolve(publicLease({ holder: null }));
     job.finish();
@@ -166,7 +171,7 @@ describe('withLease with a lambdaContext', () => {
     expect(t.api.next('renew').request.ttlMs).toBe(1_500);
     t.api.next('renew').resolve(grant({ ttlMs: 1_500, remainingMs: 1_500 }));
     await t.clock.advance(2_000);
-    expect((job.terms[0]?.signal.reason as LeadershipLostError).reason).toBe('deadline');
+    expect(lossOf(job.terms[0])).toBe('deadline');
     t.api.next('release').resolve(publicLease({ holder: null }));
     job.finish();
     expect(await result).toMatchObject({ reason: 'deadline' });
@@ -181,7 +186,7 @@ describe('withLease with a lambdaContext', () => {
     await t.clock.advance(0);
     t.clock.freeze(120_000);
     await t.clock.advance(0);
-    expect((job.terms[0]?.signal.reason as LeadershipLostError).reason).toBe('paused');
+    expect(lossOf(job.terms[0])).toBe('paused');
     job.finish();
     await t.clock.advance(0);
     t.api.next('release').resolve(publicLease({ holder: null }));
