@@ -7,6 +7,7 @@
  *   npm run bench                  full run (~15–20 min): BENCHMARKS.md, bench/results/latest.json, docs/failover.svg
  *   npm run bench -- --quick       short run (a few minutes): bench/results/quick.{md,json,svg}
  *   npm run bench -- --only failover,handover
+ *   npm run bench:bundle           the Lambda bundle section alone (bench/bundle.ts)
  *
  * Nothing but 127.0.0.1 is contacted (Debian's package mirror aside, when etcd or Redis must be
  * installed). Every child process is stopped by PID at the end.
@@ -20,6 +21,7 @@ import { WATCH_PATH } from '../client/src/protocol/index.js';
 import { createDocumentClient } from '../functions/dynamodb-client.js';
 import { ensureLeaseTable, ensureSubscriptionTable } from '../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal } from '../local/dynamodb/dynamodb-local.js';
+import { measureBundle, renderBundle } from './bundle.js';
 import { measureColdStart } from './cold-start.js';
 import { measureRequestCost } from './cost.js';
 import { measureFailover, measureHandover, type ElectionTarget } from './elections.js';
@@ -350,6 +352,13 @@ async function main(): Promise<void> {
         results.coldStart = await measureColdStart({ runs: plan.coldStartRuns, log });
       });
       print(renderColdStart(results));
+    }
+
+    if (only.has('bundle')) {
+      await section('bundle', '8. Lambda bundle', async () => {
+        results.bundle = await measureBundle({ runs: plan.bundleImportRuns, log, command: results.command });
+      });
+      print(renderBundle(results.bundle, results.errors.bundle));
     }
     doc.destroy();
   } finally {

@@ -1,4 +1,5 @@
 import type { EpochFencingResult } from './epoch-fencing.js';
+import { renderBundle } from './bundle.js';
 import type { LatencyCell } from './latency.js';
 import { fmtMs, fmtInt, fmtRatio, fmtUsd, table } from './format.js';
 import type { BenchResults } from './results.js';
@@ -335,6 +336,7 @@ export function renderMarkdown(results: BenchResults): string {
     renderColdStart(results),
     renderScale(results),
     results.epoch || results.errors.epoch ? renderEpochFencing(results.epoch, results.errors.epoch) : [],
+    renderBundle(results.bundle, results.errors.bundle),
   ].filter((p) => p.length > 0);
   return `${parts.map((p) => p.join('\n')).join('\n\n')}\n`;
 }
