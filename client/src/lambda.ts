@@ -153,6 +153,11 @@ export class InvocationGate {
     this.cancelTimer = this.clock.setTimer(lastSendMs - this.clock.nowMs(), () => this.end());
   }
 
+  /** True once the time left is below the minimum ttl: no acquire may be sent. One clock read. */
+  isEnding(): boolean {
+    return this.invocation.ttlFor(this.ttlMs, this.clock.nowMs()) === undefined;
+  }
+
   /** Ends campaigning now (the invocation is ending). */
   end(): void {
     this.cancel();

@@ -120,7 +120,14 @@ class LeaderImpl implements Leader {
   private readonly options: LeaderOptions;
   private term: Term | undefined;
   private lastSignal: AbortSignal;
-  private wantCampaign = false;
+  private campaignWanted = false;
+  /** Campaigning is wanted, and (with a Lambda context) the invocation is not ending: no acquire is sent past that point. */
+  private get wantCampaign(): boolean {
+    return this.campaignWanted && this.invocation?.isEnding() !== true;
+  }
+  private set wantCampaign(want: boolean) {
+    this.campaignWanted = want;
+  }
   private stopped = false;
   private campaignAbort: AbortController | undefined;
   private campaignLoop: Promise<void> | undefined;
@@ -435,7 +442,9 @@ class LeaderImpl implements Leader {
     this.lastSignal = term.signal;
     this.callback('onLost', () => this.options.onLost?.(reason, term.info()));
     if (reason === 'released' || reason === 'stopped') return;
-    if (reason === 'deadline') this.invocation?.end(); // release (below), but campaign no more
+    // With a Lambda context, the invocation is over (a pause means Lambda froze the sandbox after it
+    // returned): release (below), but campaign no more; the next invocation starts from scratch.
+    if (reason === 'deadline' || reason === 'paused') this.invocation?.end();
     // Lost involuntarily (releasedElsewhere included: someone else's release is no resign of ours).
     // If it may still be ours on the server, release it so that the next term (ours or another's)
     // need not wait for the expiry; then campaign again.

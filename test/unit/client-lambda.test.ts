@@ -277,6 +277,22 @@ describe('createLeader with a lambdaContext', () => {
     await t.leader.stop();
   });
 
+  it('after a freeze (the sandbox between invocations) the leader steps down as paused, releases, and campaigns no more', async () => {
+    const t = leaderSetup(60_000);
+    const elected = t.leader.campaign();
+    await t.clock.advance(0);
+    grantAsked(t.api.next('acquire'));
+    const term = await elected;
+    t.clock.freeze(20_000);
+    await t.clock.advance(0);
+    expect(term.signal.aborted).toBe(true);
+    expect(t.lost).toEqual(['paused']);
+    t.api.next('release').resolve(publicLease({ holder: null }));
+    await t.clock.advance(60_000);
+    expect(t.api.all('acquire')).toHaveLength(1);
+    await t.leader.stop();
+  });
+
   it('a campaign still waiting when the cap falls below the minimum ttl rejects, and the follower stops', async () => {
     const t = leaderSetup(6_000); // stop at 5000: the last acquire may be sent at 4000
     const elected = t.leader.campaign().catch((error: unknown) => error);
