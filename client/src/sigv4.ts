@@ -2,7 +2,7 @@
  * AWS Signature Version 4 for one request, on the platform's Web Crypto (`crypto.subtle`) alone.
  *
  * Why not `@smithy/signature-v4`: its CommonJS build (what a bundler picks for Node) pulls in most of
- * `@smithy/core`, about 150 KiB minified, into every Lambda that imports the SDK, and ~20 ms of
+ * `@smithy/core`, about 150 KiB minified, into every Lambda that imports the SDK, and ~30 ms of
  * import time, for what is five HMACs and a canonical string (see BENCHMARKS.md, "Lambda bundle").
  * The canonical forms below follow that package (and the SigV4 specification) exactly for what
  * this SDK sends: paths are normalized and URI-encoded a second time (every service but S3), query
