@@ -52,10 +52,10 @@ const EXECUTE_API_HOST = /^[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(
  * Signs requests with AWS Signature Version 4 for API Gateway's IAM authorization (`sigv4.ts`,
  * on `node:crypto`). Without `credentials`, the keys come from the environment (`AWS_ACCESS_KEY_ID`,
  * `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), which is where Lambda puts the function role's.
- * This is the `sigv4Signer` of `leasehold/lambda`; `leasehold`'s falls back to the AWS SDK's
+ * This is `leasehold/lambda`'s `sigv4Signer`; `leasehold`'s falls back to the AWS SDK's
  * provider chain (see `signing-chain.ts`).
  */
-export function sigv4Signer(options: SigV4SignerOptions = {}): RequestSigner {
+export function environmentSigV4Signer(options: SigV4SignerOptions = {}): RequestSigner {
   return createSigV4Signer(options, async () => {
     throw new TypeError(
       'Expected AWS credentials for SigV4 signing: pass `credentials`, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY ' +

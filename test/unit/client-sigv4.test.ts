@@ -43,3 +43,33 @@ describe('SigV4 on Web Crypto', () => {
     });
   }
 });
+
+describe("leasehold/lambda's sigv4Signer", () => {
+  const saved = { ...process.env };
+  const request = () => ({ method: 'GET', url: new URL('https://abc123.execute-api.eu-west-1.amazonaws.com/v1/leases/a'), headers: {}, body: undefined });
+
+  it("signs with the environment's keys and session token, as Lambda provides them", async () => {
+    const { sigv4Signer } = await import('leasehold/lambda');
+    process.env.AWS_ACCESS_KEY_ID = 'AKIDLAMBDA';
+    process.env.AWS_SECRET_ACCESS_KEY = 'secret';
+    process.env.AWS_SESSION_TOKEN = 'lambda-session';
+    try {
+      const added = await sigv4Signer()(request());
+      expect(added.authorization).toContain('Credential=AKIDLAMBDA/');
+      expect(added['x-amz-security-token']).toBe('lambda-session');
+    } finally {
+      process.env = { ...saved };
+    }
+  });
+
+  it('explains missing credentials instead of loading the provider chain', async () => {
+    const { sigv4Signer } = await import('leasehold/lambda');
+    delete process.env.AWS_ACCESS_KEY_ID;
+    delete process.env.AWS_SECRET_ACCESS_KEY;
+    try {
+      await expect(sigv4Signer()(request())).rejects.toThrow('Expected AWS credentials for SigV4 signing: pass `credentials`, or set AWS_ACCESS_KEY_ID');
+    } finally {
+      process.env = { ...saved };
+    }
+  });
+});
