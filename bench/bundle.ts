@@ -14,6 +14,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
@@ -100,7 +101,15 @@ function importOnce(url: string): Promise<number> {
   });
 }
 
-async function measureVariant(dir: string, variant: string, entry: BundleRow['entry'], watch: boolean, runs: number): Promise<BundleRow> {
+export interface BuiltHandler {
+  /** The handler chunk, relative to the working directory (esbuild's metafile paths). */
+  entryOut: string;
+  /** Output chunks (.js) with their sizes, static imports and the input files they contain. */
+  chunks: Record<string, { bytes: number; staticImports: string[]; inputs: string[] }>;
+}
+
+/** Builds the handler in `dir` with the issue's esbuild options (plus splitting); nothing is run. */
+export async function buildHandler(dir: string, variant: string, entry: BundleRow['entry'], watch: boolean): Promise<BuiltHandler> {
   const srcDir = join(dir, `${variant.replace(/\W+/g, '-')}`);
   mkdirSync(srcDir, { recursive: true });
   const source = join(srcDir, 'handler.mjs');
@@ -120,14 +129,28 @@ async function measureVariant(dir: string, variant: string, entry: BundleRow['en
     plugins: [sdkSource(watch)],
   });
   const outputs = result.metafile.outputs;
-  const js = Object.keys(outputs).filter((f) => f.endsWith('.js'));
-  const entryOut = js.find((f) => outputs[f]?.entryPoint !== undefined);
+  const chunks: BuiltHandler['chunks'] = {};
+  for (const [file, out] of Object.entries(outputs)) {
+    if (!file.endsWith('.js')) continue;
+    chunks[file] = {
+      bytes: out.bytes,
+      staticImports: out.imports.filter((i) => i.kind === 'import-statement' && outputs[i.path] !== undefined).map((i) => i.path),
+      inputs: Object.keys(out.inputs),
+    };
+  }
+  const entryOut = Object.keys(chunks).find((f) => outputs[f]?.entryPoint !== undefined);
   if (entryOut === undefined) throw new Error(`no entry chunk for ${variant}`);
+  return { entryOut, chunks };
+}
+
+async function measureVariant(dir: string, variant: string, entry: BundleRow['entry'], watch: boolean, runs: number): Promise<BundleRow> {
+  const { entryOut, chunks } = await buildHandler(dir, variant, entry, watch);
+  const js = Object.keys(chunks);
   const loaded = new Set<string>();
   const visit = (file: string) => {
     if (loaded.has(file)) return;
     loaded.add(file);
-    for (const i of outputs[file]?.imports ?? []) if (i.kind === 'import-statement' && outputs[i.path] !== undefined) visit(i.path);
+    for (const next of chunks[file]?.staticImports ?? []) visit(next);
   };
   visit(entryOut);
   const importMs: number[] = [];
@@ -137,8 +160,8 @@ async function measureVariant(dir: string, variant: string, entry: BundleRow['en
     variant,
     entry,
     watch,
-    totalBytes: js.reduce((sum, f) => sum + (outputs[f]?.bytes ?? 0), 0),
-    staticBytes: [...loaded].reduce((sum, f) => sum + (outputs[f]?.bytes ?? 0), 0),
+    totalBytes: js.reduce((sum, f) => sum + (chunks[f]?.bytes ?? 0), 0),
+    staticBytes: [...loaded].reduce((sum, f) => sum + (chunks[f]?.bytes ?? 0), 0),
     chunks: js.length,
     dynamicChunks: js.length - loaded.size,
     importMsMedian: median(importMs),
@@ -147,10 +170,8 @@ async function measureVariant(dir: string, variant: string, entry: BundleRow['en
 }
 
 export async function measureBundle(options: { runs: number; log: (line: string) => void; command: string }): Promise<BundleResult> {
-  // Inside the repository, so that the bundles' leftover bare imports (none expected) would resolve.
-  const cache = join(REPO_ROOT, 'node_modules', '.cache');
-  mkdirSync(cache, { recursive: true });
-  const dir = mkdtempSync(join(cache, 'leasehold-bench-bundle-'));
+  // Everything is bundled (only Node built-ins stay imports), so the bundles run from anywhere.
+  const dir = mkdtempSync(join(tmpdir(), 'leasehold-bench-bundle-'));
   const esbuildVersion = (JSON.parse(readFileSync(join(REPO_ROOT, 'node_modules/esbuild/package.json'), 'utf8')) as { version: string }).version;
   try {
     const rows: BundleRow[] = [];
