@@ -97,6 +97,11 @@ export class Term {
     return this.endedWith === undefined && this.ctx.clock.nowMs() < this.deadlineMs;
   }
 
+  /** Ends the term if its deadline has passed (even if its timer is late): `deadline` when capped at a Lambda invocation's end, else `expired`. */
+  endIfPastDeadline(): void {
+    if (this.endedWith === undefined && this.ctx.clock.nowMs() >= this.deadlineMs) this.end(this.deadlineReason());
+  }
+
   remainingMs(): number {
     return this.endedWith === undefined ? Math.max(0, this.deadlineMs - this.ctx.clock.nowMs()) : 0;
   }

@@ -153,7 +153,7 @@ async function holdLease<T>(
   }
 
   // 4. Was the lease still ours when fn settled? The deadline is checked even if its timer is late.
-  if (term.ended === undefined && !term.isValid()) term.end('expired');
+  term.endIfPastDeadline();
   const lost = term.ended;
   if (lost === undefined) term.end('released');
   // Release also after an expiry or a pause: it may still be ours, and the next job need not wait.

@@ -177,6 +177,21 @@ describe('withLease with a lambdaContext', () => {
     expect(await result).toMatchObject({ reason: 'deadline' });
   });
 
+  it('work that returns after the capped deadline passed is reported lost with reason deadline, even before its timer fired', async () => {
+    // The invocation ends at 3000: the work must stop at 2000; the capped grant (2000 ms) is trusted until 1250.
+    const t = setup();
+    const job = pendingJob();
+    const result = withLease(t.api, 'jobs', { holder: 'me', clock: t.clock, lambdaContext: lambdaContext(t.clock, 3_000) }, job.fn).catch((e: unknown) => e);
+    await t.clock.advance(0);
+    grantAsked(t.api.next('acquire'));
+    await t.clock.advance(0);
+    t.clock.freeze(1_300); // a short stall (below the pause threshold): no timer has run yet
+    job.finish();
+    await t.clock.advance(0);
+    t.api.next('release').resolve(publicLease({ holder: null }));
+    expect(await result).toMatchObject({ name: 'LeadershipLostError', reason: 'deadline' });
+  });
+
   it('a freeze past the invocation end is reported as paused, not deadline', async () => {
     const t = setup();
     const job = pendingJob();
