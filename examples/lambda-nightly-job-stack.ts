@@ -1,5 +1,6 @@
 // The CDK wiring of the nightly job: the function on an EventBridge schedule, its role allowed to take
 // leases under `nightly.` (grantLeases) and to write its reports table.
+import { fileURLToPath } from 'node:url';
 import { Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, Table } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
@@ -16,7 +17,7 @@ export class NightlyReportStack extends Stack {
     const reports = new Table(this, 'Reports', { partitionKey: { name: 'pk', type: AttributeType.STRING }, billingMode: BillingMode.PAY_PER_REQUEST });
 
     const job = new NodejsFunction(this, 'NightlyReport', {
-      entry: 'examples/lambda-nightly-job.ts',
+      entry: fileURLToPath(new URL('./lambda-nightly-job.ts', import.meta.url)),
       runtime: Runtime.NODEJS_20_X,
       architecture: Architecture.ARM_64,
       timeout: Duration.minutes(5), // the lease is capped at what is left of this, less lambdaMarginMs
