@@ -18,7 +18,7 @@ export class NightlyReportStack extends Stack {
 
     const job = new NodejsFunction(this, 'NightlyReport', {
       entry: fileURLToPath(new URL('./lambda-nightly-job.ts', import.meta.url)),
-      runtime: Runtime.NODEJS_20_X,
+      runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
       timeout: Duration.minutes(5), // the lease is capped at what is left of this, less lambdaMarginMs
       environment: { LEASEHOLD_URL: leases.url, REPORTS_TABLE: reports.tableName },
