@@ -55,6 +55,7 @@ describe('a lease held across a Lambda freeze (real process, SIGSTOP / SIGCONT)'
       child.send({ type: 'mark' });
       const mark = await waitFor('the mark', (m) => m.type === 'mark');
       child.kill('SIGSTOP'); // Lambda freezes the sandbox between invocations
+      const stoppedAtMs = performance.now();
 
       // Frozen, it cannot renew: the lease expires on the server and someone else gets it.
       let acquired: Awaited<ReturnType<LeaseClient['acquire']>>;
@@ -67,13 +68,16 @@ describe('a lease held across a Lambda freeze (real process, SIGSTOP / SIGCONT)'
       await other.release(name, acquired.lease);
       await new Promise((r) => setTimeout(r, 1_500)); // frozen well past the pause threshold (1000 ms)
       child.kill('SIGCONT'); // the next invocation thaws it
+      const frozenMs = performance.now() - stoppedAtMs;
 
       const lost = await waitFor('the stale term to end', (m) => m.type === 'lost' && m.n === 1);
       expect(lost.reason).toBe('paused');
       expect(lost.token).toBe(first.token);
       await new Promise((r) => setTimeout(r, 1_000)); // time for a stale leader to misbehave, if it would
-      // No write on the stale term after the thaw: every write of invocation 1 came before the freeze.
-      const staleWrites = messages.filter((m) => m.type === 'write' && m.n === 1 && (m.atMs as number) > (mark.atMs as number) + 500);
+      // No write on the stale term after the thaw. On the sandbox's clock, the thaw came at least
+      // `frozenMs` after the mark (less a little for signal delivery); every earlier write came before the freeze.
+      const thawedNoEarlierThanMs = (mark.atMs as number) + frozenMs - 100;
+      const staleWrites = messages.filter((m) => m.type === 'write' && m.n === 1 && (m.atMs as number) >= thawedNoEarlierThanMs);
       expect(staleWrites).toEqual([]);
       // The stale leader did not campaign again: the lease is free, nobody was elected twice.
       expect(messages.filter((m) => m.type === 'elected' && m.n === 1)).toHaveLength(1);
