@@ -7,6 +7,7 @@
  *   npm run bench                  full run (~15–20 min): BENCHMARKS.md, bench/results/latest.json, docs/failover.svg
  *   npm run bench -- --quick       short run (a few minutes): bench/results/quick.{md,json,svg}
  *   npm run bench -- --only failover,handover     (a full run carries the other sections over from bench/results/latest.json)
+ *   npm run bench:bundle           the Lambda bundle section alone (bench/bundle.ts)
  *
  * Nothing but 127.0.0.1 is contacted (Debian's package mirror aside, when etcd or Redis must be
  * installed). Every child process is stopped by PID at the end.
@@ -20,6 +21,7 @@ import { WATCH_PATH } from '../client/src/protocol/index.js';
 import { createDocumentClient } from '../functions/dynamodb-client.js';
 import { ensureLeaseTable, ensureSubscriptionTable } from '../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal } from '../local/dynamodb/dynamodb-local.js';
+import { measureBundle, renderBundle } from './bundle.js';
 import { measureColdStart } from './cold-start.js';
 import { lockClientCostRow, measureRequestCost } from './cost.js';
 import { measureFailover, measureHandover, type ElectionTarget } from './elections.js';
@@ -282,7 +284,7 @@ async function main(): Promise<void> {
     }
 
     if (only.has('pause')) {
-      await section('pause', '8. A paused holder', async () => {
+      await section('pause', '9. A paused holder', async () => {
         results.pause = [];
         for (const target of [leasehold((server as { url: string }).url, 'none'), ...lockClientTargets.slice().reverse(), ...peersTargets]) {
           log(`  ${target.label}: ${plan.pauseTrials} stops…`);
@@ -405,6 +407,13 @@ async function main(): Promise<void> {
       });
       print(renderColdStart(results));
     }
+
+    if (only.has('bundle')) {
+      await section('bundle', '8. Lambda bundle', async () => {
+        results.bundle = await measureBundle({ runs: plan.bundleImportRuns, log, command: results.command });
+      });
+      print(renderBundle(results.bundle, results.errors.bundle));
+    }
     doc.destroy();
   } finally {
     await server?.stop().catch(() => undefined);
@@ -452,6 +461,7 @@ const SECTION_KEYS: Record<Section, Array<keyof BenchResults>> = {
   handover: ['handover'],
   coldstart: ['coldStart'],
   epoch: ['epoch'],
+  bundle: ['bundle'],
   pause: ['pause'],
 };
 
@@ -473,6 +483,16 @@ function carryOver(results: BenchResults, only: Set<Section>): void {
     for (const key of keys) target[key] = source[key];
     const earlier = previous.carriedOver?.find((c) => c.section === section);
     results.carriedOver.push(earlier ?? { section, startedAt: previous.startedAt, command: previous.command });
+  }
+  // `npm run bench:bundle` keeps its own JSON; a newer one wins over the previous full run's.
+  const bundlePath = join(REPO_ROOT, 'bench/results/bundle.json');
+  if (!only.has('bundle') && existsSync(bundlePath)) {
+    const standalone = JSON.parse(readFileSync(bundlePath, 'utf8')) as NonNullable<BenchResults['bundle']>;
+    if (results.bundle === undefined || standalone.measuredAt > results.bundle.measuredAt) {
+      results.bundle = standalone;
+      results.carriedOver = results.carriedOver.filter((c) => c.section !== 'bundle');
+      results.carriedOver.push({ section: 'bundle', startedAt: standalone.measuredAt, command: standalone.command });
+    }
   }
   if (!results.peers.etcd && previous.peers.etcd) results.peers.etcd = previous.peers.etcd;
   if (!results.peers.redis && previous.peers.redis) results.peers.redis = previous.peers.redis;

@@ -1,6 +1,6 @@
 /** What a bench run measures and how much: the sections, and the counts of a full and a quick run. */
 
-export const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart', 'epoch', 'pause'] as const;
+export const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart', 'epoch', 'bundle', 'pause'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface Plan {
@@ -18,6 +18,8 @@ export interface Plan {
   coldStartRuns: number;
   /** Writes of each kind in the epoch fencing section. */
   epochCount: number;
+  /** Fresh-process imports of each Lambda bundle in the bundle section (median reported). */
+  bundleImportRuns: number;
   scale: Array<{ leases: number; ttlMs: number; windowMs: number }>;
 }
 
@@ -34,6 +36,7 @@ export const FULL: Plan = {
   costTerms: 20,
   coldStartRuns: 7,
   epochCount: 1_000,
+  bundleImportRuns: 11,
   scale: [
     { leases: 1_000, ttlMs: 60_000, windowMs: 60_000 },
     { leases: 10_000, ttlMs: 300_000, windowMs: 100_000 },
@@ -53,5 +56,6 @@ export const QUICK: Plan = {
   costTerms: 5,
   coldStartRuns: 3,
   epochCount: 200,
+  bundleImportRuns: 5,
   scale: [{ leases: 1_000, ttlMs: 30_000, windowMs: 30_000 }],
 };

@@ -1,4 +1,5 @@
 import type { EpochFencingResult } from './epoch-fencing.js';
+import { renderBundle } from './bundle.js';
 import type { LatencyCell } from './latency.js';
 import { fmtMs, fmtInt, fmtRatio, fmtUsd, table } from './format.js';
 import type { BenchResults } from './results.js';
@@ -203,7 +204,7 @@ export function renderHandover(results: BenchResults): string[] {
 
 export function renderPause(results: BenchResults): string[] {
   const pause = results.pause;
-  if (!pause) return sectionError(results, 'pause', '8. A paused holder');
+  if (!pause) return sectionError(results, 'pause', '9. A paused holder');
   const rows = pause.map((s) => {
     if (s.trials.length === 0) return [s.label, '0', '–', '–', '–', s.error ?? 'no trials'];
     const overlap = summarize(s.trials.map((t) => t.overlapMs));
@@ -218,7 +219,7 @@ export function renderPause(results: BenchResults): string[] {
     ];
   });
   return [
-    '## 8. A paused holder (SIGSTOP for 2 × the lease, then SIGCONT)',
+    '## 9. A paused holder (SIGSTOP for 2 × the lease, then SIGCONT)',
     '',
     `TTL ${fmtInt(pause[0]?.ttlMs ?? 0)} ms. The leader is stopped at a random point of its renewal cycle for twice the lease, ` +
       'long enough for the follower to be granted it, and then resumed. Every candidate reads its own belief ("do I hold ' +
@@ -385,6 +386,7 @@ export function renderMarkdown(results: BenchResults): string {
     renderColdStart(results),
     renderScale(results),
     results.epoch || results.errors.epoch ? renderEpochFencing(results.epoch, results.errors.epoch) : [],
+    renderBundle(results.bundle, results.errors.bundle),
     results.pause || results.errors.pause ? renderPause(results) : [],
   ].filter((p) => p.length > 0);
   return `${parts.map((p) => p.join('\n')).join('\n\n')}\n`;

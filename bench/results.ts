@@ -1,3 +1,4 @@
+import type { BundleResult } from './bundle.js';
 import type { ColdStartRow } from './cold-start.js';
 import type { CostMeasurement } from './cost.js';
 import type { FailoverTrial, HandoverTrial } from './elections.js';
@@ -66,6 +67,8 @@ export interface BenchResults {
   coldStart?: ColdStartRow[];
   scale?: ScaleResult[];
   epoch?: EpochFencingResult;
+  /** Section 8 (issue #20): the SDK's Lambda bundle size and import time. */
+  bundle?: BundleResult;
   pause?: PauseSystem[];
   /** Sections copied from the previous full run's JSON because this run measured only others. */
   carriedOver?: CarriedSection[];

@@ -3,39 +3,8 @@
  * local deadlines (push-driven following over the watch, handoff, health checks), `withLease` for
  * one-off jobs, leader observation, and leader metrics.
  * Fencing helpers for DynamoDB live in the optional subpath `leasehold/dynamodb`, epoch fencing for
- * PostgreSQL in `leasehold/postgres`.
+ * PostgreSQL in `leasehold/postgres`. Lambda functions import `leasehold/lambda`: the same SDK with a
+ * `sigv4Signer` that reads credentials from the environment only (no AWS SDK code in the bundle).
  */
-export * from './protocol/index.js';
-export { LeaseClient, newRequestId, type AcquireResult, type GrantRef, type LeaseApi, type LeaseClientOptions } from './lease-client.js';
-export type { CallOptions, HeadersHook, RetryOptions } from './transport.js';
-export { sigv4Signer, type AwsCredentials, type AwsCredentialsProvider, type RequestSigner, type SignableRequest, type SigV4SignerOptions } from './signing.js';
-export { createLeader, type Leader, type LeaderOptions } from './leader.js';
-export { LeadershipLostError, type LeaderEvent, type LossReason, type TermInfo } from './term-events.js';
-export type { TermOptions } from './term-context.js';
-export { withLease, type WithLeaseOptions, type WithLeaseResult } from './with-lease.js';
-export {
-  EpochNotClaimedError,
-  FencedOutError,
-  isEpochNotClaimedError,
-  isFencedOutError,
-  type Fence,
-  type FenceClaimOptions,
-  type FencingOptions,
-} from './fence.js';
-export { observe, type LeaderChange, type ObserveOptions } from './observe.js';
-export {
-  createWatch,
-  type WatchClient,
-  type WatchFilter,
-  type WatchListener,
-  type WatchOptions,
-  type WatchReconnectOptions,
-  type WatchState,
-  type WatchSubscription,
-  type WebSocketFactory,
-  type WebSocketLike,
-} from './watch.js';
-export { DEFAULT_UNHEALTHY_AFTER, defaultHealthCheckTimeoutMs, type HealthCheck, type HealthCheckFailure, type HealthOptions } from './health.js';
-export { LeaderMetrics, PROMETHEUS_CONTENT_TYPE, type MetricName, type MetricSample } from './metrics.js';
-export { ManualClock, systemClock, type CancelTimer, type MonotonicClock } from './clock.js';
-export { DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_TTL_MS, defaultDriftMarginMs, defaultPauseThresholdMs, type TimingOptions } from './timing.js';
+export * from './sdk.js';
+export { sigv4Signer } from './signing-chain.js';

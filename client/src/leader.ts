@@ -42,6 +42,7 @@ import { validateFence, type Fence, type FencingOptions } from './fence.js';
 import { claimForTerm } from './fence-claim.js';
 import { FollowerSignals } from './follower.js';
 import { HealthMonitor, resolveHealth, type HealthOptions } from './health.js';
+import { InvocationGate, type InvocationDeadlineError } from './lambda.js';
 import type { AcquireResult, LeaseApi } from './lease-client.js';
 import { LeaseLostError, isLeaseLostError, validateHandoffRequest, type Grant, type HandoffResponse } from './protocol/index.js';
 import { Term } from './term.js';
@@ -119,7 +120,14 @@ class LeaderImpl implements Leader {
   private readonly options: LeaderOptions;
   private term: Term | undefined;
   private lastSignal: AbortSignal;
-  private wantCampaign = false;
+  private campaignWanted = false;
+  /** Campaigning is wanted, and (with a Lambda context) the invocation is not ending: no acquire is sent past that point. */
+  private get wantCampaign(): boolean {
+    return this.campaignWanted && this.invocation?.isEnding() !== true;
+  }
+  private set wantCampaign(want: boolean) {
+    this.campaignWanted = want;
+  }
   private stopped = false;
   private campaignAbort: AbortController | undefined;
   private campaignLoop: Promise<void> | undefined;
@@ -132,6 +140,7 @@ class LeaderImpl implements Leader {
   private watchSub: WatchSubscription | undefined;
   private readonly follower: FollowerSignals;
   private readonly fence: Fence | undefined;
+  private readonly invocation: InvocationGate | undefined;
 
   constructor(client: LeaseApi, options: LeaderOptions) {
     if (typeof options !== 'object' || options === null) throw new TypeError('Expected leader options with `name` and `holder`.');
@@ -144,6 +153,7 @@ class LeaderImpl implements Leader {
     this.health = health === undefined ? undefined : new HealthMonitor(this.ctx, health);
     this.follower = new FollowerSignals(this.ctx.clock, this.holder, this.ctx.random);
     this.fence = validateFence(options.fence);
+    this.invocation = InvocationGate.of(this.ctx, (error) => this.endCampaigns(error));
     const watch = options.watch;
     this.ownsWatch = typeof watch === 'string' || watch instanceof URL;
     if (watch === undefined) {
@@ -185,6 +195,7 @@ class LeaderImpl implements Leader {
 
   start(): void {
     if (this.stopped) throw new Error(`The leader of lease "${this.name}" was stopped; create a new one.`);
+    this.invocation?.check();
     this.wantCampaign = true;
     this.follow();
     if (this.term === undefined) this.runCampaign();
@@ -195,6 +206,8 @@ class LeaderImpl implements Leader {
     if (this.term?.isValid()) return Promise.resolve(this.term.info());
     const signal = options.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
+    const refusal = this.invocation?.refusal();
+    if (refusal !== undefined) return Promise.reject(refusal);
     const elected = new Promise<TermInfo>((resolve, reject) => {
       const waiter = {
         resolve: (term: TermInfo) => {
@@ -224,6 +237,7 @@ class LeaderImpl implements Leader {
   async stop(): Promise<void> {
     this.stopped = true;
     this.options.signal?.removeEventListener('abort', this.onAbort);
+    this.invocation?.cancel();
     await this.stepOff('stopped');
     if (this.ownsWatch) this.watch?.close();
   }
@@ -296,6 +310,14 @@ class LeaderImpl implements Leader {
       }
     });
     this.campaignLoop = loop;
+  }
+
+  /** With a Lambda context, when the invocation is ending: campaign no more (a term in progress ends with `deadline`). */
+  private endCampaigns(error: InvocationDeadlineError): void {
+    this.wantCampaign = false;
+    this.unfollow();
+    this.campaignAbort?.abort();
+    for (const waiter of this.waiters.splice(0)) waiter.reject(error);
   }
 
   /** Subscribes to the watch (if any) while campaigning is wanted. A failure only costs the pushes. */
@@ -420,6 +442,9 @@ class LeaderImpl implements Leader {
     this.lastSignal = term.signal;
     this.callback('onLost', () => this.options.onLost?.(reason, term.info()));
     if (reason === 'released' || reason === 'stopped') return;
+    // With a Lambda context, the invocation is over (a pause means Lambda froze the sandbox after it
+    // returned): release (below), but campaign no more; the next invocation starts from scratch.
+    if (reason === 'deadline' || reason === 'paused') this.invocation?.end();
     // Lost involuntarily (releasedElsewhere included: someone else's release is no resign of ours).
     // If it may still be ours on the server, release it so that the next term (ours or another's)
     // need not wait for the expiry; then campaign again.

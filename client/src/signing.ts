@@ -1,6 +1,4 @@
-import { Sha256 } from '@aws-crypto/sha256-js';
-import { HttpRequest } from '@smithy/protocol-http';
-import { SignatureV4 } from '@smithy/signature-v4';
+import { signSigV4 } from './sigv4.js';
 
 /**
  * Request signing. A signer sees the request exactly as it will be sent (method, URL, headers,
@@ -36,10 +34,13 @@ export interface SigV4SignerOptions {
   /** Signing service. Default `execute-api` (API Gateway IAM authorization). */
   service?: string;
   /**
-   * Credentials or a provider of them. Default: the AWS SDK's default provider chain
+   * Credentials or a provider of them. Default from `leasehold`: the AWS SDK's default provider chain
    * (`@aws-sdk/credential-provider-node`: environment, SSO and ini profiles, web identity, ECS task
-   * role, EC2 instance role; a Lambda's role arrives through the environment). It is loaded on the
-   * first signed request, caches credentials and refreshes them before they expire.
+   * role, EC2 instance role; a Lambda's role arrives through the environment), loaded on the first
+   * signed request only if the environment carries no keys; it caches credentials and refreshes
+   * them before they expire. Default from `leasehold/lambda`: the environment's keys only
+   * (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`: how Lambda hands a function
+   * its role), so a Lambda bundle never contains the provider chain.
    */
   credentials?: AwsCredentials | AwsCredentialsProvider;
 }
@@ -48,61 +49,78 @@ export interface SigV4SignerOptions {
 const EXECUTE_API_HOST = /^[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$/;
 
 /**
- * Signs requests with AWS Signature Version 4 for API Gateway's IAM authorization, using the
- * maintained AWS packages (`@smithy/signature-v4`, `@aws-crypto/sha256-js`).
+ * Signs requests with AWS Signature Version 4 for API Gateway's IAM authorization (`sigv4.ts`,
+ * on `node:crypto`). Without `credentials`, the keys come from the environment (`AWS_ACCESS_KEY_ID`,
+ * `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), which is where Lambda puts the function role's.
+ * This is `leasehold/lambda`'s `sigv4Signer`; `leasehold`'s falls back to the AWS SDK's
+ * provider chain (see `signing-chain.ts`).
  */
-export function sigv4Signer(options: SigV4SignerOptions = {}): RequestSigner {
-  const service = options.service ?? 'execute-api';
-  let credentials: Promise<AwsCredentialsProvider> | undefined;
-  const signers = new Map<string, SignatureV4>();
-
-  return async function signSigV4(request: SignableRequest): Promise<Record<string, string>> {
-    credentials ??= resolveCredentialsProvider(options.credentials);
-    const region = options.region ?? regionFor(request.url);
-    let signer = signers.get(region);
-    if (signer === undefined) {
-      const provider = await credentials;
-      signer = new SignatureV4({ service, region, sha256: Sha256, credentials: provider });
-      signers.set(region, signer);
-    }
-    const query: Record<string, string> = {};
-    for (const [key, value] of request.url.searchParams) query[key] = value;
-    const signed = await signer.sign(
-      new HttpRequest({
-        method: request.method,
-        protocol: request.url.protocol,
-        hostname: request.url.hostname,
-        ...(request.url.port ? { port: Number(request.url.port) } : {}),
-        path: request.url.pathname,
-        query,
-        // fetch sends Host from the URL; it must be part of the signature.
-        headers: { ...request.headers, host: request.url.host },
-        body: request.body,
-      }),
+export function environmentSigV4Signer(options: SigV4SignerOptions = {}): RequestSigner {
+  return createSigV4Signer(options, async () => {
+    throw new TypeError(
+      'Expected AWS credentials for SigV4 signing: pass `credentials`, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY ' +
+        '(Lambda sets them). The `sigv4Signer` of the main entry point also reads profiles, SSO and instance roles.',
     );
-    const out: Record<string, string> = {};
-    for (const [name, value] of Object.entries(signed.headers)) {
-      if (name.toLowerCase() !== 'host') out[name.toLowerCase()] = value;
-    }
-    return out;
+  });
+}
+
+/**
+ * A SigV4 signer whose credentials, when not given, come from the environment, else from
+ * `fallback()` (called once, on the first signed request without environment keys).
+ */
+export function createSigV4Signer(options: SigV4SignerOptions, fallback: () => Promise<AwsCredentialsProvider>): RequestSigner {
+  const service = options.service ?? 'execute-api';
+  let provider: Promise<AwsCredentialsProvider> | undefined;
+  return async function signSigV4Request(request: SignableRequest): Promise<Record<string, string>> {
+    const region = options.region ?? regionFor(request.url);
+    provider ??= resolveCredentialsProvider(options.credentials, fallback);
+    // A rejected lookup is not cached: the next request tries again.
+    const credentials = await (await provider.catch((error: unknown) => {
+      provider = undefined;
+      throw error;
+    }))();
+    // SigV4 is dated on the wall clock; the server allows some minutes of skew.
+    return signSigV4({ ...request, credentials, region, service, date: new Date() });
   };
 }
 
-async function resolveCredentialsProvider(credentials: SigV4SignerOptions['credentials']): Promise<AwsCredentialsProvider> {
+async function resolveCredentialsProvider(
+  credentials: SigV4SignerOptions['credentials'],
+  fallback: () => Promise<AwsCredentialsProvider>,
+): Promise<AwsCredentialsProvider> {
   if (typeof credentials === 'function') return credentials;
   if (credentials !== undefined) {
     const fixed = credentials;
     return async () => fixed;
   }
-  // Loaded lazily: users of the unsigned client never load the AWS credential chain.
-  const { defaultProvider } = await import('@aws-sdk/credential-provider-node');
-  return defaultProvider();
+  if (environmentCredentials() !== undefined) {
+    return async () => {
+      const current = environmentCredentials();
+      if (current === undefined) throw new TypeError('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY were unset after the first signed request.');
+      return current;
+    };
+  }
+  return fallback();
+}
+
+function processEnv(): Record<string, string | undefined> | undefined {
+  return (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
+}
+
+/** The keys in the environment (read at each signing: cheap, and a rotated key is picked up), or undefined. */
+function environmentCredentials(): AwsCredentials | undefined {
+  const env = processEnv();
+  const accessKeyId = env?.AWS_ACCESS_KEY_ID;
+  const secretAccessKey = env?.AWS_SECRET_ACCESS_KEY;
+  if (!accessKeyId || !secretAccessKey) return undefined;
+  const sessionToken = env?.AWS_SESSION_TOKEN;
+  return { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
 }
 
 function regionFor(url: URL): string {
   const fromHost = EXECUTE_API_HOST.exec(url.hostname)?.[1];
   if (fromHost !== undefined) return fromHost;
-  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
+  const env = processEnv();
   const fromEnv = env?.AWS_REGION || env?.AWS_DEFAULT_REGION;
   if (fromEnv) return fromEnv;
   throw new TypeError(

@@ -1,6 +1,8 @@
 import { systemClock, type MonotonicClock } from './clock.js';
+import { invocationDeadline, type InvocationDeadline, type LambdaOptions } from './lambda.js';
 import type { LeaseApi } from './lease-client.js';
 import {
+  LIMITS,
   isLeaseLostError,
   validateHolder,
   validateLockDelayMs,
@@ -28,10 +30,12 @@ export interface TermContext {
   clock: MonotonicClock;
   random: () => number;
   emit(event: LeaderEvent): void;
+  /** With a Lambda context: the invocation's end, which caps every ttl asked for (see `lambda.ts`). */
+  invocation?: InvocationDeadline;
 }
 
 /** Options shared by `createLeader` and `withLease`. */
-export interface TermOptions extends TimingOptions {
+export interface TermOptions extends TimingOptions, LambdaOptions {
   /** Who this process is, shown to everyone as the lease's holder (task id, host:pid, request id). Required. */
   holder: string;
   /** Published with every grant, e.g. an address followers forward to. Default: none. */
@@ -56,13 +60,15 @@ export function createTermContext(client: LeaseApi, name: string, options: TermO
   if (options.metadata !== undefined) request.metadata = validateMetadata(options.metadata);
   if (options.lockDelayMs !== undefined) request.lockDelayMs = validateLockDelayMs(options.lockDelayMs);
   const onEvent = options.onEvent;
+  const clock = options.clock ?? systemClock;
+  const invocation = invocationDeadline(options, clock);
   return {
     client,
     name,
     holder,
     timing,
-    request,
-    clock: options.clock ?? systemClock,
+    request: invocation === undefined ? request : cappedRequest(request, invocation, clock),
+    clock,
     random: options.random ?? Math.random,
     emit: (event) => {
       try {
@@ -71,7 +77,23 @@ export function createTermContext(client: LeaseApi, name: string, options: TermO
         // A broken hook must not break leadership.
       }
     },
+    ...(invocation === undefined ? {} : { invocation }),
   };
+}
+
+/**
+ * The acquire request of a term bounded by a Lambda invocation: its `ttlMs` is read when the
+ * request is sent (serialized), capped at the time left to the invocation's end. The callers stop
+ * acquiring before that cap falls below the minimum ttl; if one did not, it asks for the minimum.
+ */
+function cappedRequest(request: AcquireRequest, invocation: InvocationDeadline, clock: MonotonicClock): AcquireRequest {
+  const ttlMs = request.ttlMs;
+  const capped = { ...request };
+  Object.defineProperty(capped, 'ttlMs', {
+    enumerable: true,
+    get: () => invocation.ttlFor(ttlMs, clock.nowMs()) ?? LIMITS.ttlMinMs,
+  });
+  return capped;
 }
 
 /** The local deadline of a grant whose acquire was sent at `sendTimeMs` (see the model in `leader.ts`). */

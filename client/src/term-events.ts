@@ -31,7 +31,12 @@ export type LossReason =
   /** A timer fired far later than scheduled: the process was frozen, so nothing it believes is current. */
   | 'paused'
   /** The leader's health check failed `unhealthyAfter` times in a row: it stepped down and released the lease. */
-  | 'unhealthy';
+  | 'unhealthy'
+  /**
+   * With a `lambdaContext`: the invocation's remaining time fell below `lambdaMarginMs` (or the last
+   * grant, capped at that point, ran out): the term ended and the lease was released.
+   */
+  | 'deadline';
 
 export type LeaderEvent =
   | { type: 'elected'; name: string; holder: string; token: number }
@@ -68,6 +73,7 @@ const LOSS_TEXT: Record<LossReason, string> = {
   stopped: 'the leader was stopped',
   paused: 'this process was frozen (a timer fired far later than scheduled), so it stepped down',
   unhealthy: 'its health check failed too many times in a row, so it stepped down and released it',
+  deadline: 'the Lambda invocation was about to end (its remaining time fell below lambdaMarginMs), so it stopped and released it',
 };
 
 /**

@@ -34,6 +34,9 @@ export class Term {
   private cancelDeadlineTimer: CancelTimer | undefined;
   private inflight: AbortController | undefined;
   private failures = 0;
+  /** With a Lambda context: the last grant was capped at the invocation's end, so its deadline is the term's end. */
+  private capped: boolean;
+  private cancelStopTimer: CancelTimer | undefined;
 
   /**
    * Starts a term for a grant whose acquire was sent at `sendTimeMs`, or returns undefined if the
@@ -62,7 +65,9 @@ export class Term {
     this.grant = grant;
     this.token = grant.token;
     this.deadlineMs = deadlineMs;
+    this.capped = ctx.invocation?.capped(ctx.timing.ttlMs, sendTimeMs) ?? false;
     this.armDeadline();
+    this.armInvocationStop();
     this.scheduleRenew(sendTimeMs + ctx.timing.renewEveryMs - ctx.clock.nowMs());
   }
 
@@ -92,6 +97,11 @@ export class Term {
     return this.endedWith === undefined && this.ctx.clock.nowMs() < this.deadlineMs;
   }
 
+  /** Ends the term if its deadline has passed (even if its timer is late): `deadline` when capped at a Lambda invocation's end, else `expired`. */
+  endIfPastDeadline(): void {
+    if (this.endedWith === undefined && this.ctx.clock.nowMs() >= this.deadlineMs) this.end(this.deadlineReason());
+  }
+
   remainingMs(): number {
     return this.endedWith === undefined ? Math.max(0, this.deadlineMs - this.ctx.clock.nowMs()) : 0;
   }
@@ -107,6 +117,7 @@ export class Term {
     this.controller.abort(new LeadershipLostError(this.ctx.name, reason, this.token, serverReason === undefined ? {} : { serverReason }));
     this.cancelRenewTimer?.();
     this.cancelDeadlineTimer?.();
+    this.cancelStopTimer?.();
     this.inflight?.abort();
     this.ctx.emit({ type: 'lost', name: this.ctx.name, holder: this.ctx.holder, token: this.token, reason });
     this.onEnd(this, reason);
@@ -125,10 +136,29 @@ export class Term {
       return false;
     }
     if (now >= this.deadlineMs) {
-      this.end('expired');
+      this.end(this.deadlineReason());
       return false;
     }
     return true;
+  }
+
+  /**
+   * Why the local deadline ended the term: `deadline` when the last grant was capped at the Lambda
+   * invocation's end (no renewal could have extended it), else `expired`.
+   */
+  private deadlineReason(): LossReason {
+    return this.capped ? 'deadline' : 'expired';
+  }
+
+  /** With a Lambda context: the term ends (`deadline`) when the invocation's remaining time falls below the margin. */
+  private armInvocationStop(): void {
+    const invocation = this.ctx.invocation;
+    if (invocation === undefined) return;
+    const scheduledAtMs = invocation.stopAtMs;
+    this.cancelStopTimer = this.ctx.clock.setTimer(scheduledAtMs - this.ctx.clock.nowMs(), () => {
+      this.cancelStopTimer = undefined;
+      if (this.stillValidAtTimer(scheduledAtMs)) this.end('deadline');
+    });
   }
 
   private armDeadline(): void {
@@ -174,13 +204,20 @@ export class Term {
   private async renew(): Promise<void> {
     const { client, clock, timing, name, holder } = this.ctx;
     const sendTimeMs = clock.nowMs();
+    // With a Lambda context, the ttl is capped at the invocation's end; past the point where the cap
+    // is below the minimum ttl nothing more is asked for, and the term runs out (`deadline`).
+    const ttlMs = this.ctx.invocation === undefined ? timing.ttlMs : this.ctx.invocation.ttlFor(timing.ttlMs, sendTimeMs);
+    if (ttlMs === undefined) {
+      this.capped = true;
+      return;
+    }
     const inflight = new AbortController();
     this.inflight = inflight;
     let grant: Grant;
     try {
       grant = await client.renew(
         name,
-        { leaseId: this.grant.leaseId, token: this.token, ttlMs: timing.ttlMs },
+        { leaseId: this.grant.leaseId, token: this.token, ttlMs },
         { signal: inflight.signal, timeoutMs: Math.max(1, Math.min(timing.requestTimeoutMs, this.deadlineMs - sendTimeMs)), retries: 0 },
       );
     } catch (error) {
@@ -204,6 +241,7 @@ export class Term {
     }
     this.grant = grant;
     this.failures = 0;
+    if (this.ctx.invocation?.capped(timing.ttlMs, sendTimeMs)) this.capped = true;
     this.deadlineMs = Math.max(this.deadlineMs, sendTimeMs + validForMs(this.ctx, grant) - timing.driftMarginMs);
     this.armDeadline();
     this.ctx.emit({ type: 'renewed', name, holder, token: this.token });
@@ -214,7 +252,7 @@ export class Term {
   private stillValidNow(): boolean {
     if (this.endedWith !== undefined) return false;
     if (this.ctx.clock.nowMs() >= this.deadlineMs) {
-      this.end('expired');
+      this.end(this.deadlineReason());
       return false;
     }
     return true;

@@ -1,10 +1,12 @@
 import { delay } from './clock.js';
 import { validateFence, type FencingOptions } from './fence.js';
 import { claimForTerm } from './fence-claim.js';
+import type { DeadlineRefusal, LambdaContextLike } from './lambda.js';
 import type { AcquireResult, LeaseApi } from './lease-client.js';
 import type { PublicLease } from './protocol/index.js';
+import { LIMITS } from './protocol/index.js';
 import { Term } from './term.js';
-import { createTermContext, releaseQuietly, type TermOptions } from './term-context.js';
+import { createTermContext, releaseQuietly, type TermContext, type TermOptions } from './term-context.js';
 import { LeadershipLostError, type TermInfo } from './term-events.js';
 import { expectNonNegative, followerWaitMs } from './timing.js';
 
@@ -23,6 +25,13 @@ export type WithLeaseResult<T> =
   | { acquired: false; lease: PublicLease; retryAfterMs: number };
 
 /**
+ * What `withLease` resolves with when given a `lambdaContext`: also a refusal to start when the
+ * invocation ends too soon (`{ acquired: false, reason: 'deadline', availableMs }`). Tell the two
+ * `acquired: false` answers apart with `'reason' in result`.
+ */
+export type WithLeaseLambdaResult<T> = WithLeaseResult<T> | DeadlineRefusal;
+
+/**
  * Runs `fn` while holding the lease `name`: acquires it, renews it in the background while `fn`
  * runs, and releases it afterwards (also when `fn` throws). For one-off jobs and Lambdas.
  *
@@ -37,15 +46,58 @@ export type WithLeaseResult<T> =
  *   LeaseLostError with the `reason`; `fn`'s own error, if any, is its `cause`), even if `fn` resolved:
  *   work done after the loss must be treated as not done.
  */
+export function withLease<T>(
+  client: LeaseApi,
+  name: string,
+  options: WithLeaseOptions & { lambdaContext?: undefined },
+  fn: (term: TermInfo) => Promise<T> | T,
+): Promise<WithLeaseResult<T>>;
+/**
+ * With `lambdaContext`, the lease never outlives the invocation (see `lambda.ts`): if the remaining
+ * time minus `lambdaMarginMs` is below the minimum ttl (1000 ms), `fn` does not run and nothing is
+ * sent: the result is `{ acquired: false, reason: 'deadline', availableMs }`. Every ttl asked for is
+ * capped at the time left to the invocation's end less the margin, `waitMs` ends before that cap
+ * would fall below the minimum, and when the remaining time falls below the margin the term ends:
+ * `fn`'s signal aborts, the lease is released, and `withLease` rejects with a LeadershipLostError
+ * whose reason is `deadline`.
+ */
+export function withLease<T>(
+  client: LeaseApi,
+  name: string,
+  options: WithLeaseOptions & { lambdaContext: LambdaContextLike },
+  fn: (term: TermInfo) => Promise<T> | T,
+): Promise<WithLeaseLambdaResult<T>>;
+export function withLease<T>(client: LeaseApi, name: string, options: WithLeaseOptions, fn: (term: TermInfo) => Promise<T> | T): Promise<WithLeaseLambdaResult<T>>;
 export async function withLease<T>(
   client: LeaseApi,
   name: string,
   options: WithLeaseOptions,
   fn: (term: TermInfo) => Promise<T> | T,
-): Promise<WithLeaseResult<T>> {
+): Promise<WithLeaseLambdaResult<T>> {
   if (typeof options !== 'object' || options === null) throw new TypeError('Expected withLease options with a `holder`.');
   const ctx = createTermContext(client, name, options);
-  const waitMs = options.waitMs ?? 0;
+  const invocation = ctx.invocation;
+  if (invocation !== undefined && invocation.ttlFor(ctx.timing.ttlMs, ctx.clock.nowMs()) === undefined) {
+    return { acquired: false, reason: 'deadline', availableMs: invocation.stopAtMs - ctx.clock.nowMs() };
+  }
+  return holdLease(ctx, client, name, options, fn);
+}
+
+/** `waitMs`, shortened so that no acquire is sent once the invocation's cap is below the minimum ttl. */
+function waitLimitMs(ctx: TermContext, waitMs: unknown): unknown {
+  const invocation = ctx.invocation;
+  if (invocation === undefined || typeof waitMs !== 'number' || !(waitMs >= 0)) return waitMs;
+  return Math.max(0, Math.min(waitMs, invocation.stopAtMs - LIMITS.ttlMinMs - ctx.clock.nowMs()));
+}
+
+async function holdLease<T>(
+  ctx: TermContext,
+  client: LeaseApi,
+  name: string,
+  options: WithLeaseOptions,
+  fn: (term: TermInfo) => Promise<T> | T,
+): Promise<WithLeaseResult<T>> {
+  const waitMs = waitLimitMs(ctx, options.waitMs ?? 0);
   expectNonNegative('waitMs', waitMs);
   const signal = options.signal;
   const fence = validateFence(options.fence);
@@ -76,7 +128,12 @@ export async function withLease<T>(
   }
 
   // 3. Hold it while fn runs.
-  const term = Term.begin(ctx, grant, sendTimeMs, () => undefined);
+  // At an invocation's deadline the lease is released at once, not when fn returns: the invocation
+  // may end before fn notices its signal.
+  let releasing: Promise<void> | undefined;
+  const term = Term.begin(ctx, grant, sendTimeMs, (ended, reason) => {
+    if (reason === 'deadline') releasing = releaseQuietly(ctx, ended.lease);
+  });
   if (term === undefined) {
     await releaseQuietly(ctx, grant);
     throw new LeadershipLostError(name, 'expired', grant.token);
@@ -96,12 +153,12 @@ export async function withLease<T>(
   }
 
   // 4. Was the lease still ours when fn settled? The deadline is checked even if its timer is late.
-  if (term.ended === undefined && !term.isValid()) term.end('expired');
+  term.endIfPastDeadline();
   const lost = term.ended;
   if (lost === undefined) term.end('released');
   // Release also after an expiry or a pause: it may still be ours, and the next job need not wait.
   // Superseded or released by someone else, it is not ours on the server any more.
-  if (lost !== 'superseded' && lost !== 'releasedElsewhere') await releaseQuietly(ctx, term.lease);
+  if (lost !== 'superseded' && lost !== 'releasedElsewhere') await (releasing ?? releaseQuietly(ctx, term.lease));
   if (lost === 'stopped') throw signal?.reason;
   if (lost !== undefined) {
     const serverReason = term.serverReason;

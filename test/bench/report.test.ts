@@ -115,7 +115,7 @@ describe('bench report', () => {
     results.pause = [{ label: 'Redis 7', system: 'redis', ttlMs: 2000, trials: [{ trial: 0, followerElectedAfterStopMs: 2100, believedOnResume: true, overlapMs: 2.5 }] }];
     results.carriedOver = [{ section: 'latency', startedAt: '2026-11-20T01:00:00.000Z', command: 'npm run bench' }];
     const markdown = renderMarkdown(results);
-    expect(markdown).toContain('## 8. A paused holder');
+    expect(markdown).toContain('## 9. A paused holder');
     expect(markdown).toContain("| Redis 7 | 1 | 1 of 1 | 2.50 / 2.50 | 2,100 |");
     expect(markdown).toContain('**Carried over:** section `latency` was measured by `npm run bench` on 2026-11-20');
   });

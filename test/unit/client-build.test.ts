@@ -77,13 +77,14 @@ describe('the examples in the docs', () => {
     expect(diagnosticsText(ts.getPreEmitDiagnostics(program))).toEqual([]);
   }, 180_000);
 
-  it('are six: a cron leader on ECS, a Lambda with withLease, a fenced DynamoDB write, a leader against the local server, and epoch-fenced DynamoDB and PostgreSQL jobs', () => {
+  it('are seven: a cron leader on ECS, a scheduled Lambda job with withLease and its CDK stack, a fenced DynamoDB write, a leader against the local server, and epoch-fenced DynamoDB and PostgreSQL jobs', () => {
     expect(EXAMPLES.sort()).toEqual([
       'examples/ecs-cron-leader.ts',
       'examples/epoch-fenced-dynamodb-job.ts',
       'examples/epoch-fenced-postgres-job.ts',
       'examples/fenced-dynamodb-write.ts',
-      'examples/lambda-with-lease.ts',
+      'examples/lambda-nightly-job-stack.ts',
+      'examples/lambda-nightly-job.ts',
       'examples/local-leader.ts',
     ]);
   });

@@ -3,7 +3,8 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { LeaseClient } from '../lease-client.js';
 import { HOLDER_PATTERN, LIMITS, NAME_PATTERN } from '../protocol/index.js';
-import { sigv4Signer, type RequestSigner } from '../signing.js';
+import type { RequestSigner } from '../signing.js';
+import { sigv4Signer } from '../signing-chain.js';
 import { createWatch, type WatchClient } from '../watch.js';
 import { UsageError } from './exit-codes.js';
 
