@@ -122,11 +122,13 @@ export function heldJitterWindowMs(retryAfterMs: number): number {
  */
 export const FOLLOWER_SERVER_WAIT_MS = 25;
 /**
- * A follower aims its acquire to arrive this much before the lease becomes available: inside the
- * server's wait, so that neither its timer nor the network being a few ms late or early costs
- * anything but the server's own write.
+ * A follower aims its acquire to arrive this much before the lease becomes available, well inside
+ * the server's wait: early enough that the server's refused write is done before the lease is free,
+ * so that only the winning write and the answer's way back remain after the expiry. Measured on
+ * DynamoDB Local (2026-11-24, 24 kills each): aims of 0, 1, 3 and 5 ms left a p50 of 15–18 ms over
+ * the floor, 12 and 16 ms 10–12 ms.
  */
-export const FOLLOWER_AIM_EARLY_MS = 5;
+export const FOLLOWER_AIM_EARLY_MS = 15;
 /** Random spread of followers of one name, so their acquires do not reach the server in the same millisecond. */
 export const FOLLOWER_JITTER_MS = 2;
 

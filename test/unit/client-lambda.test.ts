@@ -215,9 +215,9 @@ describe('withLease with a lambdaContext', () => {
     const result = withLease(t.api, 'jobs', options, () => 'never');
     await t.clock.advance(0);
     t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 2_000 });
-    await t.clock.advance(1_995); // retryAfterMs less the follower's 5 ms aim (timing.ts)
+    await t.clock.advance(1_985); // retryAfterMs less the follower's 15 ms aim (timing.ts)
     const second = t.api.next('acquire');
-    expect(second.request.ttlMs).toBe(2_005);
+    expect(second.request.ttlMs).toBe(2_015);
     const lease = publicLease();
     second.resolve({ acquired: false, lease, retryAfterMs: 2_000 });
     await expect(result).resolves.toEqual({ acquired: false, lease, retryAfterMs: 2_000 });

@@ -99,9 +99,9 @@ describe('a follower with a watch', () => {
     await startWithLiveWatch(t);
     await held(t, 10_000, 8);
     t.server.push(leaseEvent({ type: 'released', token: 7 }));
-    await at(t, 9_995);
+    await at(t, 9_985);
     expect(t.api.all('acquire')).toHaveLength(1);
-    await at(t, 9_996); // retryAfterMs 10000 − a round trip of 0 − the 5 ms aim + jitter (a 2 ms window × 0.5)
+    await at(t, 9_986); // retryAfterMs 10000 − a round trip of 0 − the 15 ms aim + jitter (a 2 ms window × 0.5)
     expect(t.api.all('acquire')).toHaveLength(2);
   });
 
@@ -131,9 +131,9 @@ describe('a follower with a watch', () => {
     t.leader.start();
     await t.clock.advance(0);
     await held(t, 4_000);
-    await at(t, 3_995); // retryAfterMs 4000 − a round trip of 0 − the 5 ms aim + jitter (a 2 ms window × 0.5)
+    await at(t, 3_985); // retryAfterMs 4000 − a round trip of 0 − the 15 ms aim + jitter (a 2 ms window × 0.5)
     expect(t.api.all('acquire')).toHaveLength(1);
-    await at(t, 3_996);
+    await at(t, 3_986);
     expect(t.api.all('acquire')).toHaveLength(2);
     expect(t.events).toContainEqual(expect.objectContaining({ type: 'watch', live: false, error: expect.any(UnavailableError) }));
   });

@@ -122,17 +122,17 @@ describe('campaign', () => {
     expect(t.api.all('acquire')).toHaveLength(1);
   });
 
-  it('after losing the race, sends its next acquire 5 ms before retryAfterMs has passed since the refused one was sent, plus at most 2 ms of jitter', async () => {
+  it('after losing the race, sends its next acquire 15 ms before retryAfterMs has passed since the refused one was sent, plus at most 2 ms of jitter', async () => {
     const t = setup();
     t.leader.start();
     await t.clock.advance(0);
     await at(t, 40); // a 40 ms round trip: the server counted retryAfterMs from about 20 ms
     t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 4_000 });
-    // 4000 − 40 from the answer, − the 5 ms aim, + jitter (a 2 ms window × random 0.5 = 1): sent at 3996.
-    await at(t, 3_995);
+    // 4000 − 40 from the answer, − the 15 ms aim, + jitter (a 2 ms window × random 0.5 = 1): sent at 3986.
+    await at(t, 3_985);
     expect(t.api.all('acquire')).toHaveLength(1);
-    await at(t, 3_996);
-    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 3_996]);
+    await at(t, 3_986);
+    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 3_986]);
   });
 
   it('asks the server to wait up to 25 ms for a lease about to become free, so an early arrival costs no request', async () => {
@@ -147,14 +147,14 @@ describe('campaign', () => {
     t.leader.start();
     await t.clock.advance(0);
     t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 1_000 });
-    await at(t, 996);
+    await at(t, 986);
     t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 30 });
-    await at(t, 1_021);
-    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 996]);
-    await at(t, 1_022); // 996 + 30 − 5 + 1
+    await at(t, 1_001);
+    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 986]);
+    await at(t, 1_002); // 986 + 30 − 15 + 1
     t.api.next('acquire').resolve({ acquired: true, lease: grant({ token: 8 }) });
     await t.clock.advance(0);
-    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 996, 1_022]);
+    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 986, 1_002]);
     expect(t.leader.isLeader()).toBe(true);
   });
 

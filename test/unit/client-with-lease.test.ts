@@ -179,7 +179,7 @@ describe('withLease', () => {
     await t.clock.advance(0);
     await t.clock.advance(30); // the answer takes a 30 ms round trip
     t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 2_000 });
-    await t.clock.advance(1_965); // 2000 − 30 − the 5 ms aim + jitter 1
+    await t.clock.advance(1_955); // 2000 − 30 − the 15 ms aim + jitter 1
     expect(t.api.all('acquire')).toHaveLength(1);
     await t.clock.advance(1);
     expect(t.api.all('acquire')).toHaveLength(2);
@@ -194,7 +194,7 @@ describe('withLease', () => {
     const result = withLease(t.api, 'jobs', { ...t.options, waitMs: 10_000 }, () => 'ran');
     await t.clock.advance(0);
     t.api.next('acquire').resolve({ acquired: false, lease: publicLease(), retryAfterMs: 2_000 });
-    await t.clock.advance(1_995); // retryAfterMs 2000 − a round trip of 0 − the 5 ms aim + jitter 1 (half of a 2 ms window)
+    await t.clock.advance(1_985); // retryAfterMs 2000 − a round trip of 0 − the 15 ms aim + jitter 1 (half of a 2 ms window)
     expect(t.api.all('acquire')).toHaveLength(1);
     await t.clock.advance(1);
     t.api.next('acquire').resolve({ acquired: true, lease: grant() });
