@@ -64,7 +64,8 @@ const HELP = `Usage: npm run bench -- [--quick] [--only SECTIONS] [--trials N] [
                    sections from bench/results/latest.json and says so in the report
   --trials N       kills per system in the failover section (default: 32 full, 6 quick)
   --seed N         seed of the random kill and handover points (default: random)
-  --report-only    measure nothing: render BENCHMARKS.md again from bench/results/latest.json`;
+  --report-only    measure nothing: render BENCHMARKS.md again from bench/results/latest.json (taking
+                   in a newer bench/results/bundle.json)`;
 
 function log(line: string): void {
   process.stderr.write(`${line}\n`);
@@ -92,7 +93,12 @@ async function main(): Promise<void> {
   const quick = values.quick ?? false;
   if (values['report-only']) {
     const path = join(REPO_ROOT, quick ? 'bench/results/quick.json' : 'bench/results/latest.json');
-    writeFileSync(join(REPO_ROOT, quick ? 'bench/results/quick.md' : 'BENCHMARKS.md'), renderMarkdown(JSON.parse(readFileSync(path, 'utf8')) as BenchResults));
+    const saved = JSON.parse(readFileSync(path, 'utf8')) as BenchResults;
+    if (!quick) {
+      carryOverBundle(saved);
+      writeFileSync(path, `${JSON.stringify(saved, null, 2)}\n`);
+    }
+    writeFileSync(join(REPO_ROOT, quick ? 'bench/results/quick.md' : 'BENCHMARKS.md'), renderMarkdown(saved));
     log(`rendered the report again from ${relative(process.cwd(), path)}`);
     return;
   }
@@ -451,6 +457,17 @@ async function main(): Promise<void> {
   log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s`);
 }
 
+/** `npm run bench:bundle` keeps its own JSON: a newer one than the report's wins, and is named as carried over. */
+function carryOverBundle(results: BenchResults): void {
+  const bundlePath = join(REPO_ROOT, 'bench/results/bundle.json');
+  if (!existsSync(bundlePath)) return;
+  const standalone = JSON.parse(readFileSync(bundlePath, 'utf8')) as NonNullable<BenchResults['bundle']>;
+  if (results.bundle !== undefined && standalone.measuredAt <= results.bundle.measuredAt) return;
+  results.bundle = standalone;
+  results.carriedOver = (results.carriedOver ?? []).filter((c) => c.section !== 'bundle');
+  results.carriedOver.push({ section: 'bundle', startedAt: standalone.measuredAt, command: standalone.command, ...(standalone.machine ? { cpuModel: standalone.machine.cpuModel } : {}) });
+}
+
 /** The results key of each section (the `--only` names differ for two of them). */
 const SECTION_KEYS: Record<Section, Array<keyof BenchResults>> = {
   latency: ['latency'],
@@ -482,18 +499,9 @@ function carryOver(results: BenchResults, only: Set<Section>): void {
     if (keys.length === 0) continue;
     for (const key of keys) target[key] = source[key];
     const earlier = previous.carriedOver?.find((c) => c.section === section);
-    results.carriedOver.push(earlier ?? { section, startedAt: previous.startedAt, command: previous.command });
+    results.carriedOver.push(earlier ?? { section, startedAt: previous.startedAt, command: previous.command, cpuModel: previous.machine.cpuModel });
   }
-  // `npm run bench:bundle` keeps its own JSON; a newer one wins over the previous full run's.
-  const bundlePath = join(REPO_ROOT, 'bench/results/bundle.json');
-  if (!only.has('bundle') && existsSync(bundlePath)) {
-    const standalone = JSON.parse(readFileSync(bundlePath, 'utf8')) as NonNullable<BenchResults['bundle']>;
-    if (results.bundle === undefined || standalone.measuredAt > results.bundle.measuredAt) {
-      results.bundle = standalone;
-      results.carriedOver = results.carriedOver.filter((c) => c.section !== 'bundle');
-      results.carriedOver.push({ section: 'bundle', startedAt: standalone.measuredAt, command: standalone.command });
-    }
-  }
+  if (!only.has('bundle')) carryOverBundle(results);
   if (!results.peers.etcd && previous.peers.etcd) results.peers.etcd = previous.peers.etcd;
   if (!results.peers.redis && previous.peers.redis) results.peers.redis = previous.peers.redis;
 }

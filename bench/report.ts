@@ -39,7 +39,10 @@ export function renderHeader(results: BenchResults): string[] {
   ];
   for (const skipped of results.peers.skipped) lines.push(`- **Skipped:** ${skipped}`);
   for (const carried of results.carriedOver ?? []) {
-    lines.push(`- **Carried over:** section \`${carried.section}\` was measured by \`${carried.command}\` on ${carried.startedAt.slice(0, 10)} (this run measured only the others).`);
+    lines.push(
+      `- **Carried over:** section \`${carried.section}\` was measured by \`${carried.command}\` on ${carried.startedAt.slice(0, 10)}` +
+        `${carried.cpuModel ? ` (${carried.cpuModel})` : ''} (this run measured only the others; compare its rows with each other, not with this run's).`,
+    );
   }
   return lines;
 }

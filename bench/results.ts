@@ -47,6 +47,8 @@ export interface CarriedSection {
   section: string;
   startedAt: string;
   command: string;
+  /** The CPU of the machine that run was on (older entries lack it). */
+  cpuModel?: string;
 }
 
 export interface BenchResults {
