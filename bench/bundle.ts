@@ -12,14 +12,13 @@
  * (plus `--splitting`, which esm allows, so that dynamic imports become countable chunks), through
  * esbuild's JS API, with the SDK's source standing in for the published `leasehold` package.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
 import { machineInfo, type MachineInfo } from './machine.js';
-import { REPO_ROOT } from './processes.js';
+import { REPO_ROOT, importInFreshProcess } from './processes.js';
 import { median } from './stats.js';
 
 export const BUNDLE_TARGETS = { maxKiB: 100, maxImportMs: 30 } as const;
@@ -78,29 +77,8 @@ function sdkSource(watch: boolean): Plugin {
   };
 }
 
-const IMPORT_SCRIPT = `
-const t0 = performance.now();
-await import(process.env.BENCH_HANDLER_URL);
-process.stdout.write(JSON.stringify({ importMs: performance.now() - t0 }) + '\\n');
-`;
-
-function importOnce(url: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', IMPORT_SCRIPT], {
-      env: { PATH: process.env.PATH, BENCH_HANDLER_URL: url, AWS_REGION: 'eu-west-1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const line = out.split('\n').find((l) => l.startsWith('{'));
-      if (code !== 0 || line === undefined) reject(new Error(`importing ${url} failed (${code}): ${err.trim().slice(0, 500)}`));
-      else resolve((JSON.parse(line) as { importMs: number }).importMs);
-    });
-  });
+async function importOnce(url: string): Promise<number> {
+  return (await importInFreshProcess(url, { AWS_REGION: 'eu-west-1' })).importMs;
 }
 
 export interface BuiltHandler {

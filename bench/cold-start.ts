@@ -1,11 +1,10 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { ENV } from '../functions/config.js';
-import { REPO_ROOT } from './processes.js';
+import { REPO_ROOT, importInFreshProcess } from './processes.js';
 import { median } from './stats.js';
 
 /**
@@ -34,49 +33,20 @@ export interface ColdStartRow {
   runs: number;
 }
 
-const IMPORT_SCRIPT = `
-const t0 = performance.now();
-await import(process.env.BENCH_BUNDLE_URL);
-const t1 = performance.now();
-process.stdout.write(JSON.stringify({ importMs: t1 - t0 }) + '\\n');
-`;
-
 function runOnce(bundleUrl: string, sourceMaps: boolean): Promise<{ importMs: number; processMs: number }> {
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const child = spawn(process.execPath, ['--input-type=module', '-e', IMPORT_SCRIPT], {
-      env: {
-        PATH: process.env.PATH,
-        BENCH_BUNDLE_URL: bundleUrl,
-        ...(sourceMaps ? { NODE_OPTIONS: '--enable-source-maps' } : {}),
-        AWS_LAMBDA_FUNCTION_NAME: 'leasehold-bench-cold-start',
-        [ENV.region]: 'us-east-1',
-        AWS_ACCESS_KEY_ID: 'bench',
-        AWS_SECRET_ACCESS_KEY: 'bench',
-        [ENV.leaseTable]: 'leasehold-bench',
-        [ENV.dynamodbEndpoint]: 'http://127.0.0.1:9',
-        [ENV.subscriptionTable]: 'leasehold-bench-subscriptions',
-        [ENV.managementEndpoint]: 'http://127.0.0.1:9',
-        POWERTOOLS_METRICS_DISABLED: 'true',
-        [ENV.logLevel]: 'WARN',
-        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const processMs = performance.now() - started;
-      const line = out.split('\n').find((l) => l.startsWith('{'));
-      if (code !== 0 || !line) {
-        reject(new Error(`importing ${bundleUrl} failed (${code}): ${err.trim().slice(0, 500)}`));
-        return;
-      }
-      resolve({ importMs: (JSON.parse(line) as { importMs: number }).importMs, processMs });
-    });
+  return importInFreshProcess(bundleUrl, {
+    ...(sourceMaps ? { NODE_OPTIONS: '--enable-source-maps' } : {}),
+    AWS_LAMBDA_FUNCTION_NAME: 'leasehold-bench-cold-start',
+    [ENV.region]: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'bench',
+    AWS_SECRET_ACCESS_KEY: 'bench',
+    [ENV.leaseTable]: 'leasehold-bench',
+    [ENV.dynamodbEndpoint]: 'http://127.0.0.1:9',
+    [ENV.subscriptionTable]: 'leasehold-bench-subscriptions',
+    [ENV.managementEndpoint]: 'http://127.0.0.1:9',
+    POWERTOOLS_METRICS_DISABLED: 'true',
+    [ENV.logLevel]: 'WARN',
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
   });
 }
 

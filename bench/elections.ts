@@ -173,14 +173,39 @@ export interface TrialsOutcome<T> {
   disturbances: string[];
 }
 
-export async function measureFailover(options: {
+/** What every per-target measurement (failover, handover, pause) is given. */
+export interface TrialOptions {
+  /** The bundled candidate worker. */
   script: string;
   target: ElectionTarget;
   trials: number;
   random: () => number;
   runId: string;
   log: (line: string) => void;
-}): Promise<TrialsOutcome<FailoverTrial>> {
+}
+
+/** Runs `measure` for each target, one after the other; a target that fails is reported with its error and the rest go on. */
+export async function perTarget<T>(
+  targets: ElectionTarget[],
+  what: string,
+  log: (line: string) => void,
+  measure: (target: ElectionTarget) => Promise<TrialsOutcome<T>>,
+): Promise<Array<{ label: string; system: string; ttlMs: number; trials: T[]; disturbances?: string[]; error?: string }>> {
+  const out: Array<{ label: string; system: string; ttlMs: number; trials: T[]; disturbances?: string[]; error?: string }> = [];
+  for (const target of targets) {
+    const base = { label: target.label, system: target.system, ttlMs: target.config.ttlMs };
+    log(`  ${target.label}: ${what}…`);
+    try {
+      out.push({ ...base, ...(await measure(target)) });
+    } catch (error) {
+      out.push({ ...base, trials: [], error: (error as Error).message });
+      log(`  ✗ ${target.label}: ${(error as Error).message}`);
+    }
+  }
+  return out;
+}
+
+export async function measureFailover(options: TrialOptions): Promise<TrialsOutcome<FailoverTrial>> {
   const { target } = options;
   const ttlMs = target.config.ttlMs;
   const setup: Setup = { ...options, name: `bench-${options.runId}-failover-${target.system}`, log: options.log };
@@ -273,15 +298,7 @@ export async function measureFailover(options: {
   return { trials: results, disturbances };
 }
 
-export async function measureHandover(options: {
-  script: string;
-  target: ElectionTarget;
-  trials: number;
-  mode: 'resign' | 'handoff';
-  random: () => number;
-  runId: string;
-  log: (line: string) => void;
-}): Promise<TrialsOutcome<HandoverTrial>> {
+export async function measureHandover(options: TrialOptions & { mode: 'resign' | 'handoff' }): Promise<TrialsOutcome<HandoverTrial>> {
   const { target } = options;
   const ttlMs = target.config.ttlMs;
   const baseName = `bench-${options.runId}-handover-${target.label.replace(/[^A-Za-z0-9]+/g, '-')}-${options.mode}`;

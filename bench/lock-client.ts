@@ -10,13 +10,14 @@
  * put whose guid is in the table) plus the lease duration.
  */
 import { Agent } from 'node:http';
+import { createRequire } from 'node:module';
 import { CreateTableCommand, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import AWS from 'aws-sdk';
 import LockClient from 'dynamodb-lock-client';
 import { sleep } from './clock.js';
 
-/** The version measured, as installed (package.json pins it). */
-export const LOCK_CLIENT_VERSION = '0.7.3';
+/** The version measured: the one installed (package.json pins it exactly). */
+export const LOCK_CLIENT_VERSION = (createRequire(import.meta.url)('dynamodb-lock-client/package.json') as { version: string }).version;
 export const LOCK_CLIENT_TABLE = 'bench-peer-locks';
 /** The lock client's partition key attribute in its table. */
 export const LOCK_CLIENT_KEY = 'id';

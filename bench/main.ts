@@ -24,7 +24,7 @@ import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal
 import { measureBundle, renderBundle } from './bundle.js';
 import { measureColdStart } from './cold-start.js';
 import { lockClientCostRow, measureRequestCost } from './cost.js';
-import { measureFailover, measureHandover, type ElectionTarget } from './elections.js';
+import { measureFailover, measureHandover, perTarget, type ElectionTarget } from './elections.js';
 import { measureEpochFencing } from './epoch-fencing.js';
 import { LOCK_CLIENT_VERSION, ensureLockClientTable, measureLockClientCost } from './lock-client.js';
 import { measurePause } from './pause.js';
@@ -55,6 +55,8 @@ import { seededRandom } from './stats.js';
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 process.env.POWERTOOLS_LOG_LEVEL ??= 'WARN';
+// The npm dynamodb-lock-client peer runs on aws-sdk v2, which announces its end of support on import.
+process.env.AWS_SDK_JS_SUPPRESS_MAINTENANCE_MODE_MESSAGE ??= '1';
 
 const HELP = `Usage: npm run bench -- [--quick] [--only SECTIONS] [--trials N] [--seed N] [--report-only]
 
@@ -218,12 +220,15 @@ async function main(): Promise<void> {
     // The npm dynamodb-lock-client on the same DynamoDB Local, with its default settings and with
     // trustLocalTime (the setting that lets a follower count from the holder's last heartbeat).
     results.peers.lockClient = LOCK_CLIENT_VERSION;
-    const lockClientTargets: ElectionTarget[] = [false, true].map((trustLocalTime) => ({
+    const lockClientTargets: ElectionTarget[] = [true, false].map((trustLocalTime) => ({
       label: `dynamodb-lock-client ${LOCK_CLIENT_VERSION}${trustLocalTime ? ', trustLocalTime' : ' (defaults)'}`,
       system: 'lock-client',
       config: { system: 'lock-client', ttlMs, dynamodbEndpoint: (db as DynamoDBLocal).endpoint, trustLocalTime },
       renewEveryMs,
     }));
+
+    /** Every system of the failover and pause sections, leasehold first (on the plain server, which must be up). */
+    const electionTargets = () => [leasehold((server as { url: string }).url, 'none'), ...lockClientTargets, ...peersTargets];
 
     // Sections on the plain server (no watch: its stream poller would add load; a crash failover
     // gets nothing from the watch, as an expiry is never pushed).
@@ -273,17 +278,9 @@ async function main(): Promise<void> {
 
     if (only.has('failover')) {
       await section('failover', '3. Crash failover', async () => {
-        results.failover = [];
-        for (const target of [leasehold((server as { url: string }).url, 'none'), ...lockClientTargets.slice().reverse(), ...peersTargets]) {
-          log(`  ${target.label}: ${plan.failoverTrials} kills…`);
-          try {
-            const { trials, disturbances } = await measureFailover({ script: scripts.candidate, target, trials: plan.failoverTrials, random, runId, log });
-            results.failover.push({ label: target.label, system: target.system, ttlMs, trials, disturbances });
-          } catch (error) {
-            results.failover.push({ label: target.label, system: target.system, ttlMs, trials: [], error: (error as Error).message });
-            log(`  ✗ ${target.label}: ${(error as Error).message}`);
-          }
-        }
+        results.failover = await perTarget(electionTargets(), `${plan.failoverTrials} kills`, log, (target) =>
+          measureFailover({ script: scripts.candidate, target, trials: plan.failoverTrials, random, runId, log }),
+        );
         for (const s of results.peers.skipped) results.failover.push({ label: s.split(':')[0] as string, system: 'skipped', ttlMs, trials: [], skipped: s });
       });
       print(renderFailover(results));
@@ -291,17 +288,9 @@ async function main(): Promise<void> {
 
     if (only.has('pause')) {
       await section('pause', '9. A paused holder', async () => {
-        results.pause = [];
-        for (const target of [leasehold((server as { url: string }).url, 'none'), ...lockClientTargets.slice().reverse(), ...peersTargets]) {
-          log(`  ${target.label}: ${plan.pauseTrials} stops…`);
-          try {
-            const { trials, disturbances } = await measurePause({ script: scripts.candidate, target, trials: plan.pauseTrials, random, runId, log });
-            results.pause.push({ label: target.label, system: target.system, ttlMs, trials, disturbances });
-          } catch (error) {
-            results.pause.push({ label: target.label, system: target.system, ttlMs, trials: [], error: (error as Error).message });
-            log(`  ✗ ${target.label}: ${(error as Error).message}`);
-          }
-        }
+        results.pause = await perTarget(electionTargets(), `${plan.pauseTrials} stops`, log, (target) =>
+          measurePause({ script: scripts.candidate, target, trials: plan.pauseTrials, random, runId, log }),
+        );
       });
       print(renderPause(results));
     }

@@ -1,5 +1,5 @@
 import { benchNowMs, sleep } from './clock.js';
-import { Disturbed, randomPointOfCycle, recordDisturbance, spawnCandidate, type ElectionTarget, type Setup, type TrialsOutcome } from './elections.js';
+import { Disturbed, randomPointOfCycle, recordDisturbance, spawnCandidate, type Setup, type TrialOptions, type TrialsOutcome } from './elections.js';
 import type { Worker } from './processes.js';
 
 /**
@@ -26,14 +26,7 @@ export interface PauseTrial {
 /** How long to wait, after the resume, for the old leader to stop believing before calling it a finding. */
 const BELIEF_LIMIT_MS = 30_000;
 
-export async function measurePause(options: {
-  script: string;
-  target: ElectionTarget;
-  trials: number;
-  random: () => number;
-  runId: string;
-  log: (line: string) => void;
-}): Promise<TrialsOutcome<PauseTrial>> {
+export async function measurePause(options: TrialOptions): Promise<TrialsOutcome<PauseTrial>> {
   const { target } = options;
   const ttlMs = target.config.ttlMs;
   const baseName = `bench-${options.runId}-pause-${target.label.replace(/[^A-Za-z0-9]+/g, '-')}`;

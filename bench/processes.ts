@@ -203,3 +203,34 @@ export async function startServerProcess(env: Record<string, string>): Promise<{
     stop: () => stopChild(child, exited),
   };
 }
+
+/**
+ * Imports `moduleUrl` in a fresh `node` process with exactly `env` (plus PATH) and resolves with the
+ * milliseconds the `await import()` took inside it and the whole process took from spawn to exit:
+ * how the cold-start and bundle sections time a module's import.
+ */
+export function importInFreshProcess(moduleUrl: string, env: Record<string, string>): Promise<{ importMs: number; processMs: number }> {
+  const script = `
+const t0 = performance.now();
+await import(process.env.BENCH_IMPORT_URL);
+process.stdout.write(JSON.stringify({ importMs: performance.now() - t0 }) + '\\n');
+`;
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      env: { PATH: process.env.PATH, ...env, BENCH_IMPORT_URL: moduleUrl },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr?.on('data', (c: Buffer) => (err += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const processMs = performance.now() - started;
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (code !== 0 || line === undefined) reject(new Error(`importing ${moduleUrl} failed (${code}): ${err.trim().slice(0, 500)}`));
+      else resolve({ importMs: (JSON.parse(line) as { importMs: number }).importMs, processMs });
+    });
+  });
+}
