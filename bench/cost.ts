@@ -111,7 +111,7 @@ export async function measureRequestCost(options: { endpoint: string; ttlMs: num
   const leaderPerTerm = leaderRequests / options.terms;
   const followerPerTerm = followerRequests / options.terms;
   const rows: CostRow[] = [
-    row('leasehold', 'measured', `leader renews every ttl/3; follower sends its next acquire retryAfterMs after its last one (+ ≤2 ms jitter)`, leaderPerTerm * termsPerHour, followerPerTerm * termsPerHour),
+    row('leasehold', 'measured', `leader renews every ttl/3 less 1 %; follower sends its next acquire retryAfterMs after its last one, 15 ms early, and the server waits the rest`, leaderPerTerm * termsPerHour, followerPerTerm * termsPerHour),
     // client-go tools/leaderelection with its defaults (leaseDuration 15 s, renewDeadline 10 s,
     // retryPeriod 2 s): the leader renews every retryPeriod (one Update with the optimistic fast
     // path of recent versions; Get + Update before it); a follower runs tryAcquireOrRenew (one Get)

@@ -177,8 +177,9 @@ export function renderFailover(results: BenchResults): string[] {
     ),
     '',
     'How each follower notices: leasehold sends its next acquire `retryAfterMs` (expiry + 1 ms, counted by the server from ' +
-      'the instant it refused the last one) after it sent the last one, plus up to 2 ms of jitter, so that it reaches the ' +
-      'server as the lease becomes available; dynamodb-lock-client reads the item, waits the lease duration (with ' +
+      'the instant it refused the last one) after it sent the last one, less 15 ms, plus up to 2 ms of jitter, with ' +
+      '`serverWaitMs: 25`: the server refuses it, waits the few ms left and makes the winning write as the lease becomes ' +
+      'free; dynamodb-lock-client reads the item, waits the lease duration (with ' +
       "`trustLocalTime`, what is left of it by the item's timestamp) and puts conditioned on the guid it read; etcd's follower watches the previous candidate's key, which the server deletes when its " +
       "lessor revokes the expired lease (it checks for expired leases every 500 ms); the Redis follower retries `SET NX` " +
       'every 200 ms (the retry delay of the common recipe, e.g. node-redlock).',

@@ -27,8 +27,8 @@
  * fencing `token` and are fenced where they land (see `leasehold/dynamodb` and the SQL predicate).
  *
  * A follower does not poll on a fixed period: after losing the race it aims its next acquire to
- * reach the server as the lease becomes available (the server's `retryAfterMs` less the round trip
- * it just measured, plus at most 2 ms of jitter; see `followerWaitMs`), and after a network error it backs off exponentially. With
+ * reach the server just before the lease becomes available, and lets the server wait the rest
+ * (`followerWaitMs` and `serverWaitMs` in timing.ts); after a network error it backs off exponentially. With
  * a watch, a pushed `released` (or a `handoff` naming this holder) cuts that wait short; pushes
  * are hints only, so a dead socket makes a follower slower, never unsafe or stuck: an expiry is
  * never pushed and the scheduled retry always runs.
@@ -352,7 +352,8 @@ class LeaderImpl implements Leader {
   /**
    * The follower loop: 1. with a health check, campaign only right after it passes (else check
    * again in renewEveryMs); 2. send an acquire; 3. won → start a term and return; 4. held → wait
-   * until the acquire would reach the server as the lease becomes available (`followerWaitMs`), or less when the watch pushes a release; 5. failed →
+   * until the acquire would reach the server just before the lease becomes available
+   * (`followerWaitMs`), or less when the watch pushes a release; 5. failed →
    * back off exponentially (up to renewEveryMs).
    */
   private async campaignUntilElected(signal: AbortSignal): Promise<void> {

@@ -7,10 +7,10 @@ import { lambdaEntry } from '../runtime.js';
 
 /** POST /v1/leases/{name}/acquire */
 export function createAcquireHandler(deps: HandlerDeps) {
-  return leaseRoute(deps, { jsonBody: true }, async (event, { store, logger, metrics, waitTimer }) => {
+  return leaseRoute(deps, { jsonBody: true }, async (event, { store, logger, metrics }) => {
     const name = leaseName(event);
     const request = validateAcquireRequest(event.body);
-    const result = await acquireWithServerWait(store, name, request, waitTimer);
+    const result = await acquireWithServerWait(store, name, request);
     if (!result.acquired) {
       metrics.addMetric(OUTCOME.held, MetricUnit.Count, 1);
       logger.info('lease held', { lease: name, holder: result.lease.holder, retryAfterMs: result.retryAfterMs });

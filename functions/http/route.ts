@@ -8,7 +8,6 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { isLeaseLostError, validateName, validateQueryParameters } from '../../client/src/protocol/index.js';
-import type { WaitTimer } from '../acquire-wait.js';
 import type { LeaseStore } from '../lease-store.js';
 import { bodySizeLimit, leaseholdErrors, utf8JsonBody } from './middlewares.js';
 
@@ -17,8 +16,6 @@ export interface HandlerDeps {
   store: LeaseStore;
   logger: Logger;
   metrics: Metrics;
-  /** The clock and sleep of an acquire's `serverWaitMs` (functions/acquire-wait.ts). Default: real time. */
-  waitTimer?: WaitTimer;
 }
 
 /** Outcomes counted as CloudWatch metrics (one metric each, unit Count). */
