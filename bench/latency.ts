@@ -219,6 +219,8 @@ export async function measureOperationLatency(options: LatencyOptions): Promise<
     });
   }
 
+  const connectionName = `bench-${options.runId}:connections`;
+  await grantOf(connectionName);
   const cells: LatencyCell[] = [];
   for (const op of OPS) {
     for (const names of ['distinct', 'hot'] as const) {
@@ -249,6 +251,10 @@ export async function measureOperationLatency(options: LatencyOptions): Promise<
               return d.describe(name);
             };
           }
+          // Open this path's connections at this concurrency first, untimed: the rows measure requests,
+          // not handshakes. A new connection to the local server waits one event-loop turn per
+          // connection accepted before it (see KEEP_ALIVE_MS in local/server.ts).
+          if (concurrency > 1) await runLoad(concurrency, concurrency, () => d.describe(connectionName));
           const result = await runLoad(count, concurrency, run);
           const s = summarize(result.latencies);
           cells.push({

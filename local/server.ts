@@ -76,6 +76,16 @@ export interface LocalServer {
 }
 
 const OPENAPI_PATH = new URL('../docs/openapi.json', import.meta.url);
+/**
+ * How long an idle keep-alive connection stays open. The answer announces it (`Keep-Alive:
+ * timeout=60`) and the SDK's fetch keeps its connections that long, so a process renewing every
+ * TTL/3 reuses them at any TTL up to 3 minutes (at Node's default of 5 s, fetch dropped each after 4 s and a renewal every
+ * 4.95 s reconnected every time). Reuse matters beyond the handshake: libuv accepts one connection
+ * per event-loop turn, and on a busy server a turn takes 10–40 ms, so 48 connections opened at once
+ * waited up to ~1.2 s for their first answer while established ones were served at once (issue #18,
+ * strace of accept4 against epoll_pwait). `close()` still ends idle connections at once.
+ */
+export const KEEP_ALIVE_MS = 60_000;
 /** Listen addresses that mean "every interface": no request names them as its host. */
 const WILDCARD_ADDRESSES: ReadonlySet<string> = new Set(['0.0.0.0', '::', '[::]']);
 
@@ -130,8 +140,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   // address is not. The port is known once listening (port 0 picks one): the page's origin names it.
   const boundName = WILDCARD_ADDRESSES.has(host) ? [] : [host.includes(':') ? `[${host}]` : host];
   const hosts = createHostPolicy({ port: () => (server.address() as AddressInfo).port, allowedHosts: [...boundName, ...(options.allowedHosts ?? [])] });
-  // Keep-alive connections must not hold a shutdown open for long.
-  server.keepAliveTimeout = 5_000;
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
   await listen(server, options.port ?? 8787, host);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${host}:${port}`;

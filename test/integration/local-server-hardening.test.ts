@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { WATCH_LIMITS } from '../../client/src/protocol/index.js';
 import { ALLOWED_HOSTS_ENV } from '../../local/host-policy.js';
+import { KEEP_ALIVE_MS } from '../../local/server.js';
 import { WATCH_PATH } from '../../local/websocket-gateway.js';
 import { localDynamoConfig } from '../support/dynamodb.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
@@ -293,6 +294,12 @@ describe('internal endpoints stay internal', () => {
 });
 
 describe('tidy edges', () => {
+  it(`keeps an idle connection open for ${KEEP_ALIVE_MS / 1000} s and says so, so an SDK renewing every TTL/3 keeps its connection`, async () => {
+    const answer = await httpRequest(server.url, { path: '/v1/leases', headers: { connection: 'keep-alive' } });
+    expect(answer.status).toBe(200);
+    expect(answer.headers['keep-alive']).toBe(`timeout=${KEEP_ALIVE_MS / 1000}`);
+  });
+
   it('a client that disconnects in the middle of its body is counted as an abort, not a 500', async () => {
     const before = server.stats();
     const socket = await openSocket(server.url);
