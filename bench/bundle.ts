@@ -63,7 +63,7 @@ export async function handler(event, context) {
 `;
 }
 
-/** Resolves `leasehold` and `leasehold/<sub>` to the SDK's source; without the watch, `ws` to nothing. */
+/** Resolves `leasehold` and `leasehold/<sub>` to the SDK's source; without the watch, its WebSocket client to nothing. */
 function sdkSource(watch: boolean): Plugin {
   return {
     name: 'leasehold-source',
@@ -71,7 +71,7 @@ function sdkSource(watch: boolean): Plugin {
       b.onResolve({ filter: /^leasehold(\/[a-z]+)?$/ }, (args) => ({
         path: join(REPO_ROOT, 'client/src', args.path.slice('leasehold'.length), 'index.ts'),
       }));
-      if (!watch) b.onResolve({ filter: /^ws$/ }, () => ({ path: 'ws', namespace: 'no-watch' }));
+      if (!watch) b.onResolve({ filter: /\/node-websocket\.js$/ }, () => ({ path: 'node-websocket', namespace: 'no-watch' }));
       b.onLoad({ filter: /.*/, namespace: 'no-watch' }, () => ({ contents: 'export default undefined;', loader: 'js' }));
     },
   };
@@ -187,7 +187,7 @@ export function renderBundle(result: BundleResult | undefined, error?: string): 
     'A handler importing `LeaseClient`, `createLeader`, `withLease` and `sigv4Signer`, built with ' +
       '`esbuild --bundle --minify --platform=node --format=esm --target=node20 --splitting`. **All chunks** counts every output ' +
       'file, dynamic imports included; **loaded at import** only the handler chunk and its static imports. "Without the watch" ' +
-      'leaves out `ws`, the WebSocket package a signed watch loads. Import time: `await import(handler)` in a fresh `node` ' +
+      'leaves out the SDK\'s WebSocket client (`node-websocket.ts`), which a signed watch loads. Import time: `await import(handler)` in a fresh `node` ' +
       `process, median of ${result.runs} runs (environment credentials, nothing contacted).`,
     '',
     '| handler imports from | all chunks KiB | chunks (dynamic) | loaded at import KiB | import ms (median) | ≤ 100 KiB all chunks | ≤ 30 ms |',

@@ -23,13 +23,8 @@ export class NightlyReportStack extends Stack {
       timeout: Duration.minutes(5), // the lease is capped at what is left of this, less lambdaMarginMs
       environment: { LEASEHOLD_URL: leases.url, REPORTS_TABLE: reports.tableName },
       // The AWS SDK for the job's own DynamoDB writes comes with the runtime; leasehold/lambda is bundled.
-      // An ESM bundle needs `require` for the CommonJS packages inside it (ws, when a watch is opened).
-      bundling: {
-        format: OutputFormat.ESM,
-        minify: true,
-        externalModules: ['@aws-sdk/*'],
-        banner: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);",
-      },
+      // leasehold/lambda is ESM with no CommonJS inside, so an ESM bundle needs no `createRequire` banner.
+      bundling: { format: OutputFormat.ESM, minify: true, externalModules: ['@aws-sdk/*'] },
     });
     leases.grantLeases(job, 'nightly.'); // execute-api:Invoke on the lease routes for names under nightly.
     reports.grantReadWriteData(job);

@@ -1,7 +1,7 @@
 import { UnavailableError } from './protocol/index.js';
 import type { WebSocketLike } from './watch-types.js';
 
-/** The socket plumbing of the watch: opening one (the platform's or `ws`), closing it, naming its failures. */
+/** The socket plumbing of the watch: opening one (the platform's or the SDK's own), closing it, naming its failures. */
 
 /** WebSocket readyState OPEN. */
 export const OPEN = 1;
@@ -20,17 +20,16 @@ export function closeQuietly(socket: WebSocketLike): void {
   }
 }
 
-type WebSocketConstructor = new (url: string, options?: { headers?: Record<string, string> }) => WebSocketLike;
+type WebSocketConstructor = new (url: string) => WebSocketLike;
 
 /**
  * The platform's WebSocket when it exists and nothing needs signing (it cannot send headers);
- * otherwise `ws`, loaded only now so that users without a watch never load it.
+ * otherwise the SDK's own client on node:http(s), loaded only now so that users without a watch
+ * never load it.
  */
 export async function defaultWebSocket(url: string, init: { headers: Record<string, string> }): Promise<WebSocketLike> {
   const platform = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
   if (platform !== undefined && Object.keys(init.headers).length === 0) return new platform(url);
-  const ws = (await import('ws')) as unknown as { default?: WebSocketConstructor; WebSocket?: WebSocketConstructor };
-  const WebSocketImpl = ws.WebSocket ?? ws.default;
-  if (WebSocketImpl === undefined) throw new TypeError('The `ws` package did not export a WebSocket class.');
-  return new WebSocketImpl(url, { headers: init.headers });
+  const { NodeWebSocket } = await import('./node-websocket.js');
+  return new NodeWebSocket(url, init);
 }

@@ -4,7 +4,7 @@ import type { RequestSigner } from './signing.js';
 
 /** The watch's public shapes: options, filters, listeners, subscriptions and the client (see watch.ts). */
 
-/** The part of a WebSocket the watch uses: the WHATWG API, which `ws` also implements. */
+/** The part of a WebSocket the watch uses: the WHATWG API (the platform's, `ws`, or the SDK's own on Node). */
 export interface WebSocketLike {
   readonly readyState: number;
   send(data: string): void;
@@ -38,7 +38,8 @@ export interface WatchOptions {
   signer?: RequestSigner;
   /**
    * Opens the socket. Default: the platform's `WebSocket` when there is one and nothing needs
-   * signing, else the `ws` package (loaded on first use), which can send the signed headers.
+   * signing, else the SDK's own client on `node:http`/`node:https` (loaded on first use), which
+   * can send the signed headers.
    */
   webSocket?: WebSocketFactory;
   /** Time limit to open the socket, and for the server to confirm each subscribe message. Default 10000. */

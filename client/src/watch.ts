@@ -409,7 +409,7 @@ class Watch implements WatchClient {
       conn.socket.onopen = null;
       conn.socket.onmessage = null;
       conn.socket.onclose = null;
-      // Keep an error handler: `ws` throws an 'error' event that nobody listens to.
+      // Keep an error handler: some implementations (`ws`) throw an 'error' event that nobody listens to.
       conn.socket.onerror = () => undefined;
       closeQuietly(conn.socket);
     }

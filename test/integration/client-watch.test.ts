@@ -281,7 +281,7 @@ describe('a signed watch (SigV4 on the upgrade request, as IAM auth on $connect)
     await expect(events.next((e) => e.type === 'acquired')).resolves.toMatchObject({ name, holder: 'signed' });
   });
 
-  it('goes through the ws package even where a platform WebSocket exists, since that cannot send the signature', async () => {
+  it("goes through the SDK's own WebSocket client even where a platform WebSocket exists, since that cannot send the signature", async () => {
     const saved = (globalThis as { WebSocket?: unknown }).WebSocket;
     let platformUsed = false;
     (globalThis as { WebSocket?: unknown }).WebSocket = function PlatformWebSocket() {

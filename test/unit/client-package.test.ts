@@ -82,11 +82,19 @@ describe('the client package', () => {
     expect(escaping).toEqual([]);
   });
 
-  it('imports only packages it declares, and Node built-ins only in the CLI (client/src/cli runs on Node only)', () => {
+  it('imports only packages it declares, and Node built-ins only in the CLI and the WebSocket client (both Node only)', () => {
     const declared = new Set([...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})]);
-    const allowed = (i: { file: string; specifier: string }) =>
-      declared.has(packageName(i.specifier)) || (i.file.startsWith(`cli${sep}`) && i.specifier.startsWith('node:'));
+    const nodeOnly = (file: string) => file.startsWith(`cli${sep}`) || file === 'node-websocket.ts';
+    const allowed = (i: { file: string; specifier: string }) => declared.has(packageName(i.specifier)) || (nodeOnly(i.file) && i.specifier.startsWith('node:'));
     expect(bare.filter((i) => !allowed(i))).toEqual([]);
+  });
+
+  it('loads its WebSocket client only by a dynamic import, so the SDK imports on any platform', () => {
+    const importers = sourceFiles(SRC)
+      .filter((file) => specifiers(file).includes('./node-websocket.js'))
+      .map((file) => relative(SRC, file));
+    expect(importers).toEqual(['watch-socket.ts']);
+    expect(readFileSync(join(SRC, 'watch-socket.ts'), 'utf8')).not.toMatch(/^import[^;]*node-websocket/m);
   });
 
   it('keeps the CLI out of the SDK: no module outside client/src/cli imports from it', () => {
