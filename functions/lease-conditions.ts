@@ -18,8 +18,9 @@ export const leaseIsAvailable =
 // never older than the last write: a renew that read its clock before a later renew landed (an
 // SDK retry, a slow Lambda) must not move `expiresAt` back under the holder's newer deadline.
 //   acquire ── renew(t1) ── renew(t2) ──▶ expiresAt ✗      renew(t1) landing after t2: no write
+//   A grant an operator revoked is never renewed again (revokedAt is cleared by the next acquire).
 export const grantIsCurrentAndLive =
-  'leaseId = :leaseId AND #token = :token AND attribute_exists(holder) AND expiresAt >= :now AND renewedAt <= :now';
+  'leaseId = :leaseId AND #token = :token AND attribute_exists(holder) AND expiresAt >= :now AND renewedAt <= :now AND attribute_not_exists(revokedAt)';
 
 // release: only the current grant (same leaseId and token), not yet released. A release after
 // expiry but before any successor is allowed: it only ends the lock-delay early, and the
@@ -43,8 +44,30 @@ export const ACQUIRE_SET = [
   `${LAST_OP_ATTRIBUTE} = :lastOp`,
 ] as const;
 
-/** What every acquire removes: the previous grant's end and reservation (plus absent optional fields). */
-export const ACQUIRE_REMOVE = ['releasedAt', 'reservedFor', 'reservedUntil'] as const;
+/** What every acquire removes: the previous grant's end, reservation and revoke (plus absent optional fields). */
+export const ACQUIRE_REMOVE = ['releasedAt', 'reservedFor', 'reservedUntil', 'revokedAt', 'revokedBy', 'revokedReason', 'revokedForce'] as const;
+
+// revoke: a grant that is held right now (granted, not released, not past expiry) and not revoked
+// yet; a forced revoke may also upgrade a safe one. Revoking again otherwise changes nothing.
+//   held ── revoke ──▶ expiresAt = availableAt (no lock-delay) ── anyone ──▶
+//   held ── revoke, force ──▶ available at once (the next grant gets token + 1)
+export const grantIsRevocable = 'attribute_exists(holder) AND expiresAt >= :now AND attribute_not_exists(revokedAt)';
+export const grantIsRevocableByForce = 'attribute_exists(holder) AND expiresAt >= :now AND (attribute_not_exists(revokedAt) OR revokedForce = :false)';
+
+/** What every revoke sets: the record, and the end of any lock-delay. */
+export const REVOKE_SET = [
+  'revokedAt = :now',
+  'revokedBy = :by',
+  'revokedReason = :reason',
+  'revokedForce = :force',
+  'expireItemAt = :expireItemAt',
+  `${LAST_OP_ATTRIBUTE} = :lastOp`,
+] as const;
+/** A safe revoke: available at the grant's own expiry, which no renew can move any more. */
+export const REVOKE_SAFE_SET = ['availableAt = expiresAt'] as const;
+/** A forced revoke: the grant ends now, as a release does (the same attributes). */
+export const REVOKE_FORCE_SET = ['availableAt = :now', 'releasedAt = :now'] as const;
+export const REVOKE_FORCE_REMOVE = 'REMOVE holder, requestId';
 
 /** A renew that sets a new ttl. One operator per operand is all DynamoDB allows, hence holdMs. */
 export const RENEW_NEW_TTL_SET = ['ttlMs = :ttlMs', 'holdMs = lockDelayMs + :ttlMs', 'expiresAt = :expiresAt', 'availableAt = lockDelayMs + :expiresAt'] as const;

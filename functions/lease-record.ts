@@ -1,4 +1,4 @@
-import { LeaseLostReason, type Grant, type JsonValue, type KnownLeaseLostReason, type PublicLease } from '../client/src/protocol/index.js';
+import { LeaseLostReason, type Grant, type JsonValue, type KnownLeaseLostReason, type PublicLease, type RevokedRecord } from '../client/src/protocol/index.js';
 
 /**
  * The lease item as stored in DynamoDB, and the pure rules that read it at a given instant.
@@ -39,6 +39,14 @@ export interface LeaseRecord {
   /** Set by a handoff: only this holder may acquire until `reservedUntil`. */
   reservedFor?: string;
   reservedUntil?: number;
+  /**
+   * Set by an operator's revoke of the current grant, cleared by the next acquire: the grant can no
+   * longer be renewed. A forced revoke also ends the grant (no holder, available at once).
+   */
+  revokedAt?: number;
+  revokedBy?: string;
+  revokedReason?: string;
+  revokedForce?: boolean;
   /** Epoch seconds at which DynamoDB TTL may delete the idle item. */
   expireItemAt: number;
   /** Which operation wrote the item last (see functions/watch/stream-filter.ts for why). */
@@ -48,7 +56,7 @@ export interface LeaseRecord {
 /** The item attribute naming the operation that wrote it last. */
 export const LAST_OP_ATTRIBUTE = 'lastOp';
 
-export type LastOp = 'acquire' | 'renew' | 'release' | 'handoff';
+export type LastOp = 'acquire' | 'renew' | 'release' | 'handoff' | 'revoke';
 
 /** Someone holds the lease at `nowMs`: granted, not released, not past expiry. */
 export function isHeld(record: LeaseRecord, nowMs: number): boolean {
@@ -73,9 +81,9 @@ export function retryAfterMs(record: LeaseRecord, holder: string, nowMs: number)
   return Math.max(0, until + 1 - nowMs);
 }
 
-/** A retried acquire whose first attempt won: same holder, same requestId, grant still live. */
+/** A retried acquire whose first attempt won: same holder, same requestId, grant still live and not revoked. */
 export function isSameGrantRetry(record: LeaseRecord, holder: string, requestId: string | undefined, nowMs: number): boolean {
-  return requestId !== undefined && record.requestId === requestId && record.holder === holder && isHeld(record, nowMs);
+  return requestId !== undefined && record.requestId === requestId && record.holder === holder && record.revokedAt === undefined && isHeld(record, nowMs);
 }
 
 /**
@@ -94,6 +102,7 @@ export function isSameGrantRetry(record: LeaseRecord, holder: string, requestId:
  *   token > request's, request's before the item's first token               mismatch
  *   token < request's (no such grant was ever made here)                      mismatch
  *   token = request's, another leaseId                                        mismatch
+ *   same grant, revoked by an operator (safe or forced)                       revoked
  *   same grant (leaseId, token), no holder: released or handed off            released
  *   same grant, holder still set: only the expiry can have failed renew's     expired
  *     condition (a release of it cannot fail; renew answers a later renewal)
@@ -101,7 +110,7 @@ export function isSameGrantRetry(record: LeaseRecord, holder: string, requestId:
  * A grant released and then superseded is `superseded`: the newer grant is what matters.
  */
 export function leaseLostReason(
-  record: Pick<LeaseRecord, 'token' | 'transitions' | 'leaseId' | 'holder'> | undefined,
+  record: Pick<LeaseRecord, 'token' | 'transitions' | 'leaseId' | 'holder' | 'revokedAt'> | undefined,
   request: { leaseId: string; token: number },
 ): KnownLeaseLostReason {
   if (record === undefined) return LeaseLostReason.not_found;
@@ -110,6 +119,7 @@ export function leaseLostReason(
     return request.token >= firstToken ? LeaseLostReason.superseded : LeaseLostReason.mismatch;
   }
   if (record.token < request.token || record.leaseId !== request.leaseId) return LeaseLostReason.mismatch;
+  if (record.revokedAt !== undefined) return LeaseLostReason.revoked;
   if (record.holder === undefined) return LeaseLostReason.released;
   return LeaseLostReason.expired;
 }
@@ -128,7 +138,13 @@ export function toPublicLease(record: LeaseRecord, nowMs: number): PublicLease {
     renewedAt: record.renewedAt,
     transitions: record.transitions,
     metadata: record.metadataJson === undefined ? null : (JSON.parse(record.metadataJson) as JsonValue),
+    ...(record.revokedAt === undefined ? {} : { revoked: revokedRecord(record) }),
   };
+}
+
+/** The operator's revoke of the latest grant, if there was one (undefined otherwise). */
+export function revokedRecord(record: LeaseRecord): RevokedRecord {
+  return { at: record.revokedAt as number, by: record.revokedBy ?? 'local', reason: record.revokedReason ?? '', force: record.revokedForce === true };
 }
 
 /** The holder's view of a live grant (includes the secret `leaseId`). */

@@ -16,6 +16,7 @@ import {
   pickFields,
   LeaseLostError,
   LeaseNotFoundError,
+  LeaseNotHeldError,
   UnavailableError,
   ValidationError,
   validateAcquireRequest,
@@ -24,6 +25,7 @@ import {
   validateName,
   validateReleaseRequest,
   validateRenewRequest,
+  validateRevokeRequest,
   type AcquireRequest,
   type Grant,
   type HandoffRequest,
@@ -32,6 +34,8 @@ import {
   type PublicLease,
   type ReleaseRequest,
   type RenewRequest,
+  type RevokedRecord,
+  type RevokeRequest,
 } from '../client/src/protocol/index.js';
 import type { WallClock } from './clock.js';
 import {
@@ -42,14 +46,21 @@ import {
   RENEW_COMMON_SET,
   RENEW_NEW_TTL_SET,
   RENEW_SAME_TTL_SET,
+  REVOKE_FORCE_REMOVE,
+  REVOKE_FORCE_SET,
+  REVOKE_SAFE_SET,
+  REVOKE_SET,
   grantIsCurrent,
   grantIsCurrentAndLive,
+  grantIsRevocable,
+  grantIsRevocableByForce,
   leaseIsAvailable,
 } from './lease-conditions.js';
 import {
   isSameGrantRetry,
   leaseLostReason,
   retryAfterMs,
+  revokedRecord,
   toGrant,
   toPublicLease,
   type LastOp,
@@ -209,7 +220,7 @@ export class LeaseStore {
       if (!isConditionFailure(error)) throw translate(error, name);
       const current = conflictItem(error);
       const at = this.clock.nowMs();
-      if (current !== undefined && isCurrentGrant(current, request) && current.expiresAt >= now && current.renewedAt > now) {
+      if (current !== undefined && isCurrentGrant(current, request) && current.revokedAt === undefined && current.expiresAt >= now && current.renewedAt > now) {
         // A later renew already landed: the grant is live with a later expiry. Answer with it; the
         // SDK bounds its deadline by the `remainingMs` it reports.
         return toGrant(current, at);
@@ -291,6 +302,55 @@ export class LeaseStore {
     }
   }
 
+  /**
+   * An operator takes the current grant away: one conditional UpdateItem. Safe (the default): the
+   * holder can no longer renew, and the lease becomes available at the grant's own expiry, after
+   * the holder's fail-closed deadline, with no lock-delay. `force`: the lease is available at once
+   * (fencing keeps the old holder's late writes out). `by` is the caller's identity, decided by the
+   * handler.
+   *
+   * Revoking a grant already revoked answers its record unchanged, except that `force` upgrades a
+   * safe revoke. A lease nobody holds is LEASE_NOT_HELD; a name never acquired LEASE_NOT_FOUND.
+   */
+  async revoke(name: string, input: RevokeRequest, by: string): Promise<PublicLease & { revoked: RevokedRecord }> {
+    validateName(name);
+    const request = validateRevokeRequest(pickFields(input, REQUEST_FIELDS.revoke));
+    const force = request.force === true;
+    const now = this.clock.nowMs();
+    const set = [...REVOKE_SET, ...(force ? REVOKE_FORCE_SET : REVOKE_SAFE_SET)];
+    const values: Record<string, unknown> = {
+      ':now': now,
+      ':by': by,
+      ':reason': request.reason,
+      ':force': force,
+      ':expireItemAt': this.expireItemAt(now + MAX_HOLD_MS),
+      ':lastOp': 'revoke' satisfies LastOp,
+    };
+    if (force) values[':false'] = false;
+    try {
+      const out = await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: name },
+          UpdateExpression: `SET ${set.join(', ')}${force ? ` ${REVOKE_FORCE_REMOVE}` : ''}`,
+          ConditionExpression: force ? grantIsRevocableByForce : grantIsRevocable,
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return withRevoked(toPublicLease(out.Attributes as LeaseRecord, this.clock.nowMs()));
+    } catch (error) {
+      if (!isConditionFailure(error)) throw translate(error, name);
+      const current = conflictItem(error);
+      const at = this.clock.nowMs();
+      if (current === undefined) throw new LeaseNotFoundError(name);
+      // Already revoked (this grant: the next acquire clears the record): the same answer again.
+      if (current.revokedAt !== undefined) return withRevoked(toPublicLease(current, at));
+      throw new LeaseNotHeldError(toPublicLease(current, at));
+    }
+  }
+
   /** Strongly consistent read of the public state (never the leaseId). */
   async describe(name: string): Promise<PublicLease> {
     validateName(name);
@@ -349,13 +409,21 @@ export class LeaseStore {
  */
 export const MAX_HOLD_MS = LIMITS.ttlMaxMs + LIMITS.lockDelayMaxMs;
 
+function withRevoked(lease: PublicLease): PublicLease & { revoked: RevokedRecord } {
+  if (lease.revoked === undefined) throw new Error('a revoked lease without its record');
+  return lease as PublicLease & { revoked: RevokedRecord };
+}
+
 function isCurrentGrant(record: LeaseRecord, request: { leaseId: string; token: number }): boolean {
   return record.holder !== undefined && record.leaseId === request.leaseId && record.token === request.token;
 }
 
 /** The LEASE_LOST answer for a refused renew, release or handoff; the reason is decided in lease-record.ts. */
 function leaseLost(name: string, current: LeaseRecord | undefined, request: { leaseId: string; token: number }, nowMs: number): LeaseLostError {
-  return new LeaseLostError(name, current ? toPublicLease(current, nowMs) : null, leaseLostReason(current, request));
+  const reason = leaseLostReason(current, request);
+  return new LeaseLostError(name, current ? toPublicLease(current, nowMs) : null, reason, {
+    ...(reason === 'revoked' && current !== undefined ? { revoked: revokedRecord(current) } : {}),
+  });
 }
 
 export function isConditionFailure(error: unknown): error is ConditionalCheckFailedException {
@@ -383,7 +451,7 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
 
 /** The one place where a DynamoDB SDK error becomes a domain error. */
 function translate(error: unknown, leaseName?: string): unknown {
-  if (error instanceof LeaseNotFoundError || error instanceof ValidationError) return error;
+  if (error instanceof LeaseNotFoundError || error instanceof LeaseNotHeldError || error instanceof ValidationError) return error;
   const e = error as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } };
   const status = e.$metadata?.httpStatusCode;
   if (

@@ -10,7 +10,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import { validateName } from '../client/src/protocol/index.js';
+import { ADMIN_ROUTE_IDS, validateName } from '../client/src/protocol/index.js';
 import { ENV, METRICS_NAMESPACE, SERVICE_NAME } from '../functions/config.js';
 import { ROUTES, type RouteId } from '../functions/http/routes.js';
 import { LEASE_TABLE_SCHEMA } from '../functions/lease-table.js';
@@ -153,6 +153,7 @@ export const TABLE_ACTIONS_BY_ROUTE: Readonly<Record<RouteId, readonly string[]>
   renew: ['dynamodb:UpdateItem'],
   release: ['dynamodb:UpdateItem'],
   handoff: ['dynamodb:UpdateItem'],
+  revoke: ['dynamodb:UpdateItem'],
   describe: ['dynamodb:GetItem'],
   list: ['dynamodb:Scan'],
 };
@@ -354,10 +355,24 @@ export class LeaseService extends Construct {
       validateName(namePrefix, 'namePrefix');
     }
     const names = namePrefix === undefined ? '*' : `${namePrefix}*`;
-    const arns = ROUTES.filter((route) => namePrefix === undefined || route.path.includes(NAME_SEGMENT)).map((route) =>
+    // Every route but the operators' (revoke): listed one by one, so a new admin route stays out.
+    const arns = ROUTES.filter((route) => !ADMIN_ROUTE_IDS.has(route.id) && (namePrefix === undefined || route.path.includes(NAME_SEGMENT))).map((route) =>
       this.routeArn(route.method, route.path.replace(NAME_SEGMENT, names)),
     );
     if (this.watch) arns.push(this.watchConnectArn(grantee, namePrefix, 'grantLeases'));
+    return this.grantInvoke(grantee, arns);
+  }
+
+  /**
+   * Lets `grantee` use the operators' routes: revoke (`POST /v1/leases/{name}/revoke`), for every
+   * lease or, with `namePrefix`, for the names under it. Neither `grantLeases` nor `grantRead`
+   * includes them: a holder must not be able to take another holder's lease away. Combine with
+   * `grantRead` for an operator who also needs describe, list and the watch.
+   */
+  grantAdmin(grantee: IGrantable, namePrefix?: string): Grant {
+    if (namePrefix !== undefined) validateName(namePrefix, 'namePrefix');
+    const names = namePrefix === undefined ? '*' : `${namePrefix}*`;
+    const arns = ROUTES.filter((route) => ADMIN_ROUTE_IDS.has(route.id)).map((route) => this.routeArn(route.method, route.path.replace(NAME_SEGMENT, names)));
     return this.grantInvoke(grantee, arns);
   }
 

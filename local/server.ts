@@ -9,6 +9,7 @@ import { offsetClock, systemClock, type WallClock } from '../functions/clock.js'
 import { createAcquireHandler } from '../functions/handlers/acquire.js';
 import { createDescribeHandler } from '../functions/handlers/describe.js';
 import { createHandoffHandler } from '../functions/handlers/handoff.js';
+import { createRevokeHandler } from '../functions/handlers/revoke.js';
 import { createListHandler } from '../functions/handlers/list.js';
 import { createReleaseHandler } from '../functions/handlers/release.js';
 import { createRenewHandler } from '../functions/handlers/renew.js';
@@ -104,6 +105,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     renew: createRenewHandler(deps),
     release: createReleaseHandler(deps),
     handoff: createHandoffHandler(deps),
+    revoke: createRevokeHandler(deps),
     describe: createDescribeHandler(deps),
     list: createListHandler(deps),
   };
@@ -279,9 +281,10 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
   }
 
   const headers = flattenHeaders(req);
+  let caller: { accessKeyId: string } | undefined;
   if (ctx.verify) {
     try {
-      await ctx.verify({ method, path: rawUrl, headers, host: headers.host ?? '', body });
+      caller = await ctx.verify({ method, path: rawUrl, headers, host: headers.host ?? '', body });
     } catch (error) {
       send(res, errorResponse(isLeaseholdError(error) ? error : new InternalError()));
       return;
@@ -316,7 +319,9 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
       stage: '$default',
       time: new Date(now).toISOString(),
       timeEpoch: now,
-    },
+      // As API Gateway's IAM authorization: who signed (locally, only the access key is known).
+      ...(caller ? { authorizer: { iam: { accessKey: caller.accessKeyId } } } : {}),
+    } as APIGatewayProxyEventV2['requestContext'],
     ...(body.length > 0 ? { body } : {}),
     isBase64Encoded: false,
   };

@@ -56,7 +56,9 @@ export class FollowerSignals {
   onEvent(event: LeaseEvent): void {
     if (!this.acquiring && !this.alarm.waiting) return;
     if (this.heldToken !== undefined && event.token < this.heldToken) return;
-    if (event.type === 'released' || (event.type === 'handoff' && event.to === this.holder)) {
+    // A forced revoke frees the lease at once, as a release does; a safe one frees it at the expiry
+    // the follower already waits for.
+    if (event.type === 'released' || (event.type === 'revoked' && event.revoked?.force === true) || (event.type === 'handoff' && event.to === this.holder)) {
       this.alarm.ring();
     } else if (event.type === 'handoff') {
       const windowMs = Math.max(0, (event.reservedUntil ?? event.atMs) - event.atMs);

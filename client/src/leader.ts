@@ -328,7 +328,12 @@ class LeaderImpl implements Leader {
       this.watchSub = this.watch.subscribe(
         { names: [name] },
         {
-          event: (event) => this.follower.onEvent(event),
+          event: (event) => {
+            // Our own grant revoked: end the term now rather than at the next renewal's refusal.
+            const term = this.term;
+            if (event.type === 'revoked' && term !== undefined && event.token === term.token) term.end('revoked', 'revoked');
+            this.follower.onEvent(event);
+          },
           live: () => {
             this.ctx.emit({ type: 'watch', name, holder, live: true });
             this.follower.onLive();
@@ -446,6 +451,9 @@ class LeaderImpl implements Leader {
     // With a Lambda context, the invocation is over (a pause means Lambda froze the sandbox after it
     // returned): release (below), but campaign no more; the next invocation starts from scratch.
     if (reason === 'deadline' || reason === 'paused') this.invocation?.end();
+    // An operator took the lease away: campaigning again at once would undo the revoke. Release it
+    // (after a safe revoke the lease is then free before its expiry) and wait for `start()`.
+    if (reason === 'revoked') this.wantCampaign = false;
     // Lost involuntarily (releasedElsewhere included: someone else's release is no resign of ours).
     // If it may still be ours on the server, release it so that the next term (ours or another's)
     // need not wait for the expiry; then campaign again.

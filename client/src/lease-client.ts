@@ -11,6 +11,7 @@ import {
   validateName,
   validateReleaseRequest,
   validateRenewRequest,
+  validateRevokeRequest,
   type AcquireRequest,
   type DescribeResponse,
   type Grant,
@@ -23,6 +24,8 @@ import {
   type ReleaseRequest,
   type ReleaseResponse,
   type RenewRequest,
+  type RevokeRequest,
+  type RevokeResponse,
 } from './protocol/index.js';
 import type { RequestSigner } from './signing.js';
 import { HttpTransport, type CallOptions, type HeadersHook, type RetryOptions } from './transport.js';
@@ -148,6 +151,24 @@ export class LeaseClient implements LeaseApi {
       { operation: 'handoff', ...routeRequest('handoff', name), body, leaseName: name, idempotent: false },
       call,
     )) as HandoffResponse;
+  }
+
+  /**
+   * An operator takes the current grant away, with a `reason` (1-256 printable characters) that is
+   * kept on the lease with who revoked it. Safe by default: the holder cannot renew, and the lease
+   * becomes available at its current expiry. `force: true` makes it available at once (relies on
+   * fencing). Needs the construct's `grantAdmin`. Revoking again answers the same record (retried
+   * like a renew); rejects with LeaseNotHeldError if nobody holds the lease, LeaseNotFoundError if
+   * it was never acquired.
+   */
+  async revoke(name: string, request: RevokeRequest, call?: CallOptions): Promise<RevokeResponse['lease']> {
+    validateName(name);
+    const body = validateRevokeRequest(pickFields(request, REQUEST_FIELDS.revoke));
+    const out = (await this.transport.send(
+      { operation: 'revoke', ...routeRequest('revoke', name), body, leaseName: name, idempotent: true },
+      call,
+    )) as RevokeResponse;
+    return out.lease;
   }
 
   /** The lease's public state. Rejects with LeaseNotFoundError if it was never acquired. */

@@ -36,7 +36,13 @@ export type LossReason =
    * With a `lambdaContext`: the invocation's remaining time fell below `lambdaMarginMs` (or the last
    * grant, capped at that point, ran out): the term ended and the lease was released.
    */
-  | 'deadline';
+  | 'deadline'
+  /**
+   * An operator revoked the grant (the server answered `revoked`; `serverReason` says so and the
+   * error's `revoked` says who and why). A Leader releases the lease and stops campaigning: call
+   * `start()` to campaign again.
+   */
+  | 'revoked';
 
 export type LeaderEvent =
   | { type: 'elected'; name: string; holder: string; token: number }
@@ -74,6 +80,7 @@ const LOSS_TEXT: Record<LossReason, string> = {
   paused: 'this process was frozen (a timer fired far later than scheduled), so it stepped down',
   unhealthy: 'its health check failed too many times in a row, so it stepped down and released it',
   deadline: 'the Lambda invocation was about to end (its remaining time fell below lambdaMarginMs), so it stopped and released it',
+  revoked: 'an operator revoked the grant',
 };
 
 /**
@@ -112,6 +119,8 @@ export function lossReasonFor(error: LeaseLostError, token: number): LossReason 
     case 'expired':
     case 'not_found':
       return 'expired';
+    case 'revoked':
+      return 'revoked';
     default:
       return error.lease !== null && error.lease.token > token ? 'superseded' : 'expired';
   }

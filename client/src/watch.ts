@@ -31,7 +31,7 @@ export type {
  * The watch: one WebSocket to leasehold's watch endpoint, shared by any number of consumers
  * (followers, `observe`, your own code), each subscribed to lease names and name prefixes.
  *
- * What is pushed: `acquired`, `released`, `handoff` (and `renewed` on request), from the lease
+ * What is pushed: `acquired`, `released`, `handoff`, `revoked` (and `renewed` on request), from the lease
  * table's stream. What is NOT pushed: an expiry. It writes nothing, so nothing can announce it.
  * A push is therefore only ever a hint that lets a consumer act *sooner*: followers keep their
  * scheduled retry at `retryAfterMs` and `observe` keeps its `remainingMs` schedule, so a dead

@@ -26,6 +26,7 @@ export const OUTCOME = {
   lost: 'lost',
   released: 'released',
   handedOff: 'handedOff',
+  revoked: 'revoked',
   described: 'described',
   listed: 'listed',
 } as const;

@@ -2,7 +2,7 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { LeaseEvent } from '../../client/src/protocol/index.js';
-import type { LeaseRecord } from '../lease-record.js';
+import { revokedRecord, type LeaseRecord } from '../lease-record.js';
 
 /**
  * Turns one lease-table stream record (NEW_AND_OLD_IMAGES) into the leader events it means.
@@ -12,6 +12,7 @@ import type { LeaseRecord } from '../lease-record.js';
  *   ────────────┼─────────────┼───────────────┼──────────────────────────────
  *   any         │ yes         │ yes           │ acquired
  *   yes         │ yes         │ no            │ renewed (if expiry moved)
+ *   (written by a revoke: lastOp 'revoke')      │ revoked (safe: holder kept; forced: removed)
  *   yes         │ no          │ –             │ handoff (if reserved) else released
  *   –           │ (item removed by TTL)       │ nothing: the lease was idle for days
  */
@@ -21,6 +22,12 @@ export function leaseEventsFrom(record: DynamoDBRecord): LeaseEvent[] {
   if (newItem === undefined) return [];
 
   const name = newItem.pk;
+  if (newItem.lastOp === 'revoke' && newItem.revokedAt !== undefined) {
+    const revoked = revokedRecord(newItem);
+    // When the lease becomes available: at the grant's expiry (safe), or now (forced).
+    const expiresAt = revoked.force ? newItem.availableAt : newItem.expiresAt;
+    return [{ type: 'revoked', name, holder: oldItem?.holder ?? newItem.holder ?? null, token: newItem.token, expiresAt, revoked, atMs: revoked.at }];
+  }
   if (newItem.holder !== undefined && (oldItem === undefined || oldItem.token !== newItem.token)) {
     return [{ type: 'acquired', name, holder: newItem.holder, token: newItem.token, expiresAt: newItem.expiresAt, atMs: newItem.acquiredAt }];
   }

@@ -76,7 +76,7 @@ export function rowCells(lease, nowMs, remainingMs = lease.remainingMs) {
   const metadata = lease.metadata === null || lease.metadata === undefined ? null : JSON.stringify(lease.metadata);
   return {
     name: lease.name,
-    holder: { text: held ? lease.holder : 'available', none: !held },
+    holder: { text: holderText(lease, held), none: !held },
     token: String(lease.token),
     transitions: String(lease.transitions),
     metadata:
@@ -96,6 +96,14 @@ export function rowCells(lease, nowMs, remainingMs = lease.remainingMs) {
       label: `Time left for ${lease.name}`,
     },
   };
+}
+
+/** The holder (or "available"), and an operator's revoke of the latest grant while it is on record. */
+function holderText(lease, held) {
+  const who = held ? lease.holder : 'available';
+  const revoked = lease.revoked;
+  if (revoked === undefined || revoked === null) return who;
+  return `${who} · revoked${revoked.force ? ' (forced)' : ''} by ${revoked.by}: ${clip(revoked.reason, METADATA_SHORT_CHARS)}`;
 }
 
 /**

@@ -6,6 +6,7 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { describe, expect, it } from 'vitest';
 import { ROUTES } from '../../functions/http/routes.js';
+import { ADMIN_ROUTE_IDS } from '../../client/src/protocol/index.js';
 import { SKIP_RENEWALS_PATTERN } from '../../functions/watch/stream-filter.js';
 import { SUBSCRIPTION_TABLE_SCHEMA } from '../../functions/watch/subscriptions.js';
 import { LeaseService, TABLE_ACTIONS_BY_ROUTE } from '../../infra/lease-service.js';
@@ -36,7 +37,7 @@ const WATCH_CONNECT_ARN = `arn:aws:execute-api:${REGION}:${ACCOUNT}:{watch}/${WA
 /** connect, disconnect, subscribe and the stream consumer. */
 const WATCH_FUNCTION_COUNT = WATCH_FUNCTION_IDS.length;
 /** The POST routes that act on one lease: acquire, renew, release, handoff. */
-const LEASE_WRITES = ROUTES.filter((r) => r.method === 'POST').map((r) => r.path.split('/').pop() as string);
+const LEASE_WRITES = ROUTES.filter((r) => r.method === 'POST' && !ADMIN_ROUTE_IDS.has(r.id)).map((r) => r.path.split('/').pop() as string);
 
 /** A stack with only a LeaseService and a role, for grant tests. */
 function serviceWithRole(configure: (service: LeaseService, role: Role) => void, options: { watch?: boolean } = {}): CfnTemplate {
@@ -135,6 +136,7 @@ describe('LeaseService table', () => {
       Renew: readWrite,
       Release: readWrite,
       Handoff: readWrite,
+      Revoke: readWrite,
       Describe: ['kms:Decrypt', 'kms:DescribeKey'],
       List: ['kms:Decrypt', 'kms:DescribeKey'],
       Fallback: [],
@@ -216,6 +218,7 @@ describe('LeaseService functions', () => {
       renew: ['dynamodb:UpdateItem'],
       release: ['dynamodb:UpdateItem'],
       handoff: ['dynamodb:UpdateItem'],
+      revoke: ['dynamodb:UpdateItem'],
       describe: ['dynamodb:GetItem'],
       list: ['dynamodb:Scan'],
     });
@@ -710,6 +713,26 @@ describe('LeaseService grants', () => {
     expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual(
       [`${API_ARN}/GET/v1/leases`, `${API_ARN}/GET/v1/leases/*`, WATCH_CONNECT_ARN].sort(),
     );
+  });
+
+  it('leaves the revoke route out of grantLeases and grantRead, with or without a prefix', () => {
+    const template = serviceWithRole((service, role) => {
+      service.grantLeases(role);
+      service.grantRead(role);
+      service.grantLeases(role, 'team-a.');
+      service.grantRead(role, 'team-a.');
+    });
+    const arns = invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') });
+    expect(arns.length).toBeGreaterThan(0);
+    expect(arns.filter((arn) => arn.endsWith('/revoke'))).toEqual([]);
+  });
+
+  it('grantAdmin allows the revoke route only: for every name, or for the names under a prefix', () => {
+    const every = serviceWithRole((service, role) => service.grantAdmin(role));
+    expect(invokeArnsOfRole(every, { logicalId: roleId(every, 'TaskRole') })).toEqual([`${API_ARN}/POST/v1/leases/*/revoke`]);
+    const scoped = serviceWithRole((service, role) => service.grantAdmin(role, 'team-a.'));
+    expect(invokeArnsOfRole(scoped, { logicalId: roleId(scoped, 'TaskRole') })).toEqual([`${API_ARN}/POST/v1/leases/team-a.*/revoke`]);
+    expect(() => serviceWithRole((service, role) => service.grantAdmin(role, 'team-*'))).toThrow('Invalid `namePrefix`');
   });
 
   it("grantWatch allows only the watch's $connect route of this construct's WebSocket API and stage", () => {

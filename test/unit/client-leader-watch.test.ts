@@ -94,6 +94,34 @@ describe('a follower with a watch', () => {
     expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 4_051]);
   });
 
+  it('acquires at once when a forced revoke is pushed, and keeps its schedule for a safe one', async () => {
+    const t = setup();
+    await startWithLiveWatch(t);
+    await held(t);
+    await at(t, 1_000);
+    t.server.push(leaseEvent({ type: 'revoked', holder: 'other', token: 7, revoked: { at: 1, by: 'ops', reason: 'x', force: false } }));
+    await t.clock.advance(0);
+    expect(t.api.all('acquire')).toHaveLength(1);
+    t.server.push(leaseEvent({ type: 'revoked', holder: 'other', token: 7, revoked: { at: 2, by: 'ops', reason: 'x', force: true } }));
+    await t.clock.advance(0);
+    expect(t.api.all('acquire').map((c) => c.atMs)).toEqual([0, 1_000]);
+  });
+
+  it('a leader that hears its own grant revoked ends its term at once with reason revoked, releases, and campaigns no more', async () => {
+    const t = setup();
+    await startWithLiveWatch(t);
+    t.api.next('acquire').resolve({ acquired: true, lease: grant({ token: 7 }) });
+    await t.clock.advance(0);
+    expect(t.leader.isLeader()).toBe(true);
+    t.server.push(leaseEvent({ type: 'revoked', holder: 'me', token: 7, revoked: { at: 1, by: 'ops', reason: 'x', force: false } }));
+    await t.clock.advance(0);
+    expect(t.leader.isLeader()).toBe(false);
+    expect(t.lost).toEqual(['revoked']);
+    expect(t.api.all('release')).toHaveLength(1);
+    await at(t, 60_000);
+    expect(t.api.all('acquire')).toHaveLength(1);
+  });
+
   it('ignores a pushed release of a grant older than the one its last answer named', async () => {
     const t = setup();
     await startWithLiveWatch(t);

@@ -42,6 +42,21 @@ describe('lease events from stream records', () => {
     ]);
   });
 
+  it('a safe revoke is a revoked event naming the holder and when the lease frees (its expiry)', () => {
+    const revokedFields = { revokedAt: 5_000, revokedBy: 'ops', revokedReason: 'stuck', lastOp: 'revoke' };
+    const safe = { ...base, holder: 'w1', ...revokedFields, revokedForce: false };
+    expect(leaseEventsFrom(record({ ...base, holder: 'w1', lastOp: 'renew' }, safe))).toEqual([
+      { type: 'revoked', name: 'app:job', holder: 'w1', token: 7, expiresAt: 11_000, revoked: { at: 5_000, by: 'ops', reason: 'stuck', force: false }, atMs: 5_000 },
+    ]);
+  });
+
+  it('a forced revoke (holder removed) is a revoked event, not a released one, freeing the lease now', () => {
+    const forced = { ...base, availableAt: 5_000, releasedAt: 5_000, revokedAt: 5_000, revokedBy: 'ops', revokedReason: 'stuck', revokedForce: true, lastOp: 'revoke' };
+    expect(leaseEventsFrom(record({ ...base, holder: 'w1' }, forced))).toEqual([
+      { type: 'revoked', name: 'app:job', holder: 'w1', token: 7, expiresAt: 5_000, revoked: { at: 5_000, by: 'ops', reason: 'stuck', force: true }, atMs: 5_000 },
+    ]);
+  });
+
   it('a TTL cleanup (item removed) and a no-op write produce no event', () => {
     expect(leaseEventsFrom(record({ ...base }, undefined))).toEqual([]);
     expect(leaseEventsFrom(record({ ...base, holder: 'w1' }, { ...base, holder: 'w1' }))).toEqual([]);

@@ -54,6 +54,9 @@ describe('leaseLostReason decides from the ALL_OLD item alone', () => {
     ['the same grant, released', item({ holder: undefined, releasedAt: 15_000 }), { leaseId: LEASE_ID, token: 1_000_005 }, 'released'],
     ['the same grant, handed off', item({ holder: undefined, reservedFor: 'worker-b', reservedUntil: 30_000 }), { leaseId: LEASE_ID, token: 1_000_005 }, 'released'],
     ['the same grant, past its expiry and not taken', item({ expiresAt: 12_000 }), { leaseId: LEASE_ID, token: 1_000_005 }, 'expired'],
+    ['the same grant, revoked (safe: still held)', item({ revokedAt: 15_000, revokedBy: 'ops', revokedReason: 'x', revokedForce: false }), { leaseId: LEASE_ID, token: 1_000_005 }, 'revoked'],
+    ['the same grant, revoked by force (no holder)', item({ holder: undefined, releasedAt: 15_000, revokedAt: 15_000, revokedBy: 'ops', revokedReason: 'x', revokedForce: true }), { leaseId: LEASE_ID, token: 1_000_005 }, 'revoked'],
+    ['a newer grant after a revoke (the record is cleared by the grant)', item({ token: 1_000_006, transitions: 6, leaseId: OTHER_ID }), { leaseId: LEASE_ID, token: 1_000_005 }, 'superseded'],
   ];
   for (const [situation, record, request, reason] of rows) {
     it(`${situation}: ${reason}`, () => {
@@ -84,6 +87,19 @@ describe('LeaseLostError', () => {
     const read = errorFromBody({ code: 'LEASE_LOST', message: 'Lease "jobs" was lost: evicted.', lease: null, reason: 'evicted' }, 'jobs') as LeaseLostError;
     expect(read.serverReason).toBe('evicted');
     expect(new LeaseLostError('jobs', null, 'evicted').message).toBe('Lease "jobs" was lost: the grant is no longer current (reason "evicted").');
+  });
+});
+
+describe('a revoked grant', () => {
+  it('carries the record in the error and its wire body, and rebuilds it from the body', () => {
+    const revoked = { at: 15_000, by: 'arn:aws:iam::123:user/ops', reason: 'stuck', force: false };
+    const error = new LeaseLostError('jobs', lease(), 'revoked', { revoked });
+    expect(error.message).toBe('Lease "jobs" was lost: arn:aws:iam::123:user/ops revoked the grant: stuck.');
+    expect(error.toBody()).toMatchObject({ code: 'LEASE_LOST', reason: 'revoked', revoked });
+    const read = errorFromBody(error.toBody(), 'jobs') as LeaseLostError;
+    expect(read).toBeInstanceOf(LeaseLostError);
+    expect(read.revoked).toEqual(revoked);
+    expect((errorFromBody({ ...error.toBody(), revoked: { by: 1 } as never }, 'jobs') as LeaseLostError).revoked).toBeUndefined();
   });
 });
 

@@ -16,7 +16,7 @@ export const ExitCode = {
   INVALID: 2,
   /** The lease is held by someone else (acquire lost the race; `run --wait` gave up). */
   HELD: 3,
-  /** The grant is no longer current (renew/release answered LEASE_LOST; `run` lost leadership). */
+  /** The grant is no longer current (renew/release answered LEASE_LOST; `run` lost leadership), or revoke found no grant (LEASE_NOT_HELD). */
   LOST: 4,
   /** The lease was never acquired (describe answered LEASE_NOT_FOUND). */
   NOT_FOUND: 5,
@@ -34,7 +34,8 @@ export const EXIT_CODE_HELP = `Exit codes:
   1  internal error (the service answered 500, or a bug in this tool)
   2  invalid input: bad flags or arguments, or the service refused the input (400, 413, 415)
   3  held: the lease is held by someone else (acquire lost the race; run --wait gave up)
-  4  lost: the grant is no longer current (renew/release); run lost leadership and killed its command
+  4  lost: the grant is no longer current (renew/release); run lost leadership and killed its command;
+     revoke: nobody holds the lease (409 LEASE_NOT_HELD)
   5  not found: the lease was never acquired (describe)
   6  unreachable: network error or timeout, 503 UNAVAILABLE, 429 THROTTLED after retries,
      or the endpoint is not a leasehold v1 API (404 ROUTE_NOT_FOUND, 405)
@@ -59,6 +60,7 @@ const EXIT_BY_CODE: Record<ErrorCode, ExitCode> = {
   UNSUPPORTED_MEDIA_TYPE: ExitCode.INVALID,
   LEASE_HELD: ExitCode.HELD,
   LEASE_LOST: ExitCode.LOST,
+  LEASE_NOT_HELD: ExitCode.LOST,
   LEASE_NOT_FOUND: ExitCode.NOT_FOUND,
   ROUTE_NOT_FOUND: ExitCode.UNAVAILABLE,
   METHOD_NOT_ALLOWED: ExitCode.UNAVAILABLE,
@@ -76,6 +78,7 @@ const HINT_BY_CODE: Record<ErrorCode, string> = {
   UNSUPPORTED_MEDIA_TYPE: 'The endpoint refused a JSON body: is --endpoint a leasehold API?',
   LEASE_HELD: 'Try again after the time above, or wait for it with `leasehold run --wait`.',
   LEASE_LOST: 'The grant is gone (expired, released, or taken over): stop the work it protected and acquire again.',
+  LEASE_NOT_HELD: 'Nobody holds the lease now (released or expired), so there is nothing to revoke.',
   LEASE_NOT_FOUND: 'Check the name (`leasehold list --prefix …`); a lease exists once it has been acquired.',
   ROUTE_NOT_FOUND: 'Is --endpoint (or LEASEHOLD_ENDPOINT) the API base URL, stage path included, e.g. https://abc123.execute-api.eu-west-1.amazonaws.com/prod?',
   METHOD_NOT_ALLOWED: 'The endpoint does not speak the leasehold v1 API: check --endpoint.',

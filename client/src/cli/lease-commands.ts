@@ -6,7 +6,7 @@ import { formatLease, formatLeaseTable, formatMs } from './format.js';
 import { CONNECTION_HELP, CONNECTION_OPTIONS, checkHolder, connect, parseCommandLine, parseDuration, parseTtl, readStdin, requireName } from './options.js';
 
 /**
- * The one-shot commands: describe, list, acquire, renew, release. Each prints a human-readable
+ * The one-shot commands: describe, list, acquire, renew, release, revoke. Each prints a human-readable
  * answer (or, with --json, the API's JSON on one line) and returns its exit code; errors are thrown
  * and printed by main with their exit code.
  */
@@ -218,6 +218,43 @@ export const releaseCommand: Command = async (argv) => {
   const lease = await client.release(name, grant);
   if (values.json) printJson({ released: true, lease });
   else print(`released ${lease.name} (token ${lease.token}): available now`);
+  return ExitCode.OK;
+};
+
+export const REVOKE_HELP = `Usage: leasehold revoke NAME --reason TEXT [--force] [--json]
+
+For operators: takes the current grant away from its holder (one that renews but no longer works),
+and records who did it, when and why on the lease until it is next granted (describe shows it).
+Needs the construct's grantAdmin (grantLeases does not allow it).
+
+  --reason TEXT   why, 1-${LIMITS.revokeReasonMaxLength} printable characters (required; kept on the lease and in the log)
+  --force         make the lease available at once. Without it (safe): the holder can no longer
+                  renew and the lease becomes available at its current expiry, after the holder's
+                  own deadline. Forced relies on fencing: the old holder may believe it leads until
+                  its deadline, and only fenced writes keep its late work out.
+  --json          print the API's answer {"lease": {..., "revoked": {...}}} on one line
+
+Revoking again answers the same record (--force upgrades a safe revoke). Exits 4 if nobody holds the
+lease, 5 if it was never acquired.
+
+Example:
+  $ leasehold revoke my-app:cron-leader --reason "stuck since 02:10, INC-4411"
+
+${CONNECTION_HELP}
+
+${EXIT_CODE_HELP}`;
+
+export const revokeCommand: Command = async (argv) => {
+  const { values, positionals } = parseCommandLine('revoke', argv, { ...CONNECTION_OPTIONS, ...JSON_OPTION, reason: { type: 'string' }, force: { type: 'boolean' } });
+  const name = requireName(positionals, 'revoke');
+  if (values.reason === undefined) throw new UsageError('--reason is required: say why the lease is revoked (it is kept on the lease).', 'revoke');
+  const { client } = connect(values, 'revoke');
+  const lease = await client.revoke(name, { reason: values.reason, ...(values.force ? { force: true } : {}) });
+  if (values.json) printJson({ lease });
+  else {
+    const when = lease.revoked.force ? 'available now' : `available in ${formatMs(lease.remainingMs)} (at its expiry)`;
+    print(`revoked ${lease.name} (token ${lease.token}) by ${lease.revoked.by}${lease.revoked.force ? ', forced' : ''}: ${when}`);
+  }
   return ExitCode.OK;
 };
 

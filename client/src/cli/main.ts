@@ -35,6 +35,10 @@ const COMMANDS: Record<string, () => Promise<CommandModule>> = {
     const m = await import('./lease-commands.js');
     return { help: m.RELEASE_HELP, run: m.releaseCommand };
   },
+  revoke: async () => {
+    const m = await import('./lease-commands.js');
+    return { help: m.REVOKE_HELP, run: m.revokeCommand };
+  },
   run: async () => {
     const m = await import('./run.js');
     return { help: m.RUN_HELP, run: m.runCommand };
@@ -55,6 +59,7 @@ Commands:
   acquire NAME --holder H [--ttl 15s]     ask for a lease once; prints the grant (token, lease id)
   renew NAME --lease-id ID --token T      extend a grant (or --from-stdin with acquire --json)
   release NAME --lease-id ID --token T    give a grant up
+  revoke NAME --reason TEXT [--force]     operators: take the current grant away (audited)
   run NAME [--ttl 15s] -- COMMAND ARGS…   run COMMAND only while leading NAME (fail-closed)
   sidecar NAME --port 8080                hold NAME for a main container: GET /leader, /healthz, /metrics
 

@@ -97,6 +97,7 @@ Options:
                     expiry: at most ttl - ttl/3 - skew margin (5% of ttl, >= 100 ms) - 250 ms
   --holder H        identity shown as the lease holder (default hostname:pid)
   --forever         after the command exits (or leadership is lost), campaign again and rerun it
+                    (not after an operator's revoke: then it exits 4)
   --wait D          give up if not leading within D: exit 3 (held) or the error's code. Use
                     --wait 0s in cron jobs: "run it here unless someone else already is"
   --retry-every D   while someone else holds the lease, try again at least this often
@@ -295,6 +296,11 @@ class Runner {
       const how = outcome.signal !== null ? `was ended by ${outcome.signal}` : `exited with status ${String(outcome.code)}`;
       if (outcome.lost !== undefined) {
         s.log(`the command ${how} after leadership was lost`);
+        // A revoke is an operator's decision that this process should not lead: --forever obeys it.
+        if (outcome.lost === 'revoked') {
+          s.log(`${s.name} was revoked by an operator: not campaigning again`);
+          return ExitCode.LOST;
+        }
         if (s.forever && this.interrupted === undefined) {
           s.log('--forever: campaigning again');
           continue;

@@ -12,6 +12,7 @@ export const ErrorCode = {
   METHOD_NOT_ALLOWED: 'METHOD_NOT_ALLOWED',
   LEASE_HELD: 'LEASE_HELD',
   LEASE_LOST: 'LEASE_LOST',
+  LEASE_NOT_HELD: 'LEASE_NOT_HELD',
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
   THROTTLED: 'THROTTLED',
@@ -31,6 +32,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   METHOD_NOT_ALLOWED: 405,
   LEASE_HELD: 409,
   LEASE_LOST: 409,
+  LEASE_NOT_HELD: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   THROTTLED: 429,
@@ -51,6 +53,7 @@ export const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
  * - `expired`: the grant ran out and nobody has taken the lease since.
  * - `mismatch`: the leaseId or token does not match the current grant, nor any earlier one of this lease.
  * - `not_found`: the lease does not exist (never acquired, or its record was cleaned up).
+ * - `revoked`: an operator revoked the grant (`POST /v1/leases/{name}/revoke`); `error.revoked` says who, when and why.
  *
  * Later versions may add values: clients must accept any string (see `LeaseLostReason`).
  */
@@ -60,6 +63,7 @@ export const LeaseLostReason = {
   expired: 'expired',
   mismatch: 'mismatch',
   not_found: 'not_found',
+  revoked: 'revoked',
 } as const;
 
 /** A reason this version of the protocol knows. */

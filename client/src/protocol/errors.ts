@@ -1,5 +1,5 @@
 import { ErrorCode, STATUS_BY_CODE, isErrorCode, type LeaseLostReason } from './codes.js';
-import type { ErrorBody, PublicLease } from './types.js';
+import type { ErrorBody, PublicLease, RevokedRecord } from './types.js';
 
 interface LeaseholdErrorOptions {
   leaseName?: string;
@@ -92,19 +92,49 @@ export class LeaseLostError extends LeaseholdError {
     leaseName: string,
     readonly lease: PublicLease | null,
     readonly serverReason: LeaseLostReason | undefined,
-    /** `message`: the whole message, as a server sent it. Default: one written from the reason. */
+    /**
+     * `message`: the whole message, as a server sent it. Default: one written from the reason.
+     * `revoked`: with reason `revoked`, the operator's record.
+     */
+    options: LeaseholdErrorOptions & { message?: string; revoked?: RevokedRecord } = {},
+  ) {
+    super(ErrorCode.LEASE_LOST, options.message ?? `Lease "${leaseName}" was lost: ${lostText(serverReason, lease, options.revoked)}.`, { ...options, leaseName });
+    this.revoked = options.revoked;
+  }
+  /** With `serverReason` `revoked`: who revoked the grant, when and why. */
+  readonly revoked: RevokedRecord | undefined;
+  override toBody(): ErrorBody['error'] {
+    return {
+      ...super.toBody(),
+      lease: this.lease,
+      ...(this.serverReason === undefined ? {} : { reason: this.serverReason }),
+      ...(this.revoked === undefined ? {} : { revoked: this.revoked }),
+    };
+  }
+}
+
+/** A revoke of a lease nobody holds (released, expired, or never granted since its last grant ended). */
+export class LeaseNotHeldError extends LeaseholdError {
+  override name = 'LeaseNotHeldError';
+  constructor(
+    readonly lease: PublicLease,
     options: LeaseholdErrorOptions & { message?: string } = {},
   ) {
-    super(ErrorCode.LEASE_LOST, options.message ?? `Lease "${leaseName}" was lost: ${lostText(serverReason, lease)}.`, { ...options, leaseName });
+    super(ErrorCode.LEASE_NOT_HELD, options.message ?? `Lease "${lease.name}" is not held (token ${lease.token}): there is no grant to revoke.`, {
+      ...options,
+      leaseName: lease.name,
+    });
   }
   override toBody(): ErrorBody['error'] {
-    return { ...super.toBody(), lease: this.lease, ...(this.serverReason === undefined ? {} : { reason: this.serverReason }) };
+    return { ...super.toBody(), lease: this.lease };
   }
 }
 
 /** The message's account of each reason; "granted again" only when a newer grant was made. */
-function lostText(reason: LeaseLostReason | undefined, lease: PublicLease | null): string {
+function lostText(reason: LeaseLostReason | undefined, lease: PublicLease | null, revoked: RevokedRecord | undefined): string {
   switch (reason) {
+    case 'revoked':
+      return revoked === undefined ? 'an operator revoked the grant' : `${revoked.by} revoked the grant${revoked.force ? ' (forced)' : ''}: ${revoked.reason}`;
     case 'released':
       return 'the grant was released';
     case 'superseded':
@@ -194,6 +224,11 @@ export class InternalError extends LeaseholdError {
   }
 }
 
+function isRevokedRecord(value: unknown): value is RevokedRecord {
+  const r = value as Partial<RevokedRecord> | null | undefined;
+  return typeof r === 'object' && r !== null && typeof r.at === 'number' && typeof r.by === 'string' && typeof r.reason === 'string' && typeof r.force === 'boolean';
+}
+
 export function isLeaseholdError(error: unknown): error is LeaseholdError {
   return (
     typeof error === 'object' &&
@@ -226,7 +261,11 @@ export function errorFromBody(body: ErrorBody['error'], leaseName?: string): Lea
       // The reason is read from its field, never parsed out of the message; any string is kept.
       return new LeaseLostError(leaseName ?? body.lease?.name ?? '(unknown)', body.lease ?? null, typeof body.reason === 'string' ? body.reason : undefined, {
         message,
+        ...(isRevokedRecord(body.revoked) ? { revoked: body.revoked } : {}),
       });
+    case ErrorCode.LEASE_NOT_HELD:
+      if (body.lease) return new LeaseNotHeldError(body.lease, { message });
+      return new LeaseholdError(ErrorCode.LEASE_NOT_HELD, message, opts);
     case ErrorCode.UNAVAILABLE:
       return new UnavailableError(message, opts);
     case ErrorCode.THROTTLED:

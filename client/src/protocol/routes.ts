@@ -8,9 +8,16 @@ export const ROUTES = [
   { id: 'renew', method: 'POST', path: '/v1/leases/{name}/renew' },
   { id: 'release', method: 'POST', path: '/v1/leases/{name}/release' },
   { id: 'handoff', method: 'POST', path: '/v1/leases/{name}/handoff' },
+  { id: 'revoke', method: 'POST', path: '/v1/leases/{name}/revoke' },
   { id: 'describe', method: 'GET', path: '/v1/leases/{name}' },
   { id: 'list', method: 'GET', path: '/v1/leases' },
 ] as const;
+
+/**
+ * Routes for operators, not for lease holders or readers: the construct's `grantLeases` and
+ * `grantRead` leave them out, and only `grantAdmin` allows them.
+ */
+export const ADMIN_ROUTE_IDS: ReadonlySet<RouteId> = new Set<RouteId>(['revoke']);
 
 /** Where the local server serves the watch's WebSocket (in AWS the WebSocket API has its own URL). */
 export const WATCH_PATH = '/v1/watch';

@@ -1,5 +1,5 @@
 import { ValidationError } from './errors.js';
-import type { AcquireRequest, HandoffRequest, JsonValue, ListRequest, ReleaseRequest, RenewRequest } from './types.js';
+import type { AcquireRequest, HandoffRequest, JsonValue, ListRequest, ReleaseRequest, RenewRequest, RevokeRequest } from './types.js';
 
 /**
  * Input rules of the v1 contract. The server enforces them before any write; the SDK checks the
@@ -27,6 +27,8 @@ export const LIMITS = {
   handoffWindowMinMs: 100,
   handoffWindowDefaultMs: 5_000,
   handoffWindowMaxMs: 60_000,
+  /** A revoke's `reason`, in characters (code points). */
+  revokeReasonMaxLength: 256,
 } as const;
 
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
@@ -116,6 +118,7 @@ export const REQUEST_FIELDS = {
   renew: ['leaseId', 'token', 'ttlMs'],
   release: ['leaseId', 'token'],
   handoff: ['leaseId', 'token', 'to', 'windowMs'],
+  revoke: ['reason', 'force'],
 } as const;
 
 /**
@@ -189,6 +192,27 @@ export function validateHandoffRequest(body: unknown): HandoffRequest {
   };
   if (input.windowMs !== undefined) {
     request.windowMs = requireInteger(input.windowMs, 'windowMs', LIMITS.handoffWindowMinMs, LIMITS.handoffWindowMaxMs);
+  }
+  return request;
+}
+
+/**
+ * Printable: any character but controls, format characters (bidi overrides, zero-width), line and
+ * paragraph separators, surrogates and unassigned code points, since the reason is shown in logs,
+ * the CLI and the page. Spaces are fine.
+ */
+const PRINTABLE_PATTERN = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Cn}]+$/u;
+
+export function validateRevokeRequest(body: unknown): RevokeRequest {
+  const input = requireObject(body, REQUEST_FIELDS.revoke);
+  const reason = requireField(input, 'reason');
+  const rule = `must be 1-${LIMITS.revokeReasonMaxLength} printable characters`;
+  if (typeof reason !== 'string') throw new ValidationError('reason', 'must be a string');
+  if ([...reason].length > LIMITS.revokeReasonMaxLength || !PRINTABLE_PATTERN.test(reason)) throw new ValidationError('reason', rule);
+  const request: RevokeRequest = { reason };
+  if (input.force !== undefined) {
+    if (typeof input.force !== 'boolean') throw new ValidationError('force', 'must be true or false');
+    request.force = input.force;
   }
   return request;
 }

@@ -19,6 +19,26 @@ export interface PublicLease {
   /** How many times the lease has been granted (each acquire adds one). */
   transitions: number;
   metadata: JsonValue | null;
+  /** Present from a revoke of the latest grant until the next grant (see `RevokedRecord`). */
+  revoked?: RevokedRecord;
+}
+
+/**
+ * An operator's revoke of the latest grant (`POST /v1/leases/{name}/revoke`), kept on the lease
+ * until it is next granted.
+ */
+export interface RevokedRecord {
+  /** Server epoch ms of the revoke (of the forced one, when a safe revoke was upgraded). */
+  at: number;
+  /** Who revoked it: the caller's IAM principal in AWS, the SigV4 access key locally, else "local". */
+  by: string;
+  reason: string;
+  /**
+   * false: the holder can no longer renew, and the lease becomes available at its expiry.
+   * true: the lease was made available at once (relies on fencing: the old holder may believe it
+   * leads until its own deadline).
+   */
+  force: boolean;
 }
 
 /** What the holder receives: the public state plus `leaseId`, the secret that authorizes renew and release. */
@@ -60,6 +80,16 @@ export interface HandoffRequest {
   token: number;
   to: string;
   windowMs?: number;
+}
+
+/** An operator's revoke: `reason` is required (1-256 printable characters), `force` defaults to false. */
+export interface RevokeRequest {
+  reason: string;
+  force?: boolean;
+}
+
+export interface RevokeResponse {
+  lease: PublicLease & { revoked: RevokedRecord };
 }
 
 export interface HandoffResponse {
@@ -106,5 +136,7 @@ export interface ErrorBody {
     retryAfterMs?: number;
     /** Present with LEASE_LOST: why the grant is not current (see `LeaseLostReason`; accept unknown values). */
     reason?: LeaseLostReason;
+    /** Present with LEASE_LOST reason `revoked`: who revoked the grant, when and why. */
+    revoked?: RevokedRecord;
   };
 }

@@ -1,14 +1,16 @@
 import { ValidationError } from './errors.js';
 import { validateName, PREFIX_PATTERN } from './rules.js';
+import type { RevokedRecord } from './types.js';
 
 /**
  * The watch protocol: leader changes pushed over a WebSocket, from the lease table's stream.
  *
- * What is pushed: a grant (`acquired`), a `released`, a `handoff` (and, on request, `renewed`).
+ * What is pushed: a grant (`acquired`), a `released`, a `handoff`, an operator's `revoked` (and, on
+ * request, `renewed`).
  * What is NOT pushed: an expiry. Expiry writes nothing to the table, so no stream record and no
  * event exist for it; followers keep their scheduled retry at `retryAfterMs` for crash failover.
  */
-export type LeaseEventType = 'acquired' | 'released' | 'handoff' | 'renewed';
+export type LeaseEventType = 'acquired' | 'released' | 'handoff' | 'renewed' | 'revoked';
 
 export interface LeaseEvent {
   type: LeaseEventType;
@@ -19,8 +21,13 @@ export interface LeaseEvent {
   /** `handoff` only: the holder the lease is reserved for, and until when (server epoch ms). */
   to?: string;
   reservedUntil?: number;
-  /** `acquired`/`renewed` only: server epoch ms. */
+  /**
+   * `acquired`/`renewed`: server epoch ms of the grant's expiry. `revoked`: when the lease becomes
+   * available (the expiry for a safe revoke, the revoke itself for a forced one).
+   */
   expiresAt?: number;
+  /** `revoked` only: the operator's record (a forced one frees the lease at once). */
+  revoked?: RevokedRecord;
   /** Server epoch ms of the change. */
   atMs: number;
 }
@@ -120,10 +127,11 @@ export function isLeaseEvent(value: unknown): value is LeaseEvent {
   if (typeof value !== 'object' || value === null) return false;
   const e = value as Partial<Record<keyof LeaseEvent, unknown>>;
   return (
-    (e.type === 'acquired' || e.type === 'released' || e.type === 'handoff' || e.type === 'renewed') &&
+    (e.type === 'acquired' || e.type === 'released' || e.type === 'handoff' || e.type === 'renewed' || e.type === 'revoked') &&
     typeof e.name === 'string' &&
     typeof e.token === 'number' &&
     (e.holder === null || typeof e.holder === 'string') &&
-    (e.type !== 'handoff' || typeof e.to === 'string')
+    (e.type !== 'handoff' || typeof e.to === 'string') &&
+    (e.type !== 'revoked' || (typeof e.revoked === 'object' && e.revoked !== null && typeof (e.revoked as { force?: unknown }).force === 'boolean'))
   );
 }
