@@ -113,6 +113,30 @@ describe('leasehold describe and list', { timeout: 60_000 }, () => {
 });
 
 describe('leasehold errors and exit codes', { timeout: 60_000 }, () => {
+  it('revoke prints who revoked and when the lease frees; --force frees it now; a free lease exits 4, an unknown one 5', async () => {
+    const name = unique('revoke');
+    await cli(['acquire', name, '--holder', 'worker-1', '--ttl', '30s', ...at()]);
+    const safe = await cli(['revoke', name, '--reason', 'stuck since 02:10', ...at()]);
+    expect(safe.code).toBe(0);
+    expect(safe.stdout).toMatch(new RegExp(`revoked ${name} \\(token \\d+\\) by local: available in \\d`));
+    const forced = await cli(['revoke', name, '--reason', 'now', '--force', '--json', ...at()]);
+    expect(forced.code).toBe(0);
+    expect(JSON.parse(forced.stdout).lease).toMatchObject({ holder: null, revoked: { force: true, reason: 'now', by: 'local' } });
+    const described = await cli(['describe', name, '--json', ...at()]);
+    expect(JSON.parse(described.stdout).lease.revoked).toMatchObject({ force: true });
+
+    const free = unique('revoke-free');
+    const acquired = await cli(['acquire', free, '--holder', 'w', '--json', ...at()]);
+    await cli(['release', free, '--from-stdin', ...at()], { stdin: acquired.stdout });
+    const notHeld = await cli(['revoke', free, '--reason', 'x', ...at()]);
+    expect(notHeld.code).toBe(4);
+    expect(notHeld.stderr).toContain('nothing to revoke');
+    expect((await cli(['revoke', unique('revoke-never'), '--reason', 'x', ...at()])).code).toBe(5);
+    const noReason = await cli(['revoke', name, ...at()]);
+    expect(noReason.code).toBe(2);
+    expect(noReason.stderr).toContain('--reason is required');
+  });
+
   it('bad input exits 2 with a message naming the flag', async () => {
     const results = await Promise.all([
       cli(['acquire', 'x', '--holder', 'has space', ...at()]),
@@ -152,7 +176,7 @@ describe('leasehold errors and exit codes', { timeout: 60_000 }, () => {
   });
 
   it('every command has --help with its usage and the exit codes', async () => {
-    const commands = ['describe', 'list', 'acquire', 'renew', 'release', 'run', 'sidecar'];
+    const commands = ['describe', 'list', 'acquire', 'renew', 'release', 'revoke', 'run', 'sidecar'];
     const helps = await Promise.all([cli(['--help']), ...commands.map((c) => cli([c, '--help']))]);
     for (const [i, help] of helps.entries()) {
       expect(help.code).toBe(0);

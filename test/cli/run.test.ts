@@ -172,6 +172,20 @@ describe('leasehold run', { timeout: 60_000 }, () => {
     expect(tokens[2]).toBe((tokens[1] as number) + 1);
   });
 
+  it('an operator revoke stops the command at its next renewal and run exits 4, even with --forever', async () => {
+    const name = unique('revoked');
+    const s = newScratch();
+    const a = run(name, 'A', worker(s.log, 'A'), ['--forever']);
+    await waitFor('A to start', () => s.lines().find((l) => l.startsWith('start A')));
+    const revoked = await cli(['revoke', name, '--reason', 'moving the job', '--endpoint', server.url]);
+    expect(revoked.code).toBe(0);
+    expect((await a.exited).code).toBe(4);
+    expect(s.lines()).toContain('stop A');
+    expect(a.stderr()).toContain('(revoked)');
+    expect(a.stderr()).toContain('not campaigning again');
+    expect(s.lines().filter((l) => l.startsWith('start A'))).toHaveLength(1);
+  });
+
   it('with --wait 0s, exits 3 without running the command when another process holds the lease', async () => {
     const name = unique('wait');
     const s = newScratch();
