@@ -175,6 +175,7 @@ const paths = fc.oneof(
     '/v1/leases/a/renew',
     '/v1/leases/a/release',
     '/v1/leases/a/handoff',
+    '/v1/leases/a/revoke',
     '/v1/leases/%00',
     '/v1/leases/%E0%A4%A/acquire',
     '/v1/leases/../../etc/passwd',
