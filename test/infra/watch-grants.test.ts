@@ -2,7 +2,9 @@ import { App, Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { AccountRootPrincipal, Role, ServicePrincipal, User } from 'aws-cdk-lib/aws-iam';
 import { describe, expect, it } from 'vitest';
+import { ROUTES } from '../../client/src/protocol/index.js';
 import { LeaseService } from '../../infra/lease-service.js';
+import { WATCH_FUNCTION_IDS } from '../../infra/lease-watch.js';
 import { ACCOUNT, REGION, isFunctionOf, resourcesOfType, type CfnTemplate } from './synth-support.js';
 
 /**
@@ -116,7 +118,8 @@ describe('the watch grants the construct publishes', () => {
     const { json } = stackWith(() => undefined);
     expect(resourcesOfType(json, 'Custom::LeaseholdWatchGrant')).toEqual([]);
     expect(resourcesOfType(json, 'AWS::Lambda::Function').map(([, p]) => p.Description)).not.toContainEqual(expect.stringContaining('AWS'));
-    expect(resourcesOfType(json, 'AWS::Lambda::Function')).toHaveLength(11);
+    // One per route, the fallback, and the watch's own: no custom resource provider.
+    expect(resourcesOfType(json, 'AWS::Lambda::Function')).toHaveLength(ROUTES.length + 1 + WATCH_FUNCTION_IDS.length);
   });
 
   it('writes the grants with its own role, limited to PutItem and DeleteItem on the subscriptions table and its own logs', () => {
