@@ -138,6 +138,8 @@ export const DEFAULT_BURST_LIMIT = 400;
 
 /** The path segment of the lease name in ROUTES. */
 const NAME_SEGMENT = '{name}';
+/** The path segment of the batched renew's name prefix in ROUTES. */
+const PREFIX_SEGMENT = '{prefix}';
 
 /** The name of the API's only stage: the URL has no stage segment. */
 export const STAGE_NAME = '$default';
@@ -154,6 +156,7 @@ export const TABLE_ACTIONS_BY_ROUTE: Readonly<Record<RouteId, readonly string[]>
   release: ['dynamodb:UpdateItem'],
   handoff: ['dynamodb:UpdateItem'],
   revoke: ['dynamodb:UpdateItem'],
+  'renew-batch': ['dynamodb:UpdateItem'],
   describe: ['dynamodb:GetItem'],
   list: ['dynamodb:Scan'],
 };
@@ -334,7 +337,8 @@ export class LeaseService extends Construct {
   }
 
   /**
-   * Lets `grantee` use the lease routes (acquire, renew, release, handoff, describe):
+   * Lets `grantee` use the lease routes (acquire, renew, release, handoff, describe, and the batched
+   * renew `POST /v1/prefixes/{prefix}/renew`):
    * `execute-api:Invoke` on those routes; and, with the watch on, watch the same leases.
    *
    * With `namePrefix`, only for lease names that start with it (`team-a.` allows `team-a.indexer`),
@@ -355,9 +359,12 @@ export class LeaseService extends Construct {
       validateName(namePrefix, 'namePrefix');
     }
     const names = namePrefix === undefined ? '*' : `${namePrefix}*`;
-    // Every route but the operators' (revoke): listed one by one, so a new admin route stays out.
-    const arns = ROUTES.filter((route) => !ADMIN_ROUTE_IDS.has(route.id) && (namePrefix === undefined || route.path.includes(NAME_SEGMENT))).map((route) =>
-      this.routeArn(route.method, route.path.replace(NAME_SEGMENT, names)),
+    // Every route but the operators' (revoke). The `{name}` of a lease route and the `{prefix}` of
+    // the batched renew both become `team-a.*`: a batch prefix under team-a. may only name leases
+    // under it (the handler refuses any other name), so team A cannot batch under team-b.
+    const scoped = (path: string) => path.includes(NAME_SEGMENT) || path.includes(PREFIX_SEGMENT);
+    const arns = ROUTES.filter((route) => !ADMIN_ROUTE_IDS.has(route.id) && (namePrefix === undefined || scoped(route.path))).map((route) =>
+      this.routeArn(route.method, route.path.replace(NAME_SEGMENT, names).replace(PREFIX_SEGMENT, names)),
     );
     if (this.watch) arns.push(this.watchConnectArn(grantee, namePrefix, 'grantLeases'));
     return this.grantInvoke(grantee, arns);

@@ -4,12 +4,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { HttpHandler } from '@smithy/protocol-http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { InternalError, LIMITS, MethodNotAllowedError, PayloadTooLargeError, ThrottledError, isLeaseholdError } from '../client/src/protocol/index.js';
+import { InternalError, LIMITS, bodyMaxBytesFor, MethodNotAllowedError, PayloadTooLargeError, ThrottledError, isLeaseholdError } from '../client/src/protocol/index.js';
 import { offsetClock, systemClock, type WallClock } from '../functions/clock.js';
 import { createAcquireHandler } from '../functions/handlers/acquire.js';
 import { createDescribeHandler } from '../functions/handlers/describe.js';
 import { createHandoffHandler } from '../functions/handlers/handoff.js';
 import { createRevokeHandler } from '../functions/handlers/revoke.js';
+import { createRenewBatchHandler } from '../functions/handlers/renew-batch.js';
 import { createListHandler } from '../functions/handlers/list.js';
 import { createReleaseHandler } from '../functions/handlers/release.js';
 import { createRenewHandler } from '../functions/handlers/renew.js';
@@ -106,6 +107,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     release: createReleaseHandler(deps),
     handoff: createHandoffHandler(deps),
     revoke: createRevokeHandler(deps),
+    'renew-batch': createRenewBatchHandler(deps),
     describe: createDescribeHandler(deps),
     list: createListHandler(deps),
   };
@@ -258,25 +260,36 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
     return;
   }
 
-  let body: string;
-  try {
-    body = await readBody(req, LIMITS.bodyMaxBytes);
-  } catch (error) {
-    // Nobody is left to answer when the client went away mid-body (the caller counts the abort).
-    if (!isLeaseholdError(error)) return;
-    res.setHeader('connection', 'close');
-    send(res, errorResponse(error));
-    return;
-  }
-
+  // The route first: it decides the body limit (8 KiB, 64 KiB for the batched renew), as each
+  // function's own limit does in AWS.
   let match;
   try {
     match = matchRoute(method, rawPath);
   } catch (error) {
     if (!isLeaseholdError(error)) throw error;
+    // Still read (and so bound) the body of a request for no route: a huge one is refused at 8 KiB.
+    try {
+      await readBody(req, LIMITS.bodyMaxBytes);
+    } catch (bodyError) {
+      if (!isLeaseholdError(bodyError)) return;
+      res.setHeader('connection', 'close');
+      send(res, errorResponse(bodyError));
+      return;
+    }
     const response = errorResponse(error);
     if (error instanceof MethodNotAllowedError) response.headers = { ...response.headers, allow: error.allow.join(', ') };
     send(res, response);
+    return;
+  }
+
+  let body: string;
+  try {
+    body = await readBody(req, bodyMaxBytesFor(match.route.id));
+  } catch (error) {
+    // Nobody is left to answer when the client went away mid-body (the caller counts the abort).
+    if (!isLeaseholdError(error)) return;
+    res.setHeader('connection', 'close');
+    send(res, errorResponse(error));
     return;
   }
 

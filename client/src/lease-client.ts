@@ -12,7 +12,12 @@ import {
   validateReleaseRequest,
   validateRenewRequest,
   validateRevokeRequest,
+  validateBatchPrefix,
+  validateBatchRenewRequest,
   type AcquireRequest,
+  type BatchRenewEntry,
+  type BatchRenewResponse,
+  type BatchRenewResult,
   type DescribeResponse,
   type Grant,
   type GrantResponse,
@@ -151,6 +156,26 @@ export class LeaseClient implements LeaseApi {
       { operation: 'handoff', ...routeRequest('handoff', name), body, leaseName: name, idempotent: false },
       call,
     )) as HandoffResponse;
+  }
+
+  /**
+   * Renews up to 100 grants of leases whose names start with `prefix` in one request
+   * (`POST /v1/prefixes/{prefix}/renew`): each entry exactly as `renew` would, answered in order
+   * with the grant or the error body the single route would have sent (`LEASE_LOST` and its
+   * `reason`). Never all-or-nothing; rejects only when the whole request fails (a bad entry, the
+   * network, throttling). Retried like `renew`: a repeat renews again, which is harmless. Entries
+   * may be whole Grants (`{ name, leaseId, token, … }`); only the renew fields are sent.
+   */
+  async renewBatch(prefix: string, grants: readonly BatchRenewEntry[], call?: CallOptions): Promise<BatchRenewResult[]> {
+    validateBatchPrefix(prefix);
+    const body = validateBatchRenewRequest(prefix, {
+      grants: grants.map((g) => ({ ...pickFields(g, REQUEST_FIELDS.renew), name: g.name })),
+    });
+    const out = (await this.transport.send(
+      { operation: 'renew-batch', ...routeRequest('renew-batch', prefix), body, idempotent: true },
+      call,
+    )) as BatchRenewResponse;
+    return out.results;
   }
 
   /**

@@ -18,8 +18,9 @@ import { errorResponse } from './responses.js';
 type Request = middy.Request<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context>;
 
 /**
- * Rejects bodies over 8 KiB before anything parses them. API Gateway would accept 10 MB; a lease
- * request is a few hundred bytes, so anything larger is a mistake or an attack.
+ * Rejects bodies over the route's limit (8 KiB; 64 KiB for the batched renew: `bodyMaxBytesFor`)
+ * before anything parses them. API Gateway would accept 10 MB; a lease request is a few hundred
+ * bytes, so anything larger is a mistake or an attack.
  */
 export function bodySizeLimit(maxBytes: number = LIMITS.bodyMaxBytes): middy.MiddlewareObj<APIGatewayProxyEventV2> {
   return {

@@ -39,6 +39,8 @@ export interface RouteOptions {
   jsonBody: boolean;
   /** The query parameters the route reads; any other is a VALIDATION_ERROR. Default: none. */
   queryParameters?: readonly string[];
+  /** The body limit (the protocol's `bodyMaxBytesFor`). Default 8 KiB. */
+  bodyMaxBytes?: number;
 }
 
 /**
@@ -52,7 +54,7 @@ export function leaseRoute(deps: HandlerDeps, options: RouteOptions, fn: RouteFn
     .use(injectLambdaContext(deps.logger, { resetKeys: true }))
     .use(logMetrics(deps.metrics))
     .use(httpHeaderNormalizer())
-    .use(bodySizeLimit());
+    .use(bodySizeLimit(options.bodyMaxBytes));
   if (options.jsonBody) handler.use(utf8JsonBody()).use(httpJsonBodyParser({ disableContentTypeError: false }));
   // Used last so that its onError runs first (middy runs onError in reverse order).
   handler.use(leaseholdErrors(deps.logger, deps.metrics));

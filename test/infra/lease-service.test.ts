@@ -6,6 +6,7 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { describe, expect, it } from 'vitest';
 import { ROUTES } from '../../functions/http/routes.js';
+import { pascal } from '../../infra/service-function.js';
 import { ADMIN_ROUTE_IDS } from '../../client/src/protocol/index.js';
 import { SKIP_RENEWALS_PATTERN } from '../../functions/watch/stream-filter.js';
 import { SUBSCRIPTION_TABLE_SCHEMA } from '../../functions/watch/subscriptions.js';
@@ -37,7 +38,7 @@ const WATCH_CONNECT_ARN = `arn:aws:execute-api:${REGION}:${ACCOUNT}:{watch}/${WA
 /** connect, disconnect, subscribe and the stream consumer. */
 const WATCH_FUNCTION_COUNT = WATCH_FUNCTION_IDS.length;
 /** The POST routes that act on one lease: acquire, renew, release, handoff. */
-const LEASE_WRITES = ROUTES.filter((r) => r.method === 'POST' && !ADMIN_ROUTE_IDS.has(r.id)).map((r) => r.path.split('/').pop() as string);
+const LEASE_WRITES = ROUTES.filter((r) => r.method === 'POST' && r.path.startsWith('/v1/leases/') && !ADMIN_ROUTE_IDS.has(r.id)).map((r) => r.path.split('/').pop() as string);
 
 /** A stack with only a LeaseService and a role, for grant tests. */
 function serviceWithRole(configure: (service: LeaseService, role: Role) => void, options: { watch?: boolean } = {}): CfnTemplate {
@@ -137,6 +138,7 @@ describe('LeaseService table', () => {
       Release: readWrite,
       Handoff: readWrite,
       Revoke: readWrite,
+      RenewBatch: readWrite,
       Describe: ['kms:Decrypt', 'kms:DescribeKey'],
       List: ['kms:Decrypt', 'kms:DescribeKey'],
       Fallback: [],
@@ -204,7 +206,7 @@ describe('LeaseService functions', () => {
   it("allows each route's role exactly its DynamoDB actions, on the lease table's ARN only", () => {
     const roles = functionRoles(json);
     for (const route of ROUTES) {
-      const fn = [...roles.keys()].find((id) => id.toLowerCase().startsWith(`leases${route.id}function`));
+      const fn = [...roles.keys()].find((id) => id.toLowerCase().startsWith(`leases${pascal(route.id).toLowerCase()}function`));
       const statements = withoutLogging(statementsOfRole(json, { logicalId: roles.get(fn as string) as string }));
       expect(statements.map((s) => ({ actions: actionsOf(s).sort(), resources: resourcesOf(s), effect: s.Effect }))).toEqual([
         { actions: [...TABLE_ACTIONS_BY_ROUTE[route.id]], resources: [`{${tableId}.Arn}`], effect: 'Allow' },
@@ -219,6 +221,7 @@ describe('LeaseService functions', () => {
       release: ['dynamodb:UpdateItem'],
       handoff: ['dynamodb:UpdateItem'],
       revoke: ['dynamodb:UpdateItem'],
+      'renew-batch': ['dynamodb:UpdateItem'],
       describe: ['dynamodb:GetItem'],
       list: ['dynamodb:Scan'],
     });
@@ -667,6 +670,7 @@ describe('LeaseService grants', () => {
         `${API_ARN}/GET/v1/leases`,
         `${API_ARN}/GET/v1/leases/*`,
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/*/${op}`),
+        `${API_ARN}/POST/v1/prefixes/*/renew`,
         WATCH_CONNECT_ARN,
       ].sort(),
     );
@@ -678,6 +682,7 @@ describe('LeaseService grants', () => {
       [
         `${API_ARN}/GET/v1/leases/team-a.*`,
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/team-a.*/${op}`),
+        `${API_ARN}/POST/v1/prefixes/team-a.*/renew`,
         WATCH_CONNECT_ARN,
       ].sort(),
     );
@@ -692,8 +697,8 @@ describe('LeaseService grants', () => {
     const a = invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') });
     const b = invokeArnsOfRole(template, { logicalId: roleId(template, 'TeamBRole') });
     const routes = (arns: string[]) => arns.filter((arn) => arn !== WATCH_CONNECT_ARN);
-    expect(routes(a).every((arn) => arn.includes('/v1/leases/team-a.*'))).toBe(true);
-    expect(routes(b).every((arn) => arn.includes('/v1/leases/team-b.*'))).toBe(true);
+    expect(routes(a).every((arn) => arn.includes('/v1/leases/team-a.*') || arn.includes('/v1/prefixes/team-a.*/'))).toBe(true);
+    expect(routes(b).every((arn) => arn.includes('/v1/leases/team-b.*') || arn.includes('/v1/prefixes/team-b.*/'))).toBe(true);
     expect(routes(a).filter((arn) => b.includes(arn))).toEqual([]);
   });
 
@@ -770,6 +775,7 @@ describe('LeaseService grants', () => {
       [
         `${API_ARN}/GET/v1/leases/team-a.*`,
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/team-a.*/${op}`),
+        `${API_ARN}/POST/v1/prefixes/team-a.*/renew`,
         WATCH_CONNECT_ARN,
       ].sort(),
     );
@@ -783,6 +789,7 @@ describe('LeaseService grants', () => {
       [
         `${API_ARN}/GET/v1/leases/team-a.*`,
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/team-a.*/${op}`),
+        `${API_ARN}/POST/v1/prefixes/team-a.*/renew`,
         WATCH_CONNECT_ARN,
       ].sort(),
     );

@@ -175,7 +175,9 @@ describe('cdk synth (pinned CLI, offline)', () => {
   it("limits team A's task role to lease names under team-a., with the watch (scoped there) and without list", () => {
     expect(invokeArnsOfRole(json, { roleName: 'team-a-tasks' })).toEqual(
       [
-        ...ROUTES.filter((r) => r.path.includes('{name}') && !ADMIN_ROUTE_IDS.has(r.id)).map((r) => `${API_ARN}/${r.method}${r.path.replace('{name}', 'team-a.*')}`),
+        ...ROUTES.filter((r) => /\{(name|prefix)\}/.test(r.path) && !ADMIN_ROUTE_IDS.has(r.id)).map(
+          (r) => `${API_ARN}/${r.method}${r.path.replace(/\{(name|prefix)\}/, 'team-a.*')}`,
+        ),
         `${WATCH_ARN}/$connect`,
       ].sort(),
     );

@@ -9,6 +9,7 @@ export const ROUTES = [
   { id: 'release', method: 'POST', path: '/v1/leases/{name}/release' },
   { id: 'handoff', method: 'POST', path: '/v1/leases/{name}/handoff' },
   { id: 'revoke', method: 'POST', path: '/v1/leases/{name}/revoke' },
+  { id: 'renew-batch', method: 'POST', path: '/v1/prefixes/{prefix}/renew' },
   { id: 'describe', method: 'GET', path: '/v1/leases/{name}' },
   { id: 'list', method: 'GET', path: '/v1/leases' },
 ] as const;
@@ -31,11 +32,12 @@ export function routeById<Id extends RouteId>(id: Id): Extract<Route, { id: Id }
 }
 
 /**
- * The method and path of a request to route `id`, with `{name}` filled in. The name goes in as it
- * is: callers pass a name that already passed `validateName`, whose characters (A-Z a-z 0-9 . _ : -)
- * are all legal in a path segment, so the path is the same bytes the server and SigV4 see.
+ * The method and path of a request to route `id`, with its one path parameter (`{name}`, or
+ * `{prefix}` for the batch route) filled in. The value goes in as it is: callers pass a name or
+ * prefix that already passed its rule, whose characters (A-Z a-z 0-9 . _ : -) are all legal in a
+ * path segment, so the path is the same bytes the server and SigV4 see.
  */
-export function routeRequest(id: RouteId, name?: string): { method: Route['method']; path: string } {
+export function routeRequest(id: RouteId, parameter?: string): { method: Route['method']; path: string } {
   const route = routeById(id);
-  return { method: route.method, path: name === undefined ? route.path : route.path.replace('{name}', name) };
+  return { method: route.method, path: parameter === undefined ? route.path : route.path.replace(/\{(name|prefix)\}/, parameter) };
 }

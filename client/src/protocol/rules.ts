@@ -1,5 +1,6 @@
 import { ValidationError } from './errors.js';
-import type { AcquireRequest, HandoffRequest, JsonValue, ListRequest, ReleaseRequest, RenewRequest, RevokeRequest } from './types.js';
+import type { RouteId } from './routes.js';
+import type { AcquireRequest, BatchRenewRequest, HandoffRequest, JsonValue, ListRequest, ReleaseRequest, RenewRequest, RevokeRequest } from './types.js';
 
 /**
  * Input rules of the v1 contract. The server enforces them before any write; the SDK checks the
@@ -24,6 +25,9 @@ export const LIMITS = {
   listDefaultLimit: 100,
   listMaxLimit: 1_000,
   bodyMaxBytes: 8_192,
+  /** The batched renew's body limit: 100 entries of at most ~350 bytes each, with room to spare. */
+  batchBodyMaxBytes: 65_536,
+  batchMaxGrants: 100,
   handoffWindowMinMs: 100,
   handoffWindowDefaultMs: 5_000,
   handoffWindowMaxMs: 60_000,
@@ -119,7 +123,55 @@ export const REQUEST_FIELDS = {
   release: ['leaseId', 'token'],
   handoff: ['leaseId', 'token', 'to', 'windowMs'],
   revoke: ['reason', 'force'],
+  'renew-batch': ['grants'],
 } as const;
+
+/** The fields of one entry of a batched renew. */
+export const BATCH_ENTRY_FIELDS = ['name', 'leaseId', 'token', 'ttlMs'] as const;
+
+/** The largest request body a route accepts, in bytes: 8 KiB, and 64 KiB for the batched renew. */
+export function bodyMaxBytesFor(route: RouteId): number {
+  return route === 'renew-batch' ? LIMITS.batchBodyMaxBytes : LIMITS.bodyMaxBytes;
+}
+
+/** A batch prefix: 1-200 characters of the lease-name alphabet (A-Z a-z 0-9 . _ : -). */
+export const BATCH_PREFIX_PATTERN = /^[A-Za-z0-9._:-]{1,200}$/;
+
+export function validateBatchPrefix(value: unknown, field = 'prefix'): string {
+  return requireString(value, field, BATCH_PREFIX_PATTERN, 'must be 1-200 characters of A-Z a-z 0-9 . _ : -');
+}
+
+/**
+ * A batched renew under `prefix`: 1-100 entries, each a renew (`leaseId`, `token`, `ttlMs?`) of a
+ * lease whose name starts with the prefix. A bad entry refuses the whole request (nothing is
+ * written), with the field named by its index, e.g. `grants[3].name`.
+ */
+export function validateBatchRenewRequest(prefix: string, body: unknown): BatchRenewRequest {
+  const input = requireObject(body, REQUEST_FIELDS['renew-batch']);
+  const grants = requireField(input, 'grants');
+  if (!Array.isArray(grants) || grants.length < 1 || grants.length > LIMITS.batchMaxGrants) {
+    throw new ValidationError('grants', `must be an array of 1 to ${LIMITS.batchMaxGrants} renewals`);
+  }
+  return {
+    grants: grants.map((entry: unknown, i) => {
+      const at = `grants[${i}]`;
+      if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) throw new ValidationError(at, 'must be a JSON object');
+      for (const key of Object.keys(entry)) {
+        if (!(BATCH_ENTRY_FIELDS as readonly string[]).includes(key)) {
+          throw new ValidationError(`${at}.${key}`, `is not a known field (expected ${BATCH_ENTRY_FIELDS.join(', ')})`);
+        }
+      }
+      const e = entry as Record<string, unknown>;
+      if (e.name === undefined) throw new ValidationError(`${at}.name`, 'is required');
+      const name = validateName(e.name, `${at}.name`);
+      if (!name.startsWith(prefix)) throw new ValidationError(`${at}.name`, `must start with the prefix "${prefix}"`);
+      if (e.leaseId === undefined) throw new ValidationError(`${at}.leaseId`, 'is required');
+      if (e.token === undefined) throw new ValidationError(`${at}.token`, 'is required');
+      const out = { name, leaseId: validateLeaseId(e.leaseId, `${at}.leaseId`), token: validateToken(e.token, `${at}.token`) };
+      return e.ttlMs === undefined ? out : { ...out, ttlMs: validateTtlMs(e.ttlMs, `${at}.ttlMs`) };
+    }),
+  };
+}
 
 /**
  * Copies the listed fields that are defined. The SDK and the lease store take the fields they know

@@ -82,6 +82,23 @@ export interface HandoffRequest {
   windowMs?: number;
 }
 
+/** One entry of a batched renew: the fields of a renew, plus the lease's name. */
+export interface BatchRenewEntry extends RenewRequest {
+  name: string;
+}
+
+/** `POST /v1/prefixes/{prefix}/renew`: 1-100 renewals of leases whose names start with the prefix. */
+export interface BatchRenewRequest {
+  grants: BatchRenewEntry[];
+}
+
+/** Each entry's outcome, in request order: the renewed grant, or the error the single renew route would have answered. */
+export type BatchRenewResult = { name: string; lease: Grant } | { name: string; error: ErrorBody['error'] };
+
+export interface BatchRenewResponse {
+  results: BatchRenewResult[];
+}
+
 /** An operator's revoke: `reason` is required (1-256 printable characters), `force` defaults to false. */
 export interface RevokeRequest {
   reason: string;

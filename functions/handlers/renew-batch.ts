@@ -1,0 +1,70 @@
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import {
+  bodyMaxBytesFor,
+  isLeaseholdError,
+  validateBatchPrefix,
+  validateBatchRenewRequest,
+  type BatchRenewEntry,
+  type BatchRenewResponse,
+  type BatchRenewResult,
+} from '../../client/src/protocol/index.js';
+import type { LeaseStore } from '../lease-store.js';
+import { jsonResponse } from '../http/responses.js';
+import { OUTCOME, leaseRoute, type HandlerDeps } from '../http/route.js';
+import { lambdaEntry } from '../runtime.js';
+
+/**
+ * How many of a batch's renewals are in flight at once: enough that 100 renewals take a few
+ * round trips rather than a hundred, few enough that one batch does not take every socket of the
+ * DynamoDB client (50 by default) from the other requests this process serves.
+ */
+export const BATCH_CONCURRENCY = 16;
+
+/**
+ * POST /v1/prefixes/{prefix}/renew — many renewals in one request (issue #18). Each entry is renewed
+ * exactly as the single renew route would (one conditional UpdateItem each), and answered in
+ * request order with its grant or with the error body that route would have sent. Never
+ * all-or-nothing: one lost lease does not fail the others. An entry the store could not renew for
+ * another reason (the table throttling, say) is answered with that error; only a bug fails the batch.
+ */
+export function createRenewBatchHandler(deps: HandlerDeps) {
+  return leaseRoute(deps, { jsonBody: true, bodyMaxBytes: bodyMaxBytesFor('renew-batch') }, async (event, { store, logger, metrics }) => {
+    const prefix = validateBatchPrefix(event.pathParameters?.prefix);
+    const request = validateBatchRenewRequest(prefix, event.body);
+    const results = await mapBounded(request.grants, BATCH_CONCURRENCY, (entry) => renewOne(store, entry));
+    const renewed = results.filter((r) => 'lease' in r).length;
+    const failed = results.length - renewed;
+    metrics.addMetric(OUTCOME.renewed, MetricUnit.Count, renewed);
+    if (failed > 0) metrics.addMetric(OUTCOME.lost, MetricUnit.Count, failed);
+    // Counts only: the entries' leaseIds never reach a log.
+    logger.info('batch renewed', { prefix, entries: results.length, renewed, failed });
+    const body: BatchRenewResponse = { results };
+    return jsonResponse(200, body);
+  });
+}
+
+async function renewOne(store: LeaseStore, entry: BatchRenewEntry): Promise<BatchRenewResult> {
+  const { name, ...grant } = entry;
+  try {
+    return { name, lease: await store.renew(name, grant) };
+  } catch (error) {
+    if (!isLeaseholdError(error)) throw error;
+    return { name, error: error.toBody() };
+  }
+}
+
+/** Runs `fn` over `items` with at most `limit` at once; results in the items' order. */
+async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+export const handler = lambdaEntry(createRenewBatchHandler);

@@ -1,0 +1,140 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LeaseClient, ValidationError, type BatchRenewResult, type Grant } from 'leasehold';
+import { startTestServer, type TestServer } from '../support/local-server.js';
+import { expectContract } from '../support/openapi.js';
+
+// The batched renew (issue #18): POST /v1/prefixes/{prefix}/renew against the local server and
+// DynamoDB Local. Each entry must be answered exactly as the single renew route answers it.
+
+let server: TestServer;
+let client: LeaseClient;
+let seq = 0;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  client = new LeaseClient({ endpoint: server.url, retry: { retries: 0 } });
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+function uniquePrefix(label: string): string {
+  seq += 1;
+  return `batch-${label}-${seq}-${Math.random().toString(36).slice(2, 8)}.`;
+}
+
+async function post(path: string, body: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+async function held(name: string, ttlMs = 30_000): Promise<Grant> {
+  const result = await client.acquire(name, { holder: 'w', ttlMs });
+  if (!result.acquired) throw new Error(`expected to acquire ${name}`);
+  return result.lease;
+}
+
+/** What the single renew route answers for `entry`, as the batch would carry it. */
+async function singleAnswer(entry: { name: string; leaseId: string; token: number; ttlMs?: number }): Promise<{ status: number; body: any }> {
+  const { name, ...body } = entry;
+  return post(`/v1/leases/${name}/renew`, body);
+}
+
+describe('POST /v1/prefixes/{prefix}/renew', () => {
+  it('answers every kind of outcome in request order, each as the single route would, as the contract says', async () => {
+    const p = uniquePrefix('mixed');
+    const renewed = await held(`${p}renewed`);
+    const newTtl = await held(`${p}new-ttl`);
+    const wrongId = await held(`${p}wrong-id`);
+    const wrongToken = await held(`${p}wrong-token`);
+    const expired = await held(`${p}expired`, 1_000);
+    const released = await held(`${p}released`);
+    await client.release(`${p}released`, released);
+    const superseded = await held(`${p}superseded`, 1_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // real time: the 1 s grants run out
+    await held(`${p}superseded`);
+
+    const entries = [
+      { name: renewed.name, leaseId: renewed.leaseId, token: renewed.token },
+      { name: newTtl.name, leaseId: newTtl.leaseId, token: newTtl.token, ttlMs: 60_000 },
+      { name: wrongId.name, leaseId: 'f'.repeat(32), token: wrongId.token },
+      { name: wrongToken.name, leaseId: wrongToken.leaseId, token: wrongToken.token + 5 },
+      { name: expired.name, leaseId: expired.leaseId, token: expired.token },
+      { name: released.name, leaseId: released.leaseId, token: released.token },
+      { name: superseded.name, leaseId: superseded.leaseId, token: superseded.token },
+      { name: `${p}never`, leaseId: 'a'.repeat(32), token: 1 },
+    ];
+    const answer = await post(`/v1/prefixes/${p}/renew`, { grants: entries });
+    expect(answer.status).toBe(200);
+    expectContract('POST', '/v1/prefixes/{prefix}/renew', 200, answer.body);
+    const results = answer.body.results as BatchRenewResult[];
+    expect(results.map((r) => r.name)).toEqual(entries.map((e) => e.name));
+
+    expect(results[0]).toMatchObject({ lease: { name: renewed.name, token: renewed.token, leaseId: renewed.leaseId } });
+    expect(results[1]).toMatchObject({ lease: { ttlMs: 60_000, token: newTtl.token } });
+    const reasons = results.slice(2).map((r) => ('error' in r ? `${r.error.code}:${r.error.reason}` : 'renewed'));
+    expect(reasons).toEqual(['LEASE_LOST:mismatch', 'LEASE_LOST:mismatch', 'LEASE_LOST:expired', 'LEASE_LOST:released', 'LEASE_LOST:superseded', 'LEASE_LOST:not_found']);
+
+    // The refused entries, sent again one by one to the single route: the same error bodies.
+    for (const [i, entry] of entries.entries()) {
+      if (i < 2) continue;
+      const single = await singleAnswer(entry);
+      expect(single.status).toBe(409);
+      const batched = results[i] as { error: { code: string; reason?: string; message: string; lease?: unknown } };
+      expect(batched.error).toEqual({ ...single.body.error, lease: single.body.error.lease === null ? null : expect.objectContaining({ name: entry.name }) });
+    }
+    // Nothing in an answer shows another entry's secret.
+    for (const r of results.filter((r) => 'error' in r)) expect(JSON.stringify(r)).not.toMatch(/"leaseId"/);
+  }, 30_000);
+
+  it.each([
+    ['a name outside the prefix', (_p: string, g: Grant) => ({ grants: [{ name: g.name, leaseId: g.leaseId, token: g.token }, { name: 'other.x', leaseId: g.leaseId, token: 1 }] }), 'grants[1].name'],
+    ['101 entries', (_p: string, g: Grant) => ({ grants: Array.from({ length: 101 }, () => ({ name: g.name, leaseId: g.leaseId, token: g.token })) }), 'grants'],
+    ['no entries', () => ({ grants: [] }), 'grants'],
+    ['an unknown field in an entry', (_p: string, g: Grant) => ({ grants: [{ name: g.name, leaseId: g.leaseId, token: g.token, holder: 'x' }] }), 'grants[0].holder'],
+    ['a bad token in an entry', (_p: string, g: Grant) => ({ grants: [{ name: g.name, leaseId: g.leaseId, token: g.token }, { name: g.name, leaseId: g.leaseId, token: -1 }] }), 'grants[1].token'],
+    ['an unknown top-level field', (_p: string, g: Grant) => ({ grants: [{ name: g.name, leaseId: g.leaseId, token: g.token }], all: true }), 'all'],
+  ])('refuses %s with 400 VALIDATION_ERROR naming it, and renews nothing', async (_what, body, field) => {
+    const p = uniquePrefix('bad');
+    const g = await held(`${p}lease`);
+    const answer = await post(`/v1/prefixes/${p}/renew`, body(p, g));
+    expect(answer.status).toBe(400);
+    expect(answer.body.error).toMatchObject({ code: 'VALIDATION_ERROR', field });
+    expect((await client.describe(g.name)).renewedAt).toBe(g.renewedAt);
+  });
+
+  it('refuses a prefix outside the lease-name alphabet', async () => {
+    const answer = await post('/v1/prefixes/a%20b/renew', { grants: [] });
+    expect(answer.status).toBe(400);
+    expect(answer.body.error).toMatchObject({ code: 'VALIDATION_ERROR', field: 'prefix' });
+  });
+
+  it('takes a body up to 64 KiB (100 entries with ttls fit), while the single routes keep 8 KiB', async () => {
+    const p = uniquePrefix(`${'long-'.repeat(30)}`);
+    const grants = await Promise.all(Array.from({ length: 100 }, (_, i) => held(`${p}${'n'.repeat(20)}-${i}`)));
+    const body = JSON.stringify({ grants: grants.map((g) => ({ name: g.name, leaseId: g.leaseId, token: g.token, ttlMs: 30_000 })) });
+    expect(Buffer.byteLength(body)).toBeGreaterThan(8_192);
+    const answer = await post(`/v1/prefixes/${p}/renew`, body);
+    expect(answer.status).toBe(200);
+    expect((answer.body.results as BatchRenewResult[]).every((r) => 'lease' in r)).toBe(true);
+
+    const tooBig = await post(`/v1/prefixes/${p}/renew`, `{"grants":[],"pad":"${'x'.repeat(65_536)}"}`);
+    expect(tooBig.status).toBe(413);
+    expect(tooBig.body.error.code).toBe('PAYLOAD_TOO_LARGE');
+    const single = await post(`/v1/leases/${grants[0]?.name}/renew`, `{"leaseId":"x","pad":"${'x'.repeat(9_000)}"}`);
+    expect(single.status).toBe(413);
+  }, 30_000);
+});
+
+describe('LeaseClient.renewBatch', () => {
+  it('renews whole Grants and answers each entry; a name outside the prefix is refused before sending', async () => {
+    const p = uniquePrefix('sdk');
+    const a = await held(`${p}a`);
+    const b = await held(`${p}b`);
+    await client.release(b.name, b);
+    const results = await client.renewBatch(p, [a, b]);
+    expect(results[0]).toMatchObject({ name: a.name, lease: { token: a.token } });
+    expect(results[1]).toMatchObject({ name: b.name, error: { code: 'LEASE_LOST', reason: 'released' } });
+    await expect(client.renewBatch(p, [{ ...a, name: 'elsewhere.a' }])).rejects.toBeInstanceOf(ValidationError);
+  });
+});
