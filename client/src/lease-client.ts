@@ -32,6 +32,7 @@ import {
   type RevokeRequest,
   type RevokeResponse,
 } from './protocol/index.js';
+import { RenewBatcher, type BatchOptions } from './renew-batcher.js';
 import type { RequestSigner } from './signing.js';
 import { HttpTransport, type CallOptions, type HeadersHook, type RetryOptions } from './transport.js';
 
@@ -55,6 +56,13 @@ export interface LeaseClientOptions {
   clock?: MonotonicClock;
   /** Source of jitter, in [0, 1). Default `Math.random`. */
   random?: () => number;
+  /**
+   * Coalesce the renewals of leases under `prefix` (every Leader and `withLease` sharing this
+   * client) into batched renew requests, at most 100 per request, each renewal waiting at most
+   * `windowMs` (default 20) for others. Needs the batch route (`grantLeases` with that prefix
+   * allows it). Default: each renewal is its own request.
+   */
+  batch?: BatchOptions;
 }
 
 /** Losing the race is a result, not an error: it says who holds the lease and when to try again. */
@@ -88,6 +96,7 @@ export class LeaseClient implements LeaseApi {
   /** The signer of this client's requests; a leader given a watch URL signs its socket with it too. */
   readonly signer: RequestSigner | undefined;
   private readonly transport: HttpTransport;
+  private readonly batcher: RenewBatcher | undefined;
 
   constructor(options: LeaseClientOptions) {
     if (typeof options !== 'object' || options === null) {
@@ -95,6 +104,10 @@ export class LeaseClient implements LeaseApi {
     }
     this.transport = new HttpTransport(options);
     this.signer = options.signer;
+    if (options.batch !== undefined) {
+      validateBatchPrefix(options.batch.prefix, 'batch.prefix');
+      this.batcher = new RenewBatcher(options.batch, (prefix, grants, call) => this.renewBatch(prefix, grants, call), this.transport.clock);
+    }
   }
 
   /**
@@ -123,6 +136,7 @@ export class LeaseClient implements LeaseApi {
   async renew(name: string, request: RenewRequest, call?: CallOptions): Promise<Grant> {
     validateName(name);
     const body = validateRenewRequest(pickFields(request, REQUEST_FIELDS.renew));
+    if (this.batcher?.covers(name)) return this.batcher.renew(name, body, call);
     const out = (await this.transport.send(
       { operation: 'renew', ...routeRequest('renew', name), body, leaseName: name, idempotent: true },
       call,

@@ -5,6 +5,7 @@
 export * from './protocol/index.js';
 export { LeaseClient, newRequestId, type AcquireResult, type GrantRef, type LeaseApi, type LeaseClientOptions } from './lease-client.js';
 export type { CallOptions, HeadersHook, RetryOptions } from './transport.js';
+export type { BatchOptions } from './renew-batcher.js';
 export type { AwsCredentials, AwsCredentialsProvider, RequestSigner, SignableRequest, SigV4SignerOptions } from './signing.js';
 export { createLeader, type Leader, type LeaderOptions } from './leader.js';
 export { LeadershipLostError, type LeaderEvent, type LossReason, type TermInfo } from './term-events.js';

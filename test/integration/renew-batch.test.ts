@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseClient, ValidationError, type BatchRenewResult, type Grant } from 'leasehold';
+import { LeaseClient, ValidationError, createLeader, type BatchRenewResult, type Grant } from 'leasehold';
 import { startTestServer, type TestServer } from '../support/local-server.js';
 import { expectContract } from '../support/openapi.js';
 
@@ -137,4 +137,33 @@ describe('LeaseClient.renewBatch', () => {
     expect(results[1]).toMatchObject({ name: b.name, error: { code: 'LEASE_LOST', reason: 'released' } });
     await expect(client.renewBatch(p, [{ ...a, name: 'elsewhere.a' }])).rejects.toBeInstanceOf(ValidationError);
   });
+});
+
+describe('Leaders sharing a LeaseClient with batch', () => {
+  it('keep their leases past several ttls with every renewal carried by batched requests', async () => {
+    const p = uniquePrefix('leaders');
+    const urls: string[] = [];
+    let renewedInBatches = 0;
+    const counting = (async (input: string | URL | Request, init?: RequestInit) => {
+      const url = String(input);
+      urls.push(url);
+      if (url.includes('/v1/prefixes/')) renewedInBatches += (JSON.parse(String(init?.body)) as { grants: unknown[] }).grants.length;
+      return fetch(input, init);
+    }) as typeof fetch;
+    const batching = new LeaseClient({ endpoint: server.url, fetch: counting, batch: { prefix: p, windowMs: 50 } });
+    const leaders = Array.from({ length: 20 }, (_, i) => createLeader(batching, { name: `${p}${i}`, holder: `h${i}`, ttlMs: 1_500 }));
+    try {
+      const terms = await Promise.all(leaders.map((l) => l.campaign()));
+      await new Promise((resolve) => setTimeout(resolve, 4_000)); // more than two ttls: only renewals keep them
+      expect(leaders.every((l) => l.isLeader())).toBe(true);
+      for (const [i, term] of terms.entries()) expect((await client.describe(`${p}${i}`)).token).toBe(term.token);
+      expect(urls.filter((u) => /\/v1\/leases\/[^/]+\/renew$/.test(u))).toEqual([]);
+      const batches = urls.filter((u) => u.endsWith(`/v1/prefixes/${p}/renew`)).length;
+      // About 8 rounds of 20 renewals in 4 s: coalesced into far fewer requests than renewals.
+      expect(renewedInBatches).toBeGreaterThanOrEqual(20 * 6);
+      expect(batches).toBeLessThan(renewedInBatches / 4);
+    } finally {
+      await Promise.all(leaders.map((l) => l.stop()));
+    }
+  }, 30_000);
 });

@@ -1,0 +1,142 @@
+import type { MonotonicClock, CancelTimer } from './clock.js';
+import {
+  InternalError,
+  LIMITS,
+  REQUEST_FIELDS,
+  errorFromBody,
+  pickFields,
+  type BatchRenewEntry,
+  type BatchRenewResult,
+  type Grant,
+  type RenewRequest,
+} from './protocol/index.js';
+import type { CallOptions } from './transport.js';
+
+/**
+ * Renewals of many leases under one name prefix, coalesced into batched renew requests
+ * (`POST /v1/prefixes/{prefix}/renew`, issue #18): a process that holds thousands of leases makes
+ * one request per window instead of one per lease.
+ *
+ * A renewal asked for is held at most `windowMs` (or until 100 are waiting), then sent with the
+ * others in one request. Each caller gets its own answer: its grant, or the error the single renew
+ * would have raised (`LeaseLostError` with its reason). A batch that fails as a whole (network,
+ * 5xx, throttling) fails every renewal in it with that error, and each Leader retries its own as
+ * for a single renew, until its own deadline.
+ *
+ * Fail-closed timing is unchanged: a Leader counts a renewal's validity from when it *asked*
+ * (before the request that carries it left, so at most `windowMs` more conservative than counting
+ * from the send), and a batch lost in flight extends nothing.
+ */
+export interface BatchOptions {
+  /** Renewals of leases whose names start with this (1-200 characters of the name alphabet) are batched. */
+  prefix: string;
+  /** The longest a renewal waits for others to travel with. Default 20 ms; 0 sends each at the next tick. */
+  windowMs?: number;
+}
+
+export const DEFAULT_BATCH_WINDOW_MS = 20;
+/** A window longer than this would eat into the renewal's margin (ttl/3 less 1 % of the ttl). */
+export const MAX_BATCH_WINDOW_MS = 1_000;
+
+interface Pending {
+  entry: BatchRenewEntry;
+  call: CallOptions;
+  askedAtMs: number;
+  settled: boolean;
+  resolve(grant: Grant): void;
+  reject(error: unknown): void;
+}
+
+export type SendBatch = (prefix: string, entries: BatchRenewEntry[], call: CallOptions) => Promise<BatchRenewResult[]>;
+
+export class RenewBatcher {
+  readonly prefix: string;
+  private readonly windowMs: number;
+  private queue: Pending[] = [];
+  private cancelFlush: CancelTimer | undefined;
+
+  constructor(
+    options: BatchOptions,
+    private readonly send: SendBatch,
+    private readonly clock: MonotonicClock,
+  ) {
+    this.prefix = options.prefix;
+    this.windowMs = options.windowMs ?? DEFAULT_BATCH_WINDOW_MS;
+    if (!Number.isFinite(this.windowMs) || this.windowMs < 0 || this.windowMs > MAX_BATCH_WINDOW_MS) {
+      throw new RangeError(`Expected \`batch.windowMs\` from 0 to ${MAX_BATCH_WINDOW_MS}, got ${options.windowMs}.`);
+    }
+  }
+
+  covers(name: string): boolean {
+    return name.startsWith(this.prefix);
+  }
+
+  /** Queues one renewal (already validated); settles with its own outcome. */
+  renew(name: string, request: RenewRequest, call: CallOptions = {}): Promise<Grant> {
+    return new Promise<Grant>((resolve, reject) => {
+      const signal = call.signal;
+      if (signal?.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      const pending: Pending = {
+        entry: { ...pickFields(request, REQUEST_FIELDS.renew), name },
+        call,
+        askedAtMs: this.clock.nowMs(),
+        settled: false,
+        resolve,
+        reject,
+      };
+      // An aborted renewal is answered at once; if its batch is already in flight, it still renews
+      // on the server, which is harmless (the Leader that aborted it does not count on it).
+      signal?.addEventListener('abort', () => settle(pending, { error: signal.reason }), { once: true });
+      this.queue.push(pending);
+      if (this.queue.length >= LIMITS.batchMaxGrants) this.flush();
+      else this.cancelFlush ??= this.clock.setTimer(this.windowMs, () => this.flush());
+    });
+  }
+
+  private flush(): void {
+    this.cancelFlush?.();
+    this.cancelFlush = undefined;
+    const ready = this.queue.splice(0).filter((p) => !p.settled);
+    for (let i = 0; i < ready.length; i += LIMITS.batchMaxGrants) void this.sendChunk(ready.slice(i, i + LIMITS.batchMaxGrants));
+  }
+
+  private async sendChunk(chunk: Pending[]): Promise<void> {
+    if (chunk.length === 0) return;
+    const results = await this.send(this.prefix, chunk.map((p) => p.entry), this.strictest(chunk)).catch((error: unknown) => error as Error);
+    if (!Array.isArray(results)) {
+      for (const p of chunk) settle(p, { error: results });
+      return;
+    }
+    chunk.forEach((p, i) => {
+      const result = results[i];
+      if (result === undefined || result.name !== p.entry.name) {
+        settle(p, { error: new InternalError(`The batched renew answered entry ${i} for another lease than "${p.entry.name}".`) });
+      } else if ('lease' in result) {
+        settle(p, { grant: result.lease });
+      } else {
+        settle(p, { error: errorFromBody(result.error, p.entry.name) });
+      }
+    });
+  }
+
+  /** The batch's limits are its strictest entry's: nobody waits longer than it asked, counting its time in the queue. */
+  private strictest(chunk: Pending[]): CallOptions {
+    const now = this.clock.nowMs();
+    const timeouts = chunk.filter((p) => p.call.timeoutMs !== undefined).map((p) => (p.call.timeoutMs as number) - (now - p.askedAtMs));
+    const retries = chunk.filter((p) => p.call.retries !== undefined).map((p) => p.call.retries as number);
+    return {
+      ...(timeouts.length > 0 ? { timeoutMs: Math.max(1, Math.min(...timeouts)) } : {}),
+      ...(retries.length > 0 ? { retries: Math.min(...retries) } : {}),
+    };
+  }
+}
+
+function settle(p: Pending, outcome: { grant: Grant } | { error: unknown }): void {
+  if (p.settled) return;
+  p.settled = true;
+  if ('grant' in outcome) p.resolve(outcome.grant);
+  else p.reject(outcome.error);
+}
