@@ -269,7 +269,7 @@ async function main(): Promise<void> {
         for (const s of plan.scale) {
           log(`  ${s.leases} leases, ttl ${s.ttlMs} ms, window ${s.windowMs} ms…`);
           results.scale.push(
-            await measureScale({ script: scripts.scale, endpoint: (server as { url: string }).url, ...s, prefix: `bench-${runId}-scale-${s.leases}`, log }),
+            await measureScale({ script: scripts.scale, endpoint: (server as { url: string }).url, ...s, prefix: `bench-${runId}-scale-${s.leases}${s.batch ? '-batch' : ''}`, log }),
           );
         }
       });

@@ -20,7 +20,7 @@ export interface Plan {
   epochCount: number;
   /** Fresh-process imports of each Lambda bundle in the bundle section (median reported). */
   bundleImportRuns: number;
-  scale: Array<{ leases: number; ttlMs: number; windowMs: number }>;
+  scale: Array<{ leases: number; ttlMs: number; windowMs: number; batch?: boolean }>;
 }
 
 export const FULL: Plan = {
@@ -40,6 +40,8 @@ export const FULL: Plan = {
   scale: [
     { leases: 1_000, ttlMs: 60_000, windowMs: 60_000 },
     { leases: 10_000, ttlMs: 300_000, windowMs: 100_000 },
+    { leases: 1_000, ttlMs: 60_000, windowMs: 60_000, batch: true },
+    { leases: 10_000, ttlMs: 300_000, windowMs: 100_000, batch: true },
   ],
 };
 
@@ -57,5 +59,8 @@ export const QUICK: Plan = {
   coldStartRuns: 3,
   epochCount: 200,
   bundleImportRuns: 5,
-  scale: [{ leases: 1_000, ttlMs: 30_000, windowMs: 30_000 }],
+  scale: [
+    { leases: 1_000, ttlMs: 30_000, windowMs: 30_000 },
+    { leases: 1_000, ttlMs: 30_000, windowMs: 30_000, batch: true },
+  ],
 };

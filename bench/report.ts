@@ -326,13 +326,15 @@ export function renderScale(results: BenchResults): string[] {
       'limit here is that stack, not the SDK process.',
     '',
     ...table(
-      ['leases', 'ttl', 'window', 'ramp-up', 'renewals/s (expected)', 'renew failures', 'lost', 'CPU µs per lease per s', 'CPU (% of a core)', 'RSS per lease', 'heap per lease', 'RSS'],
+      ['leases', 'renewals', 'ttl', 'window', 'ramp-up', 'renewals/s (expected)', 'renew requests per lease per ttl', 'renew failures', 'lost', 'CPU µs per lease per s', 'CPU (% of a core)', 'RSS per lease', 'heap per lease', 'RSS'],
       rows.map((s) => [
         fmtInt(s.leases),
+        s.batch ? 'batched' : 'one request each',
         `${fmtInt(s.ttlMs / 1000)} s`,
         `${fmtInt(s.windowMs / 1000)} s`,
         `${(s.rampMs / 1000).toFixed(1)} s`,
         `${s.renewalsPerSec.toFixed(1)} (${s.expectedRenewalsPerSec.toFixed(1)})`,
+        s.renewRequestsPerLeasePerTerm === undefined ? '—' : s.renewRequestsPerLeasePerTerm.toFixed(3),
         fmtInt(s.renewFailures),
         s.lostTotal === 0 ? '0' : `**${s.lostTotal}** (${Object.entries(s.lost).map(([k, v]) => `${k} ${v}`).join(', ')})`,
         s.cpuMicrosPerLeasePerSec.toFixed(2),

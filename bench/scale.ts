@@ -9,6 +9,12 @@ export interface ScaleResult {
   rampMs: number;
   windowMs: number;
   renewals: number;
+  /** Renewals coalesced into batched requests (LeaseClient `batch`). Absent in older results. */
+  batch?: boolean;
+  /** Renew requests sent during the window (a batch counts once). Absent in older results. */
+  renewRequests?: number;
+  /** Renew requests per lease per ttl: 3 without batching (one per ttl/3). */
+  renewRequestsPerLeasePerTerm?: number;
   renewalsPerSec: number;
   /** leases / renewEvery: what the SDK should sustain. */
   expectedRenewalsPerSec: number;
@@ -32,11 +38,12 @@ export async function measureScale(options: {
   ttlMs: number;
   windowMs: number;
   prefix: string;
+  batch?: boolean;
   log: (line: string) => void;
 }): Promise<ScaleResult> {
   const worker = new Worker(
     options.script,
-    { endpoint: options.endpoint, leases: options.leases, ttlMs: options.ttlMs, windowMs: options.windowMs, prefix: options.prefix },
+    { endpoint: options.endpoint, leases: options.leases, ttlMs: options.ttlMs, windowMs: options.windowMs, prefix: options.prefix, batch: options.batch === true },
     { nodeArgs: ['--expose-gc'] },
   );
   try {
@@ -53,6 +60,8 @@ export async function measureScale(options: {
       rampMs: number;
       windowMs: number;
       renewals: number;
+      renewRequests: number;
+      batch: boolean;
       renewFailures: number;
       lost: Record<string, number>;
       leadingAtEnd: number;
@@ -70,6 +79,9 @@ export async function measureScale(options: {
       rampMs: r.rampMs,
       windowMs: r.windowMs,
       renewals: r.renewals,
+      batch: r.batch,
+      renewRequests: r.renewRequests,
+      renewRequestsPerLeasePerTerm: r.renewRequests / r.leases / (r.windowMs / r.ttlMs),
       renewalsPerSec: (r.renewals / r.windowMs) * 1000,
       expectedRenewalsPerSec: (r.leases / renewEveryMs) * 1000,
       renewFailures: r.renewFailures,

@@ -14,6 +14,8 @@ interface ScaleConfig {
   ttlMs: number;
   windowMs: number;
   prefix: string;
+  /** Coalesce the renewals into batched requests (LeaseClient `batch`, issue #18). */
+  batch?: boolean;
 }
 
 const config = JSON.parse(process.env.BENCH_WORKER_CONFIG ?? '{}') as ScaleConfig;
@@ -27,7 +29,13 @@ function memory(): { rss: number; heapUsed: number } {
 }
 
 const before = memory();
-const client = new LeaseClient({ endpoint: config.endpoint });
+// Counts the renew requests that leave the process (single or batched), to report requests per lease.
+let renewRequests = 0;
+const countingFetch = ((input: string | URL | Request, init?: RequestInit) => {
+  if (/\/renew$/.test(String(input))) renewRequests += 1;
+  return fetch(input, init);
+}) as typeof fetch;
+const client = new LeaseClient({ endpoint: config.endpoint, fetch: countingFetch, ...(config.batch ? { batch: { prefix: `${config.prefix}:` } } : {}) });
 let renewals = 0;
 let renewFailures = 0;
 const lost: Record<string, number> = {};
@@ -69,10 +77,12 @@ const held = memory();
 const cpu0 = process.cpuUsage();
 const t0 = performance.now();
 const renewals0 = renewals;
+const requests0 = renewRequests;
 await sleep(config.windowMs);
 const cpu = process.cpuUsage(cpu0);
 const windowMs = performance.now() - t0;
 const windowRenewals = renewals - renewals0;
+const windowRenewRequests = renewRequests - requests0;
 const after = memory();
 const leading = leaders.filter((l) => l.isLeader()).length;
 
@@ -85,6 +95,8 @@ process.stdout.write(
     rampMs,
     windowMs,
     renewals: windowRenewals,
+    renewRequests: windowRenewRequests,
+    batch: config.batch === true,
     renewFailures,
     lost,
     errors,
