@@ -59,7 +59,7 @@ export interface LeaseClientOptions {
   /**
    * Coalesce the renewals of leases under `prefix` (every Leader and `withLease` sharing this
    * client) into batched renew requests, at most 100 per request, each renewal waiting at most
-   * `windowMs` (default 20) for others. Needs the batch route (`grantLeases` with that prefix
+   * `windowMs` for others (default 1 % of its lease's ttl, at most 1 s). Needs the batch route (`grantLeases` with that prefix
    * allows it). Default: each renewal is its own request.
    */
   batch?: BatchOptions;

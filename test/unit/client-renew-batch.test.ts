@@ -78,6 +78,24 @@ describe('a LeaseClient with batch', () => {
     await expect(Promise.all(all)).resolves.toHaveLength(250);
   });
 
+  it('by default holds each renewal at most 1 % of its ttl (at most 1 s), and sends when the most pressed one must go', async () => {
+    const t = setup(renewAll);
+    const long = t.client.renew('jobs.a', { ...g('jobs.a'), ttlMs: 15_000 }); // may wait 150 ms
+    await t.clock.advance(100);
+    const short = t.client.renew('jobs.b', { ...g('jobs.b'), ttlMs: 2_000 }); // may wait 20 ms: due at 120
+    await t.clock.advance(19);
+    expect(t.sent).toEqual([]);
+    await t.clock.advance(1);
+    expect(t.sent.map((s) => [s.atMs, s.body?.grants.map((e) => e.name)])).toEqual([[120, ['jobs.a', 'jobs.b']]]);
+    await expect(Promise.all([long, short])).resolves.toHaveLength(2);
+    const huge = t.client.renew('jobs.c', { ...g('jobs.c'), ttlMs: 3_600_000 });
+    await t.clock.advance(999);
+    expect(t.sent).toHaveLength(1);
+    await t.clock.advance(1);
+    expect(t.sent).toHaveLength(2);
+    await expect(huge).resolves.toMatchObject({ name: 'jobs.c' });
+  });
+
   it('renews names outside the prefix one by one, as without batch', async () => {
     const t = setup(() => json(200, { lease: grant({ name: 'other' }) }));
     await expect(t.client.renew('other', g('other'))).resolves.toMatchObject({ name: 'other' });
@@ -85,7 +103,7 @@ describe('a LeaseClient with batch', () => {
   });
 
   it('fails every renewal of a batch that fails as a whole, so each Leader retries its own until its deadline', async () => {
-    const t = setup(() => json(503, { error: { code: 'UNAVAILABLE', message: 'table throttled' } }));
+    const t = setup(() => json(503, { error: { code: 'UNAVAILABLE', message: 'table throttled' } }), 20);
     const a = t.client.renew('jobs.a', g('jobs.a')).catch((e: unknown) => e);
     const b = t.client.renew('jobs.b', g('jobs.b')).catch((e: unknown) => e);
     await t.clock.advance(20);
