@@ -160,6 +160,7 @@ export interface WorkerNodeOptions {
   logDir: string;
   fenceMode: FenceMode;
   unsafeNoFence: boolean;
+  batchPrefix?: string;
   onMessage: (node: WorkerNode, message: WorkerMessage) => void;
   onExit: (node: WorkerNode, incarnation: string, code: number | null, signal: string | null) => void;
   /** Every chunk a client of this worker's proxies sends (for stop-while-in-flight). */
@@ -217,6 +218,7 @@ export class WorkerNode {
       journalPath,
       fenceMode: this.options.fenceMode,
       unsafeNoFence: this.options.unsafeNoFence,
+      ...(this.options.batchPrefix === undefined ? {} : { batchPrefix: this.options.batchPrefix }),
     };
     const child = forkEntry('worker.ts', { CHAOS_WORKER: JSON.stringify(config) }, join(this.options.logDir, `${this.name}.log`));
     this.child = child;

@@ -32,6 +32,8 @@ export interface HarnessOptions {
   unsafeClockOffsetMs: number | undefined;
   /** Print one line per fault and a status line every few seconds. Default true. */
   verbose: boolean;
+  /** Workers renew through batched requests (LeaseClient `batch`; the lease names share a prefix). */
+  batch: boolean;
 }
 
 export const FENCE_MODES = ['item', 'epoch'] as const;
@@ -51,6 +53,8 @@ export const USAGE = `usage: npm run chaos -- [options]
   --faults K,K,…         only these fault kinds: ${FAULT_CHOICES.join(', ')}
   --fence MODE           item: each job row is fenced by token (default); epoch: each term claims the
                          lease's epoch and every charge is a transaction checking it
+  --batch                workers renew through batched requests (POST /v1/prefixes/{prefix}/renew);
+                         the lease names then share the prefix "batch."
   --out DIR              output folder (default .chaos/run-<seed>-<time>/)
   --quiet                no live log (the summary is still printed)
 
@@ -99,6 +103,7 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
         'fault-every': { type: 'string' },
         faults: { type: 'string' },
         fence: { type: 'string' },
+        batch: { type: 'boolean', default: false },
         out: { type: 'string' },
         quiet: { type: 'boolean', default: false },
         'unsafe-no-fence': { type: 'boolean', default: false },
@@ -167,5 +172,6 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
     unsafeNoFence: v['unsafe-no-fence'],
     unsafeClockOffsetMs,
     verbose: !v.quiet,
+    batch: v.batch === true,
   };
 }

@@ -37,17 +37,21 @@ const RECORDED_ROUTES: ReadonlySet<RouteId> = new Set(['acquire', 'renew', 'rele
  * before `/v1/`); undefined if it is not a recorded route.
  */
 export function operationOf(method: string, url: URL): { op: OpKind; lease: string } | undefined {
-  const v1 = url.pathname.lastIndexOf('/v1/');
-  if (v1 < 0) return undefined;
-  let match: RouteMatch;
-  try {
-    match = matchRoute(method, url.pathname.slice(v1));
-  } catch {
-    return undefined;
-  }
+  const match = routeOf(method, url);
+  if (match === undefined) return undefined;
   const lease = match.pathParameters.name;
   if (!RECORDED_ROUTES.has(match.route.id) || lease === undefined) return undefined;
   return { op: match.route.id as OpKind, lease };
+}
+
+function routeOf(method: string, url: URL): RouteMatch | undefined {
+  const v1 = url.pathname.lastIndexOf('/v1/');
+  if (v1 < 0) return undefined;
+  try {
+    return matchRoute(method, url.pathname.slice(v1));
+  } catch {
+    return undefined;
+  }
 }
 
 export function recordingFetch(journal: Journal, options: RecordingOptions): typeof fetch {
@@ -55,6 +59,7 @@ export function recordingFetch(journal: Journal, options: RecordingOptions): typ
   return async function recordedFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
     const url = new URL(input instanceof Request ? input.url : input);
     const method = (init?.method ?? 'GET').toUpperCase();
+    if (routeOf(method, url)?.route.id === 'renew-batch') return recordBatch(journal, options, realFetch, input, init);
     const operation = operationOf(method, url);
     if (operation === undefined) return realFetch(input, init);
     const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as Record<string, unknown>) : {};
@@ -72,6 +77,52 @@ export function recordingFetch(journal: Journal, options: RecordingOptions): typ
     journal.complete(id, { completeMs: harnessNowMs(), ...answerOf(operation.op, response.status, text) });
     return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
+}
+
+/**
+ * A batched renew is one HTTP attempt carrying many renewals: each entry is recorded as its own
+ * renew operation (the checker knows nothing of batches), invoked when the request left and
+ * completed with its own result, or all with the request's fate when it failed as a whole.
+ */
+async function recordBatch(
+  journal: Journal,
+  options: RecordingOptions,
+  realFetch: typeof fetch,
+  input: string | URL | Request,
+  init: RequestInit | undefined,
+): Promise<Response> {
+  const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as { grants?: Array<Record<string, unknown>> }) : {};
+  const entries = body.grants ?? [];
+  const ids = entries.map((entry) => journal.invoke(startOf('renew', entry.name as string, entry, options)));
+  let response: Response;
+  let text: string;
+  try {
+    response = await realFetch(input, init);
+    text = await response.text();
+  } catch (error) {
+    for (const id of ids) journal.complete(id, { completeMs: harnessNowMs(), outcome: 'unknown', error: networkCode(error) });
+    throw error;
+  }
+  const completeMs = harnessNowMs();
+  let results: Array<{ name?: string; lease?: unknown; error?: unknown }> | undefined;
+  if (response.ok) {
+    try {
+      results = (JSON.parse(text) as { results?: typeof results }).results;
+    } catch {
+      results = undefined;
+    }
+  }
+  ids.forEach((id, i) => {
+    if (!response.ok) {
+      journal.complete(id, { completeMs, ...answerOf('renew', response.status, text) });
+      return;
+    }
+    const result = results?.[i];
+    if (result === undefined || result.name !== entries[i]?.name) journal.complete(id, { completeMs, outcome: 'unknown', error: 'BAD_ANSWER' });
+    else if (result.lease !== undefined) journal.complete(id, { completeMs, ...answerOf('renew', 200, JSON.stringify({ lease: result.lease })) });
+    else journal.complete(id, { completeMs, ...answerOf('renew', 409, JSON.stringify({ error: result.error })) });
+  });
+  return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
 function startOf(op: OpKind, lease: string, body: Record<string, unknown>, options: RecordingOptions): Start {

@@ -25,6 +25,8 @@ import type { WorkerMessage } from './worker.js';
  * history, check it, and write the report, the history and the timeline into the output folder.
  */
 
+/** With `--batch`, every lease name starts with this, the workers' batch prefix. */
+const BATCH_PREFIX = 'batch.';
 const LEASE_NAMES = ['orders', 'invoices', 'payments', 'refunds', 'emails', 'reports', 'payouts', 'exports', 'imports', 'backups'];
 const LEASE_TABLE = 'leasehold-leases';
 
@@ -43,7 +45,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
   mkdirSync(journalDir, { recursive: true });
   mkdirSync(logDir, { recursive: true });
 
-  const leases = LEASE_NAMES.slice(0, options.leases);
+  const leases = LEASE_NAMES.slice(0, options.leases).map((name) => (options.batch ? `${BATCH_PREFIX}${name}` : name));
   const t0 = performance.now();
   const elapsed = () => `[${((performance.now() - t0) / 1000).toFixed(1).padStart(6)}s]`;
   const log = (line: string) => {
@@ -78,7 +80,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
 
   print(
     `leasehold chaos: seed ${options.seed}, ${seconds(options.durationMs)} of faults, ${options.workers} workers, ` +
-      `leases ${leases.join(', ')}, ttl ${options.ttlMs} ms, skew bound ${options.clockSkewBoundMs} ms, ${options.fenceMode} fencing, ${plan.length} faults planned`,
+      `leases ${leases.join(', ')}, ttl ${options.ttlMs} ms, skew bound ${options.clockSkewBoundMs} ms, ${options.fenceMode} fencing${options.batch ? ', batched renewals' : ''}, ${plan.length} faults planned`,
   );
   if (options.unsafeNoFence) print('UNSAFE: workers write WITHOUT the fence (--unsafe-no-fence): the checker must report violations');
   if (options.unsafeClockOffsetMs !== undefined) {
@@ -173,6 +175,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
           logDir,
           fenceMode: options.fenceMode,
           unsafeNoFence: options.unsafeNoFence,
+          ...(options.batch ? { batchPrefix: BATCH_PREFIX } : {}),
           onMessage,
           onExit,
           onRequestBytes: (node, data, via) => nemesis?.onRequestBytes(node, data, via),

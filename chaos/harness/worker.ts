@@ -35,6 +35,8 @@ export interface WorkerConfig {
   /** item: fenceUpdate on each job row; epoch: each term claims the lease's epoch, charges check it (jobs.ts). */
   fenceMode: FenceMode;
   unsafeNoFence: boolean;
+  /** Renew through batched requests for names under this prefix (`--batch`). */
+  batchPrefix?: string;
 }
 
 /** Messages to the harness (IPC). */
@@ -72,6 +74,7 @@ const client = new LeaseClient({
   headers: { connection: 'close' },
   timeoutMs: ttlMs,
   retry: { retries: 1, baseDelayMs: 50, maxDelayMs: Math.round(ttlMs / 4) },
+  ...(config.batchPrefix === undefined ? {} : { batch: { prefix: config.batchPrefix } }),
 });
 const db = DynamoDBDocumentClient.from(
   new DynamoDBClient({

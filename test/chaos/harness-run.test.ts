@@ -138,6 +138,28 @@ describe('a bounded chaos run with epoch fencing (--fence epoch)', () => {
   });
 });
 
+describe('a bounded chaos run with batched renewals (--batch)', () => {
+  let run: HarnessRun;
+  beforeAll(async () => {
+    // Workers renew through POST /v1/prefixes/{prefix}/renew; each entry is recorded as its own renew.
+    run = await runHarness(['--duration', '25s', '--seed', '20261125', '--batch']);
+  }, RUN_TIMEOUT_MS);
+  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+
+  it('ends with exit status 0 and the verdict PASS', () => {
+    expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
+  });
+
+  it('renewed through batches, each entry checked as a renew, and charged every job exactly once', async () => {
+    const history = await readHistory(join(run.out, 'history.jsonl'));
+    const renewals = history.filter((e) => e.record.type === 'op' && e.record.op === 'renew' && e.record.outcome === 'ok');
+    expect(renewals.length).toBeGreaterThan(10);
+    expect(renewals.every((e) => (e.record as { lease: string }).lease.startsWith('batch.'))).toBe(true);
+    const { jobs } = run.summary;
+    expect(jobs).toMatchObject({ chargedOnce: jobs.enqueued, chargedMoreThanOnce: 0, neverCharged: 0 });
+  });
+});
+
 describe('a chaos run with epoch claims whose charges skip the epoch check (--fence epoch --unsafe-no-fence)', () => {
   let run: HarnessRun;
   beforeAll(async () => {
