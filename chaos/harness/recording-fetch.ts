@@ -64,19 +64,32 @@ export function recordingFetch(journal: Journal, options: RecordingOptions): typ
     if (operation === undefined) return realFetch(input, init);
     const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as Record<string, unknown>) : {};
     const id = journal.invoke(startOf(operation.op, operation.lease, body, options));
-
-    let response: Response;
-    let text: string;
-    try {
-      response = await realFetch(input, init);
-      text = await response.text();
-    } catch (error) {
-      journal.complete(id, { completeMs: harnessNowMs(), outcome: 'unknown', error: networkCode(error) });
-      throw error;
-    }
+    const { response, text } = await attempt(journal, [id], realFetch, input, init);
     journal.complete(id, { completeMs: harnessNowMs(), ...answerOf(operation.op, response.status, text) });
-    return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
+    return replay(response, text);
   };
+}
+
+/** Sends one attempt and reads its answer; without a complete answer, every op of it is `unknown`. */
+async function attempt(
+  journal: Journal,
+  ids: ReturnType<Journal['invoke']>[],
+  realFetch: typeof fetch,
+  input: string | URL | Request,
+  init: RequestInit | undefined,
+): Promise<{ response: Response; text: string }> {
+  try {
+    const response = await realFetch(input, init);
+    return { response, text: await response.text() };
+  } catch (error) {
+    for (const id of ids) journal.complete(id, { completeMs: harnessNowMs(), outcome: 'unknown', error: networkCode(error) });
+    throw error;
+  }
+}
+
+/** The answer again for the SDK, whose body the recorder has already read. */
+function replay(response: Response, text: string): Response {
+  return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
 /**
@@ -94,15 +107,7 @@ async function recordBatch(
   const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as { grants?: Array<Record<string, unknown>> }) : {};
   const entries = body.grants ?? [];
   const ids = entries.map((entry) => journal.invoke(startOf('renew', entry.name as string, entry, options)));
-  let response: Response;
-  let text: string;
-  try {
-    response = await realFetch(input, init);
-    text = await response.text();
-  } catch (error) {
-    for (const id of ids) journal.complete(id, { completeMs: harnessNowMs(), outcome: 'unknown', error: networkCode(error) });
-    throw error;
-  }
+  const { response, text } = await attempt(journal, ids, realFetch, input, init);
   const completeMs = harnessNowMs();
   let results: Array<{ name?: string; lease?: unknown; error?: unknown }> | undefined;
   if (response.ok) {
@@ -122,7 +127,7 @@ async function recordBatch(
     else if (result.lease !== undefined) journal.complete(id, { completeMs, ...answerOf('renew', 200, JSON.stringify({ lease: result.lease })) });
     else journal.complete(id, { completeMs, ...answerOf('renew', 409, JSON.stringify({ error: result.error })) });
   });
-  return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
+  return replay(response, text);
 }
 
 function startOf(op: OpKind, lease: string, body: Record<string, unknown>, options: RecordingOptions): Start {
