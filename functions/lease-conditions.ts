@@ -63,11 +63,11 @@ export const REVOKE_SET = [
   'expireItemAt = :expireItemAt',
   `${LAST_OP_ATTRIBUTE} = :lastOp`,
 ] as const;
-/** A safe revoke: available at the grant's own expiry, which no renew can move any more. */
+/**
+ * A safe revoke: available at the grant's own expiry, which no renew can move any more. (A forced
+ * revoke ends the grant now, exactly as a release does: GRANT_END_SET and RELEASE_REMOVE.)
+ */
 export const REVOKE_SAFE_SET = ['availableAt = expiresAt'] as const;
-/** A forced revoke: the grant ends now, as a release does (the same attributes). */
-export const REVOKE_FORCE_SET = ['availableAt = :now', 'releasedAt = :now'] as const;
-export const REVOKE_FORCE_REMOVE = 'REMOVE holder, requestId';
 
 /** A renew that sets a new ttl. One operator per operand is all DynamoDB allows, hence holdMs. */
 export const RENEW_NEW_TTL_SET = ['ttlMs = :ttlMs', 'holdMs = lockDelayMs + :ttlMs', 'expiresAt = :expiresAt', 'availableAt = lockDelayMs + :expiresAt'] as const;
@@ -78,6 +78,9 @@ export const RENEW_SAME_TTL_SET = ['expiresAt = ttlMs + :now', 'availableAt = ho
 /** What every renew sets besides the expiry. */
 export const RENEW_COMMON_SET = ['renewedAt = :now', 'expireItemAt = :expireItemAt', `${LAST_OP_ATTRIBUTE} = :lastOp`] as const;
 
+/** How a grant ends now: by a release, a handoff, or a forced revoke. */
+export const GRANT_END_SET = ['availableAt = :now', 'releasedAt = :now'] as const;
+
 /** A release (a handoff adds the reservation to the SET). */
-export const RELEASE_SET = `SET availableAt = :now, releasedAt = :now, expireItemAt = :expireItemAt, ${LAST_OP_ATTRIBUTE} = :lastOp`;
+export const RELEASE_SET = `SET ${GRANT_END_SET.join(', ')}, expireItemAt = :expireItemAt, ${LAST_OP_ATTRIBUTE} = :lastOp`;
 export const RELEASE_REMOVE = 'REMOVE holder, requestId';

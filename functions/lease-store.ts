@@ -46,8 +46,7 @@ import {
   RENEW_COMMON_SET,
   RENEW_NEW_TTL_SET,
   RENEW_SAME_TTL_SET,
-  REVOKE_FORCE_REMOVE,
-  REVOKE_FORCE_SET,
+  GRANT_END_SET,
   REVOKE_SAFE_SET,
   REVOKE_SET,
   grantIsCurrent,
@@ -317,7 +316,7 @@ export class LeaseStore {
     const request = validateRevokeRequest(pickFields(input, REQUEST_FIELDS.revoke));
     const force = request.force === true;
     const now = this.clock.nowMs();
-    const set = [...REVOKE_SET, ...(force ? REVOKE_FORCE_SET : REVOKE_SAFE_SET)];
+    const set = [...REVOKE_SET, ...(force ? GRANT_END_SET : REVOKE_SAFE_SET)];
     const values: Record<string, unknown> = {
       ':now': now,
       ':by': by,
@@ -332,7 +331,7 @@ export class LeaseStore {
         new UpdateCommand({
           TableName: this.tableName,
           Key: { pk: name },
-          UpdateExpression: `SET ${set.join(', ')}${force ? ` ${REVOKE_FORCE_REMOVE}` : ''}`,
+          UpdateExpression: `SET ${set.join(', ')}${force ? ` ${RELEASE_REMOVE}` : ''}`,
           ConditionExpression: force ? grantIsRevocableByForce : grantIsRevocable,
           ExpressionAttributeValues: values,
           ReturnValues: 'ALL_NEW',
@@ -451,7 +450,7 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
 
 /** The one place where a DynamoDB SDK error becomes a domain error. */
 function translate(error: unknown, leaseName?: string): unknown {
-  if (error instanceof LeaseNotFoundError || error instanceof LeaseNotHeldError || error instanceof ValidationError) return error;
+  if (error instanceof LeaseNotFoundError || error instanceof ValidationError) return error;
   const e = error as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } };
   const status = e.$metadata?.httpStatusCode;
   if (

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { HttpHandler } from '@smithy/protocol-http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { InternalError, LIMITS, bodyMaxBytesFor, MethodNotAllowedError, PayloadTooLargeError, ThrottledError, isLeaseholdError } from '../client/src/protocol/index.js';
+import { InternalError, LIMITS, bodyMaxBytesFor, MethodNotAllowedError, PayloadTooLargeError, ThrottledError, isLeaseholdError, type LeaseholdError } from '../client/src/protocol/index.js';
 import { offsetClock, systemClock, type WallClock } from '../functions/clock.js';
 import { createAcquireHandler } from '../functions/handlers/acquire.js';
 import { createDescribeHandler } from '../functions/handlers/describe.js';
@@ -261,35 +261,31 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
   }
 
   // The route first: it decides the body limit (8 KiB, 64 KiB for the batched renew), as each
-  // function's own limit does in AWS.
+  // function's own limit does in AWS. A request for no route is bounded at 8 KiB, then answered 404/405.
   let match;
+  let noRoute: LeaseholdError | undefined;
   try {
     match = matchRoute(method, rawPath);
   } catch (error) {
     if (!isLeaseholdError(error)) throw error;
-    // Still read (and so bound) the body of a request for no route: a huge one is refused at 8 KiB.
-    try {
-      await readBody(req, LIMITS.bodyMaxBytes);
-    } catch (bodyError) {
-      if (!isLeaseholdError(bodyError)) return;
-      res.setHeader('connection', 'close');
-      send(res, errorResponse(bodyError));
-      return;
-    }
-    const response = errorResponse(error);
-    if (error instanceof MethodNotAllowedError) response.headers = { ...response.headers, allow: error.allow.join(', ') };
-    send(res, response);
-    return;
+    noRoute = error;
   }
 
   let body: string;
   try {
-    body = await readBody(req, bodyMaxBytesFor(match.route.id));
+    body = await readBody(req, match === undefined ? LIMITS.bodyMaxBytes : bodyMaxBytesFor(match.route.id));
   } catch (error) {
     // Nobody is left to answer when the client went away mid-body (the caller counts the abort).
     if (!isLeaseholdError(error)) return;
     res.setHeader('connection', 'close');
     send(res, errorResponse(error));
+    return;
+  }
+
+  if (match === undefined) {
+    const response = errorResponse(noRoute as LeaseholdError);
+    if (noRoute instanceof MethodNotAllowedError) response.headers = { ...response.headers, allow: noRoute.allow.join(', ') };
+    send(res, response);
     return;
   }
 

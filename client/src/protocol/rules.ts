@@ -134,11 +134,11 @@ export function bodyMaxBytesFor(route: RouteId): number {
   return route === 'renew-batch' ? LIMITS.batchBodyMaxBytes : LIMITS.bodyMaxBytes;
 }
 
-/** A batch prefix: 1-200 characters of the lease-name alphabet (A-Z a-z 0-9 . _ : -). */
-export const BATCH_PREFIX_PATTERN = /^[A-Za-z0-9._:-]{1,200}$/;
-
+/** A batch prefix: a list prefix (the lease-name alphabet) that is not empty. */
 export function validateBatchPrefix(value: unknown, field = 'prefix'): string {
-  return requireString(value, field, BATCH_PREFIX_PATTERN, 'must be 1-200 characters of A-Z a-z 0-9 . _ : -');
+  const rule = 'must be 1-200 characters of A-Z a-z 0-9 . _ : -';
+  if (value === '') throw new ValidationError(field, rule);
+  return requireString(value, field, PREFIX_PATTERN, rule);
 }
 
 /**
@@ -154,21 +154,11 @@ export function validateBatchRenewRequest(prefix: string, body: unknown): BatchR
   }
   return {
     grants: grants.map((entry: unknown, i) => {
-      const at = `grants[${i}]`;
-      if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) throw new ValidationError(at, 'must be a JSON object');
-      for (const key of Object.keys(entry)) {
-        if (!(BATCH_ENTRY_FIELDS as readonly string[]).includes(key)) {
-          throw new ValidationError(`${at}.${key}`, `is not a known field (expected ${BATCH_ENTRY_FIELDS.join(', ')})`);
-        }
-      }
-      const e = entry as Record<string, unknown>;
-      if (e.name === undefined) throw new ValidationError(`${at}.name`, 'is required');
-      const name = validateName(e.name, `${at}.name`);
-      if (!name.startsWith(prefix)) throw new ValidationError(`${at}.name`, `must start with the prefix "${prefix}"`);
-      if (e.leaseId === undefined) throw new ValidationError(`${at}.leaseId`, 'is required');
-      if (e.token === undefined) throw new ValidationError(`${at}.token`, 'is required');
-      const out = { name, leaseId: validateLeaseId(e.leaseId, `${at}.leaseId`), token: validateToken(e.token, `${at}.token`) };
-      return e.ttlMs === undefined ? out : { ...out, ttlMs: validateTtlMs(e.ttlMs, `${at}.ttlMs`) };
+      const at = `grants[${i}].`;
+      const input = requireObject(entry, BATCH_ENTRY_FIELDS, at);
+      const name = validateName(requireField(input, 'name', at), `${at}name`);
+      if (!name.startsWith(prefix)) throw new ValidationError(`${at}name`, `must start with the prefix "${prefix}"`);
+      return { name, ...renewFields(input, at) };
     }),
   };
 }
@@ -187,21 +177,32 @@ export function pickFields<T extends object>(input: T, keys: readonly string[]):
   return out as T;
 }
 
-function requireObject(body: unknown, allowed: readonly string[]): Record<string, unknown> {
+/** `at`: where the object sits in the body, prefixed to the field names errors report (`grants[3].`). */
+function requireObject(body: unknown, allowed: readonly string[], at = ''): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new ValidationError('body', 'must be a JSON object');
+    throw new ValidationError(at === '' ? 'body' : at.slice(0, -1), 'must be a JSON object');
   }
   for (const key of Object.keys(body)) {
     if (!allowed.includes(key)) {
-      throw new ValidationError(key, `is not a known field (expected ${allowed.join(', ')})`);
+      throw new ValidationError(`${at}${key}`, `is not a known field (expected ${allowed.join(', ')})`);
     }
   }
   return body as Record<string, unknown>;
 }
 
-function requireField(body: Record<string, unknown>, field: string): unknown {
-  if (body[field] === undefined) throw new ValidationError(field, 'is required');
+function requireField(body: Record<string, unknown>, field: string, at = ''): unknown {
+  if (body[field] === undefined) throw new ValidationError(`${at}${field}`, 'is required');
   return body[field];
+}
+
+/** The fields of a renew (`leaseId`, `token`, `ttlMs?`), alone or as an entry of a batch. */
+function renewFields(input: Record<string, unknown>, at = ''): RenewRequest {
+  const request: RenewRequest = {
+    leaseId: validateLeaseId(requireField(input, 'leaseId', at), `${at}leaseId`),
+    token: validateToken(requireField(input, 'token', at), `${at}token`),
+  };
+  if (input.ttlMs !== undefined) request.ttlMs = validateTtlMs(input.ttlMs, `${at}ttlMs`);
+  return request;
 }
 
 export function validateAcquireRequest(body: unknown): AcquireRequest {
@@ -218,13 +219,7 @@ export function validateAcquireRequest(body: unknown): AcquireRequest {
 }
 
 export function validateRenewRequest(body: unknown): RenewRequest {
-  const input = requireObject(body, REQUEST_FIELDS.renew);
-  const request: RenewRequest = {
-    leaseId: validateLeaseId(requireField(input, 'leaseId')),
-    token: validateToken(requireField(input, 'token')),
-  };
-  if (input.ttlMs !== undefined) request.ttlMs = validateTtlMs(input.ttlMs);
-  return request;
+  return renewFields(requireObject(body, REQUEST_FIELDS.renew));
 }
 
 export function validateReleaseRequest(body: unknown): ReleaseRequest {
