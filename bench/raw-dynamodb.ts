@@ -11,7 +11,8 @@ import {
   grantIsCurrentAndLive,
   leaseIsAvailable,
 } from '../functions/lease-conditions.js';
-import { DEFAULT_CLEANUP_AFTER_MS, isConditionFailure } from '../functions/lease-store.js';
+import { isConditionFailure } from '../functions/dynamodb-errors.js';
+import { DEFAULT_CLEANUP_AFTER_MS } from '../functions/lease-store.js';
 import { wallNowMs } from './clock.js';
 
 /**

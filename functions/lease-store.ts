@@ -1,15 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import {
-  ConditionalCheckFailedException,
-  type AttributeValue,
-} from '@aws-sdk/client-dynamodb';
-import {
   GetCommand,
   ScanCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import {
   LIMITS,
   REQUEST_FIELDS,
@@ -17,7 +12,6 @@ import {
   LeaseLostError,
   LeaseNotFoundError,
   LeaseNotHeldError,
-  UnavailableError,
   ValidationError,
   validateAcquireRequest,
   validateHandoffRequest,
@@ -38,6 +32,7 @@ import {
   type RevokeRequest,
 } from '../client/src/protocol/index.js';
 import type { WallClock } from './clock.js';
+import { conflictItem as conflictRecord, isConditionFailure, translate } from './dynamodb-errors.js';
 import {
   ACQUIRE_REMOVE,
   ACQUIRE_SET,
@@ -413,6 +408,11 @@ function withRevoked(lease: PublicLease): PublicLease & { revoked: RevokedRecord
   return lease as PublicLease & { revoked: RevokedRecord };
 }
 
+/** The lease item as it was when the condition failed (undefined if there was none). */
+function conflictItem(error: Parameters<typeof conflictRecord>[0]): LeaseRecord | undefined {
+  return conflictRecord(error) as LeaseRecord | undefined;
+}
+
 function isCurrentGrant(record: LeaseRecord, request: { leaseId: string; token: number }): boolean {
   return record.holder !== undefined && record.leaseId === request.leaseId && record.token === request.token;
 }
@@ -423,47 +423,6 @@ function leaseLost(name: string, current: LeaseRecord | undefined, request: { le
   return new LeaseLostError(name, current ? toPublicLease(current, nowMs) : null, reason, {
     ...(reason === 'revoked' && current !== undefined ? { revoked: revokedRecord(current) } : {}),
   });
-}
-
-export function isConditionFailure(error: unknown): error is ConditionalCheckFailedException {
-  return error instanceof ConditionalCheckFailedException || (error as { name?: string })?.name === 'ConditionalCheckFailedException';
-}
-
-/** The item as it was when the condition failed (undefined if there was none). */
-function conflictItem(error: ConditionalCheckFailedException): LeaseRecord | undefined {
-  // lib-dynamodb does not unmarshall the item attached to the exception.
-  const item = error.Item as Record<string, AttributeValue> | undefined;
-  return item ? (unmarshall(item) as LeaseRecord) : undefined;
-}
-
-const UNAVAILABLE_ERRORS = new Set([
-  'ProvisionedThroughputExceededException',
-  'ThrottlingException',
-  'RequestLimitExceeded',
-  'InternalServerError',
-  'ServiceUnavailable',
-  'TransactionConflictException',
-  'TimeoutError',
-  'AbortError',
-]);
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
-
-/** The one place where a DynamoDB SDK error becomes a domain error. */
-function translate(error: unknown, leaseName?: string): unknown {
-  if (error instanceof LeaseNotFoundError || error instanceof ValidationError) return error;
-  const e = error as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } };
-  const status = e.$metadata?.httpStatusCode;
-  if (
-    UNAVAILABLE_ERRORS.has(e.name ?? '') ||
-    NETWORK_CODES.has(e.code ?? '') ||
-    (status !== undefined && status >= 500)
-  ) {
-    return new UnavailableError(
-      `The lease table is unavailable (${e.name ?? e.code ?? 'error'})${leaseName ? ` while serving "${leaseName}"` : ''}; safe to retry.`,
-      { leaseName, cause: error },
-    );
-  }
-  return error;
 }
 
 function encodeCursor(key: { pk: string }): string {

@@ -32,6 +32,27 @@ export async function ensureLeaseTable(client: DynamoDBClient, tableName: string
   }, LEASE_TABLE_SCHEMA.ttlAttribute);
 }
 
+/**
+ * The semaphore table (functions/semaphore-store.ts): its own table, so semaphores never appear in
+ * a lease list or the lease stream the watch reads. Same key and TTL attribute as the lease table.
+ */
+export const SEMAPHORE_TABLE_SCHEMA = LEASE_TABLE_SCHEMA;
+
+/** The semaphore table's name where none is configured: the lease table's, with `-semaphores`. */
+export function defaultSemaphoreTableName(leaseTableName: string): string {
+  return `${leaseTableName}-semaphores`;
+}
+
+/** Creates the semaphore table (on-demand, TTL on, no stream) if it does not exist. */
+export async function ensureSemaphoreTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  await ensureTable(client, {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [{ AttributeName: SEMAPHORE_TABLE_SCHEMA.partitionKey, AttributeType: 'S' }],
+    KeySchema: [{ AttributeName: SEMAPHORE_TABLE_SCHEMA.partitionKey, KeyType: 'HASH' }],
+  }, SEMAPHORE_TABLE_SCHEMA.ttlAttribute);
+}
+
 /** Creates the watch subscriptions table (see functions/watch/subscriptions.ts) if it does not exist. */
 export async function ensureSubscriptionTable(client: DynamoDBClient, tableName: string): Promise<void> {
   const s = SUBSCRIPTION_TABLE_SCHEMA;

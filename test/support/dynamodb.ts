@@ -3,7 +3,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import { createDocumentClient } from '../../functions/dynamodb-client.js';
-import { ensureLeaseTable } from '../../functions/lease-table.js';
+import { ensureLeaseTable, ensureSemaphoreTable } from '../../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
 
 /** Connection settings for the DynamoDB Local that the global setup started. */
@@ -23,5 +23,14 @@ export async function createTestLeaseTable(prefix = 'leases'): Promise<TestTable
   const raw = new DynamoDBClient(config);
   const tableName = `${prefix}-${randomUUID()}`;
   await ensureLeaseTable(raw, tableName);
+  return { tableName, raw, doc: createDocumentClient(config) };
+}
+
+/** A fresh semaphore table in DynamoDB Local, unique to the caller. */
+export async function createTestSemaphoreTable(prefix = 'semaphores'): Promise<TestTable> {
+  const config = localDynamoConfig();
+  const raw = new DynamoDBClient(config);
+  const tableName = `${prefix}-${randomUUID()}`;
+  await ensureSemaphoreTable(raw, tableName);
   return { tableName, raw, doc: createDocumentClient(config) };
 }

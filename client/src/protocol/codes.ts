@@ -13,6 +13,10 @@ export const ErrorCode = {
   LEASE_HELD: 'LEASE_HELD',
   LEASE_LOST: 'LEASE_LOST',
   LEASE_NOT_HELD: 'LEASE_NOT_HELD',
+  SEMAPHORE_NOT_FOUND: 'SEMAPHORE_NOT_FOUND',
+  SEMAPHORE_FULL: 'SEMAPHORE_FULL',
+  LIMIT_MISMATCH: 'LIMIT_MISMATCH',
+  PERMIT_LOST: 'PERMIT_LOST',
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
   THROTTLED: 'THROTTLED',
@@ -33,6 +37,10 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   LEASE_HELD: 409,
   LEASE_LOST: 409,
   LEASE_NOT_HELD: 409,
+  SEMAPHORE_NOT_FOUND: 404,
+  SEMAPHORE_FULL: 409,
+  LIMIT_MISMATCH: 409,
+  PERMIT_LOST: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   THROTTLED: 429,
@@ -71,6 +79,26 @@ export type KnownLeaseLostReason = (typeof LeaseLostReason)[keyof typeof LeaseLo
 
 /** What a client must accept in `error.reason`: a known reason, or one added by a newer server. */
 export type LeaseLostReason = KnownLeaseLostReason | (string & {});
+
+/**
+ * Why a semaphore renew or release was answered PERMIT_LOST: the `reason` of the error body.
+ * - `released`: the permit was released.
+ * - `expired`: the permit ran out (or, once run out or released, was swept from the semaphore by a
+ *   later acquire: the semaphore no longer tells the two apart).
+ * - `mismatch`: the permitId or token does not match any permit this semaphore issued.
+ * - `not_found`: the semaphore does not exist (never used, or its record was cleaned up).
+ *
+ * Later versions may add values: clients must accept any string.
+ */
+export const PermitLostReason = {
+  released: 'released',
+  expired: 'expired',
+  mismatch: 'mismatch',
+  not_found: 'not_found',
+} as const;
+
+export type KnownPermitLostReason = (typeof PermitLostReason)[keyof typeof PermitLostReason];
+export type PermitLostReason = KnownPermitLostReason | (string & {});
 
 export function isKnownLeaseLostReason(value: unknown): value is KnownLeaseLostReason {
   return typeof value === 'string' && Object.hasOwn(LeaseLostReason, value);

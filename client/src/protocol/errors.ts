@@ -1,5 +1,5 @@
-import { ErrorCode, STATUS_BY_CODE, isErrorCode, type LeaseLostReason } from './codes.js';
-import type { ErrorBody, PublicLease, RevokedRecord } from './types.js';
+import { ErrorCode, STATUS_BY_CODE, isErrorCode, type LeaseLostReason, type PermitLostReason } from './codes.js';
+import type { ErrorBody, PermitHolder, PublicLease, PublicSemaphore, RevokedRecord } from './types.js';
 
 interface LeaseholdErrorOptions {
   leaseName?: string;
@@ -130,6 +130,96 @@ export class LeaseNotHeldError extends LeaseholdError {
   }
 }
 
+export class SemaphoreNotFoundError extends LeaseholdError {
+  override name = 'SemaphoreNotFoundError';
+  constructor(semaphoreName: string, options: LeaseholdErrorOptions = {}) {
+    super(ErrorCode.SEMAPHORE_NOT_FOUND, `Semaphore "${semaphoreName}" does not exist: it was never used.`, { ...options, leaseName: semaphoreName });
+  }
+}
+
+/**
+ * All `limit` permits of the semaphore are out. Like LEASE_HELD, the SDK reports it as a *result*
+ * of acquire; this class exists for the HTTP layer and for callers who prefer an exception.
+ */
+export class SemaphoreFullError extends LeaseholdError {
+  override name = 'SemaphoreFullError';
+  constructor(
+    semaphoreName: string,
+    readonly limit: number,
+    readonly holders: PermitHolder[],
+    readonly retryAfterMs: number,
+    options: LeaseholdErrorOptions & { message?: string } = {},
+  ) {
+    super(
+      ErrorCode.SEMAPHORE_FULL,
+      options.message ?? `Semaphore "${semaphoreName}" is full: all ${limit} permits are held; one may be acquired in ${retryAfterMs} ms.`,
+      { ...options, leaseName: semaphoreName },
+    );
+  }
+  override toBody(): ErrorBody['error'] {
+    return { ...super.toBody(), limit: this.limit, holders: this.holders, retryAfterMs: this.retryAfterMs };
+  }
+}
+
+/** An acquire asked for another limit than the one stored while permits are live. */
+export class LimitMismatchError extends LeaseholdError {
+  override name = 'LimitMismatchError';
+  constructor(
+    semaphoreName: string,
+    /** The semaphore's stored limit. */
+    readonly limit: number,
+    options: LeaseholdErrorOptions & { message?: string } = {},
+  ) {
+    super(
+      ErrorCode.LIMIT_MISMATCH,
+      options.message ?? `Semaphore "${semaphoreName}" has limit ${limit} while permits are live; acquire with that limit, or wait until none is live.`,
+      { ...options, leaseName: semaphoreName },
+    );
+  }
+  override toBody(): ErrorBody['error'] {
+    return { ...super.toBody(), limit: this.limit };
+  }
+}
+
+/**
+ * A permit the caller held is no longer theirs (see `PermitLostReason`): the work it protected must
+ * stop. `serverReason` is the server's `error.reason`; branch on it, never on the message.
+ */
+export class PermitLostError extends LeaseholdError {
+  override name = 'PermitLostError';
+  constructor(
+    semaphoreName: string,
+    readonly semaphore: PublicSemaphore | null,
+    readonly serverReason: PermitLostReason | undefined,
+    options: LeaseholdErrorOptions & { message?: string } = {},
+  ) {
+    super(ErrorCode.PERMIT_LOST, options.message ?? `A permit of semaphore "${semaphoreName}" was lost: ${permitLostText(serverReason)}.`, {
+      ...options,
+      leaseName: semaphoreName,
+    });
+  }
+  override toBody(): ErrorBody['error'] {
+    return { ...super.toBody(), semaphore: this.semaphore, ...(this.serverReason === undefined ? {} : { reason: this.serverReason }) };
+  }
+}
+
+function permitLostText(reason: PermitLostReason | undefined): string {
+  switch (reason) {
+    case 'released':
+      return 'it was released';
+    case 'expired':
+      return 'it expired';
+    case 'mismatch':
+      return 'the permitId or token does not match a permit of this semaphore';
+    case 'not_found':
+      return 'the semaphore does not exist (never used, or its record was cleaned up)';
+    case undefined:
+      return 'it is no longer current';
+    default:
+      return `it is no longer current (reason "${reason}")`;
+  }
+}
+
 /** The message's account of each reason; "granted again" only when a newer grant was made. */
 function lostText(reason: LeaseLostReason | undefined, lease: PublicLease | null, revoked: RevokedRecord | undefined): string {
   switch (reason) {
@@ -238,6 +328,10 @@ export function isLeaseholdError(error: unknown): error is LeaseholdError {
   );
 }
 
+export function isPermitLostError(error: unknown): error is PermitLostError {
+  return isLeaseholdError(error) && error.code === ErrorCode.PERMIT_LOST;
+}
+
 export function isLeaseLostError(error: unknown): error is LeaseLostError {
   return isLeaseholdError(error) && error.code === ErrorCode.LEASE_LOST;
 }
@@ -266,6 +360,14 @@ export function errorFromBody(body: ErrorBody['error'], leaseName?: string): Lea
     case ErrorCode.LEASE_NOT_HELD:
       if (body.lease) return new LeaseNotHeldError(body.lease, { message });
       return new LeaseholdError(ErrorCode.LEASE_NOT_HELD, message, opts);
+    case ErrorCode.SEMAPHORE_NOT_FOUND:
+      return new SemaphoreNotFoundError(leaseName ?? '(unknown)');
+    case ErrorCode.SEMAPHORE_FULL:
+      return new SemaphoreFullError(leaseName ?? '(unknown)', body.limit ?? 0, Array.isArray(body.holders) ? body.holders : [], body.retryAfterMs ?? 0, { message });
+    case ErrorCode.LIMIT_MISMATCH:
+      return new LimitMismatchError(leaseName ?? '(unknown)', body.limit ?? 0, { message });
+    case ErrorCode.PERMIT_LOST:
+      return new PermitLostError(leaseName ?? body.semaphore?.name ?? '(unknown)', body.semaphore ?? null, typeof body.reason === 'string' ? body.reason : undefined, { message });
     case ErrorCode.UNAVAILABLE:
       return new UnavailableError(message, opts);
     case ErrorCode.THROTTLED:

@@ -12,6 +12,10 @@ export const ROUTES = [
   { id: 'renew-batch', method: 'POST', path: '/v1/prefixes/{prefix}/renew' },
   { id: 'describe', method: 'GET', path: '/v1/leases/{name}' },
   { id: 'list', method: 'GET', path: '/v1/leases' },
+  { id: 'semaphore-acquire', method: 'POST', path: '/v1/semaphores/{name}/acquire' },
+  { id: 'semaphore-renew', method: 'POST', path: '/v1/semaphores/{name}/renew' },
+  { id: 'semaphore-release', method: 'POST', path: '/v1/semaphores/{name}/release' },
+  { id: 'semaphore-describe', method: 'GET', path: '/v1/semaphores/{name}' },
 ] as const;
 
 /**

@@ -1,6 +1,18 @@
 import { ValidationError } from './errors.js';
 import type { RouteId } from './routes.js';
-import type { AcquireRequest, BatchRenewRequest, HandoffRequest, JsonValue, ListRequest, ReleaseRequest, RenewRequest, RevokeRequest } from './types.js';
+import type {
+  AcquireRequest,
+  BatchRenewRequest,
+  HandoffRequest,
+  JsonValue,
+  ListRequest,
+  ReleaseRequest,
+  RenewRequest,
+  RevokeRequest,
+  SemaphoreAcquireRequest,
+  SemaphoreReleaseRequest,
+  SemaphoreRenewRequest,
+} from './types.js';
 
 /**
  * Input rules of the v1 contract. The server enforces them before any write; the SDK checks the
@@ -33,6 +45,10 @@ export const LIMITS = {
   handoffWindowMaxMs: 60_000,
   /** A revoke's `reason`, in characters (code points). */
   revokeReasonMaxLength: 256,
+  /** The most permits a semaphore may grant at once. */
+  semaphoreLimitMax: 100,
+  /** A permit's metadata: every permit of a semaphore shares one item's size and write cost. */
+  permitMetadataMaxBytes: 256,
 } as const;
 
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
@@ -101,7 +117,7 @@ export function validateToken(value: unknown, field = 'token'): number {
   return requireInteger(value, field, 1, Number.MAX_SAFE_INTEGER);
 }
 
-export function validateMetadata(value: unknown, field = 'metadata'): JsonValue {
+export function validateMetadata(value: unknown, field = 'metadata', maxBytes: number = LIMITS.metadataMaxBytes): JsonValue {
   let serialized: string | undefined;
   try {
     serialized = JSON.stringify(value);
@@ -110,8 +126,8 @@ export function validateMetadata(value: unknown, field = 'metadata'): JsonValue 
   }
   if (serialized === undefined) throw new ValidationError(field, 'must be a JSON value');
   const bytes = new TextEncoder().encode(serialized).length;
-  if (bytes > LIMITS.metadataMaxBytes) {
-    throw new ValidationError(field, `must serialize to at most ${LIMITS.metadataMaxBytes} bytes of JSON (got ${bytes})`);
+  if (bytes > maxBytes) {
+    throw new ValidationError(field, `must serialize to at most ${maxBytes} bytes of JSON (got ${bytes})`);
   }
   return value as JsonValue;
 }
@@ -124,6 +140,9 @@ export const REQUEST_FIELDS = {
   handoff: ['leaseId', 'token', 'to', 'windowMs'],
   revoke: ['reason', 'force'],
   'renew-batch': ['grants'],
+  'semaphore-acquire': ['holder', 'ttlMs', 'limit', 'metadata', 'requestId'],
+  'semaphore-renew': ['permitId', 'token', 'ttlMs'],
+  'semaphore-release': ['permitId', 'token'],
 } as const;
 
 /** The fields of one entry of a batched renew. */
@@ -262,6 +281,46 @@ export function validateRevokeRequest(body: unknown): RevokeRequest {
     request.force = input.force;
   }
   return request;
+}
+
+/** A semaphore's `limit`: how many permits it grants at once, 1-100. */
+export function validateSemaphoreLimit(value: unknown, field = 'limit'): number {
+  return requireInteger(value, field, 1, LIMITS.semaphoreLimitMax);
+}
+
+/** permitId is 128 random bits, hex encoded by the server (like a leaseId). */
+export function validatePermitId(value: unknown, field = 'permitId'): string {
+  return requireString(value, field, LEASE_ID_PATTERN, 'must be the 32 hex characters returned by acquire');
+}
+
+export function validateSemaphoreAcquireRequest(body: unknown): SemaphoreAcquireRequest {
+  const input = requireObject(body, REQUEST_FIELDS['semaphore-acquire']);
+  const request: SemaphoreAcquireRequest = {
+    holder: validateHolder(requireField(input, 'holder')),
+    ttlMs: validateTtlMs(requireField(input, 'ttlMs')),
+    limit: validateSemaphoreLimit(requireField(input, 'limit')),
+  };
+  if (input.metadata !== undefined) request.metadata = validateMetadata(input.metadata, 'metadata', LIMITS.permitMetadataMaxBytes);
+  if (input.requestId !== undefined) request.requestId = validateRequestId(input.requestId);
+  return request;
+}
+
+export function validateSemaphoreRenewRequest(body: unknown): SemaphoreRenewRequest {
+  const input = requireObject(body, REQUEST_FIELDS['semaphore-renew']);
+  const request: SemaphoreRenewRequest = {
+    permitId: validatePermitId(requireField(input, 'permitId')),
+    token: validateToken(requireField(input, 'token')),
+  };
+  if (input.ttlMs !== undefined) request.ttlMs = validateTtlMs(input.ttlMs);
+  return request;
+}
+
+export function validateSemaphoreReleaseRequest(body: unknown): SemaphoreReleaseRequest {
+  const input = requireObject(body, REQUEST_FIELDS['semaphore-release']);
+  return {
+    permitId: validatePermitId(requireField(input, 'permitId')),
+    token: validateToken(requireField(input, 'token')),
+  };
 }
 
 /** The query parameters of `GET /v1/leases`; every other route takes none. */

@@ -1,4 +1,4 @@
-import type { LeaseLostReason } from './codes.js';
+import type { LeaseLostReason, PermitLostReason } from './codes.js';
 
 /**
  * Wire types of the v1 contract. All times are epoch milliseconds of the *server's* clock;
@@ -140,6 +140,74 @@ export interface ListResponse {
   nextCursor?: string;
 }
 
+/**
+ * `POST /v1/semaphores/{name}/acquire`: one of at most `limit` permits. Names, holders, ttlMs,
+ * metadata (here at most 256 bytes) and requestId follow the lease rules; `limit` is 1-100.
+ */
+export interface SemaphoreAcquireRequest {
+  holder: string;
+  ttlMs: number;
+  limit: number;
+  metadata?: JsonValue;
+  requestId?: string;
+}
+
+export interface SemaphoreRenewRequest {
+  permitId: string;
+  token: number;
+  ttlMs?: number;
+}
+
+export interface SemaphoreReleaseRequest {
+  permitId: string;
+  token: number;
+}
+
+/** One live permit as anybody may see it (never its permitId). */
+export interface PermitHolder {
+  holder: string;
+  /** Fencing token of the permit: unique and strictly increasing per semaphore name, never reused. */
+  token: number;
+  expiresAt: number;
+  remainingMs: number;
+  metadata: JsonValue | null;
+}
+
+/** What anybody may see about a semaphore: its limit and the live permits, oldest token first. */
+export interface PublicSemaphore {
+  name: string;
+  limit: number;
+  /** How many more permits may be granted right now: limit minus the live permits. */
+  available: number;
+  holders: PermitHolder[];
+}
+
+/** What the permit's holder receives: `permitId` is the secret that authorizes renew and release. */
+export interface Permit {
+  name: string;
+  holder: string;
+  permitId: string;
+  token: number;
+  ttlMs: number;
+  expiresAt: number;
+  remainingMs: number;
+  limit: number;
+  metadata: JsonValue | null;
+}
+
+export interface PermitResponse {
+  permit: Permit;
+}
+
+export interface SemaphoreReleaseResponse {
+  released: true;
+  semaphore: PublicSemaphore;
+}
+
+export interface SemaphoreDescribeResponse {
+  semaphore: PublicSemaphore;
+}
+
 export interface ErrorBody {
   error: {
     code: string;
@@ -149,11 +217,20 @@ export interface ErrorBody {
     rule?: string;
     /** Present with LEASE_HELD and LEASE_LOST: the current public state (null if the lease does not exist). */
     lease?: PublicLease | null;
-    /** Present with LEASE_HELD: when the lease may next be acquired. */
+    /** Present with LEASE_HELD and SEMAPHORE_FULL: when the lease (a permit) may next be acquired. */
     retryAfterMs?: number;
-    /** Present with LEASE_LOST: why the grant is not current (see `LeaseLostReason`; accept unknown values). */
-    reason?: LeaseLostReason;
+    /**
+     * Present with LEASE_LOST: why the grant is not current (see `LeaseLostReason`), and with
+     * PERMIT_LOST: why the permit is not (see `PermitLostReason`). Accept unknown values.
+     */
+    reason?: LeaseLostReason | PermitLostReason;
     /** Present with LEASE_LOST reason `revoked`: who revoked the grant, when and why. */
     revoked?: RevokedRecord;
+    /** Present with SEMAPHORE_FULL: the live permits' holders (never a permitId). */
+    holders?: PermitHolder[];
+    /** Present with SEMAPHORE_FULL and LIMIT_MISMATCH: the semaphore's stored limit. */
+    limit?: number;
+    /** Present with PERMIT_LOST: the semaphore's public state (null if it does not exist). */
+    semaphore?: PublicSemaphore | null;
   };
 }

@@ -1,0 +1,371 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  LIMITS,
+  LimitMismatchError,
+  PermitLostError,
+  REQUEST_FIELDS,
+  SemaphoreFullError,
+  SemaphoreNotFoundError,
+  UnavailableError,
+  pickFields,
+  validateName,
+  validateSemaphoreAcquireRequest,
+  validateSemaphoreReleaseRequest,
+  validateSemaphoreRenewRequest,
+  type Permit,
+  type PublicSemaphore,
+  type SemaphoreAcquireRequest,
+  type SemaphoreReleaseRequest,
+  type SemaphoreRenewRequest,
+} from '../client/src/protocol/index.js';
+import type { WallClock } from './clock.js';
+import { conflictItem, isConditionFailure, translate } from './dynamodb-errors.js';
+import { DEFAULT_CLEANUP_AFTER_MS } from './lease-store.js';
+import {
+  isLive,
+  isSamePermitRetry,
+  isSweepable,
+  livePermits,
+  permitAttribute,
+  permitLostReason,
+  permitOf,
+  permitTokenAttribute,
+  permitsOf,
+  retryAfterMs,
+  toPermit,
+  toPermitHolder,
+  toPublicSemaphore,
+  type PermitEntry,
+  type PermitView,
+  type SemaphoreRecord,
+} from './semaphore-record.js';
+
+/**
+ * The only module that speaks DynamoDB for semaphores (at most `limit` holders at once). One item
+ * per semaphore, in its own table, so leases and semaphores never share an item, a list or a
+ * stream, whatever their names. See semaphore-record.ts for the item.
+ *
+ * ## At most `limit` live permits, in at most two requests per acquire
+ * DynamoDB cannot count the live entries of an item in a condition, so the item counts them itself:
+ * `held` is the number of entries not released (live or expired), and every write keeps
+ * `held ≤ limit`. Hence:
+ * 1. An acquire first tries one blind conditional write, `held < limit` (and the same limit, few
+ *    tombstones, no entry under its permitId): if it passes, at most `limit` entries are not
+ *    released, so at most `limit` are live. One request.
+ * 2. If it fails, the item comes back with the failure (ALL_OLD). If `limit` permits are live the
+ *    answer is SEMAPHORE_FULL (or LIMIT_MISMATCH); otherwise a second conditional write removes
+ *    entries that are past expiry or released and adds the new permit, with `held` adjusted by the
+ *    same count. Its condition pins each removed entry in the state it was seen in (an entry past
+ *    expiry cannot be renewed, a tombstone never changes), so the count stays exact whatever ran in
+ *    between. If something else won the race and there is still room, the acquire answers 503
+ *    UNAVAILABLE (retryable) rather than send a third request.
+ *
+ * Renew and release are exactly one conditional UpdateItem each, on the permit's own attributes.
+ *
+ * ## Tokens never go backwards
+ * As for leases (lease-store.ts): the item's token is `if_not_exists(token, now µs) + 1` in the
+ * write that issues a permit, and the permit's own token is computed by the same expression in the
+ * same write, so every permit of a name has a distinct, strictly increasing token, also after the
+ * item is deleted and created again.
+ */
+
+/** Tombstones (released entries) the blind write tolerates before an acquire must sweep them. */
+export const TOMBSTONES_MAX = 16;
+/**
+ * The most entries one sweep removes: each costs about 60 characters of condition and update
+ * expression, and DynamoDB allows 4 KB per expression. One removed entry is enough to make room.
+ */
+export const SWEEP_MAX = 40;
+
+export interface SemaphoreStoreOptions {
+  client: DynamoDBDocumentClient;
+  tableName: string;
+  clock: WallClock;
+  /** How long after an item's last write DynamoDB TTL may delete it. Default 7 days. */
+  cleanupAfterMs?: number;
+  /** Source of 128-bit permit ids when the acquire has no requestId; injectable for tests. */
+  newPermitId?: () => string;
+}
+
+export type SemaphoreAcquireResult =
+  | { acquired: true; permit: Permit }
+  | { acquired: false; error: SemaphoreFullError };
+
+export class SemaphoreStore {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly tableName: string;
+  private readonly clock: WallClock;
+  private readonly cleanupAfterMs: number;
+  private readonly newPermitId: () => string;
+
+  constructor(options: SemaphoreStoreOptions) {
+    this.client = options.client;
+    this.tableName = options.tableName;
+    this.clock = options.clock;
+    this.cleanupAfterMs = options.cleanupAfterMs ?? DEFAULT_CLEANUP_AFTER_MS;
+    this.newPermitId = options.newPermitId ?? (() => randomBytes(16).toString('hex'));
+  }
+
+  /**
+   * One permit, if fewer than `limit` are live. Resolves `{ acquired: false }` with the
+   * SEMAPHORE_FULL error when all are out; rejects with LIMIT_MISMATCH when permits are live under
+   * another limit. A retry with the same holder and requestId gets the same permit back.
+   */
+  async acquire(name: string, input: SemaphoreAcquireRequest): Promise<SemaphoreAcquireResult> {
+    validateName(name);
+    const request = validateSemaphoreAcquireRequest(pickFields(input, REQUEST_FIELDS['semaphore-acquire']));
+    const permitId = request.requestId === undefined ? this.newPermitId() : retryablePermitId(name, request.holder, request.requestId);
+    const now = this.clock.nowMs();
+    const first = await this.write(name, {
+      update: `SET ${[...ISSUE_SET, 'held = if_not_exists(held, :zero) + :one', 'dead = if_not_exists(dead, :zero)'].join(', ')}`,
+      condition: 'attribute_not_exists(pk) OR (permitLimit = :limit AND held < :limit AND dead < :tombstonesMax AND attribute_not_exists(#p))',
+      names: { '#p': permitAttribute(permitId), '#pt': permitTokenAttribute(permitId), '#token': 'token' },
+      values: { ...this.issueValues(request, now), ':zero': 0, ':tombstonesMax': TOMBSTONES_MAX },
+    });
+    if ('item' in first) return { acquired: true, permit: toPermit(first.item, permitId, this.clock.nowMs()) };
+    const seen = this.decide(name, first.conflict, request, permitId);
+    if (seen.kind === 'answer') return seen.answer;
+
+    // 2. Room, once entries past expiry or released are swept: one more conditional write.
+    const now2 = this.clock.nowMs();
+    const record = seen.record;
+    const own = permitOf(record, permitId);
+    const sweep = sweepSet(record, permitId, now2, request.limit !== record.permitLimit);
+    const names: Record<string, string> = { '#p': permitAttribute(permitId), '#pt': permitTokenAttribute(permitId), '#token': 'token', '#e': 'expiresAt', '#r': 'releasedAt' };
+    const pins: string[] = [];
+    const removes: string[] = [];
+    sweep.forEach((permit, i) => {
+      names[`#s${i}`] = permitAttribute(permit.permitId);
+      names[`#u${i}`] = permitTokenAttribute(permit.permitId);
+      removes.push(`#s${i}`, `#u${i}`);
+      pins.push(pinned(`#s${i}`, permit));
+    });
+    const swept = countEnded(sweep);
+    if (request.limit !== record.permitLimit && record.held > swept.unreleased + (own?.releasedAt === undefined && own !== undefined ? 1 : 0)) {
+      // Another limit needs every unreleased entry gone, and there were more than one write may
+      // remove: sweep what fits now; the caller's retry finds fewer.
+      return this.sweepOnly(name, names, pins, removes, swept, now2);
+    }
+    // A late retry of an acquire whose permit has ended: the new permit overwrites that entry.
+    pins.push(own === undefined ? 'attribute_not_exists(#p)' : pinned('#p', own));
+    const { unreleased, released } = countEnded(own === undefined ? sweep : [...sweep, own]);
+    const values: Record<string, unknown> = {
+      ...this.issueValues(request, now2),
+      ':zero': 0,
+      ':heldDelta': 1 - unreleased,
+      ':deadDelta': released,
+      ':heldMax': request.limit + unreleased,
+      ':unreleased': unreleased,
+      ':now': now2,
+    };
+    const second = await this.write(name, {
+      update: `SET ${[...ISSUE_SET, 'held = held + :heldDelta', 'dead = dead - :deadDelta'].join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
+      // Same limit: room for one more once the unreleased swept entries are gone. Another limit:
+      // nothing unreleased is left after the sweep (all of it was past expiry).
+      condition: `((permitLimit = :limit AND held < :heldMax) OR held = :unreleased) AND ${pins.join(' AND ')}`,
+      names,
+      values,
+    });
+    if ('item' in second) return { acquired: true, permit: toPermit(second.item, permitId, this.clock.nowMs()) };
+    const after = this.decide(name, second.conflict, request, permitId);
+    if (after.kind === 'answer') return after.answer;
+    throw new UnavailableError(`Semaphore "${name}" changed while this acquire made room; safe to retry.`, { leaseName: name });
+  }
+
+  /** Extends the permit by its ttl (or `ttlMs`), keeping its token. */
+  async renew(name: string, input: SemaphoreRenewRequest): Promise<Permit> {
+    validateName(name);
+    const request = validateSemaphoreRenewRequest(pickFields(input, REQUEST_FIELDS['semaphore-renew']));
+    const now = this.clock.nowMs();
+    const set = ['#p.renewedAt = :now', 'expireItemAt = :expireItemAt'];
+    const values: Record<string, unknown> = { ':now': now, ':token': request.token, ':expireItemAt': this.expireItemAt(now) };
+    if (request.ttlMs === undefined) {
+      set.push('#p.#e = #p.ttlMs + :now');
+    } else {
+      set.push('#p.#e = :expiresAt', '#p.ttlMs = :ttlMs');
+      values[':expiresAt'] = now + request.ttlMs;
+      values[':ttlMs'] = request.ttlMs;
+    }
+    const out = await this.write(name, {
+      update: `SET ${set.join(', ')}`,
+      // Never older than the last write, as for a lease's renew: a late renew must not move the
+      // expiry back under the holder's newer deadline.
+      condition: '#pt = :token AND #p.#e >= :now AND #p.renewedAt <= :now AND attribute_not_exists(#p.#r)',
+      names: { '#p': permitAttribute(request.permitId), '#pt': permitTokenAttribute(request.permitId), '#e': 'expiresAt', '#r': 'releasedAt' },
+      values,
+    });
+    const at = this.clock.nowMs();
+    if ('item' in out) return toPermit(out.item, request.permitId, at);
+    const permit = out.conflict === undefined ? undefined : permitOf(out.conflict, request.permitId);
+    if (out.conflict !== undefined && permit !== undefined && permit.token === request.token && isLive(permit, now) && permit.renewedAt > now) {
+      // A later renew already landed: answer with it, as a lease's renew does.
+      return toPermit(out.conflict, request.permitId, at);
+    }
+    throw this.permitLost(name, out.conflict, request, now, at);
+  }
+
+  /** Gives the permit back. Releasing the same permit twice is harmless (while its tombstone is kept). */
+  async release(name: string, input: SemaphoreReleaseRequest): Promise<PublicSemaphore> {
+    validateName(name);
+    const request = validateSemaphoreReleaseRequest(pickFields(input, REQUEST_FIELDS['semaphore-release']));
+    const now = this.clock.nowMs();
+    const out = await this.write(name, {
+      update: 'SET #p.#r = :now, held = held - :one, dead = dead + :one REMOVE #p.metadataJson, #p.requestId',
+      condition: '#pt = :token AND attribute_not_exists(#p.#r)',
+      names: { '#p': permitAttribute(request.permitId), '#pt': permitTokenAttribute(request.permitId), '#r': 'releasedAt' },
+      values: { ':now': now, ':token': request.token, ':one': 1 },
+    });
+    const at = this.clock.nowMs();
+    if ('item' in out) return toPublicSemaphore(out.item, at);
+    const permit = out.conflict === undefined ? undefined : permitOf(out.conflict, request.permitId);
+    if (out.conflict !== undefined && permit !== undefined && permit.token === request.token && permit.releasedAt !== undefined) {
+      return toPublicSemaphore(out.conflict, at);
+    }
+    throw this.permitLost(name, out.conflict, request, now, at);
+  }
+
+  /** Strongly consistent read of the public state (never a permitId). */
+  async describe(name: string): Promise<PublicSemaphore> {
+    validateName(name);
+    try {
+      const out = await this.client.send(new GetCommand({ TableName: this.tableName, Key: { pk: name }, ConsistentRead: true }));
+      if (out.Item === undefined) throw new SemaphoreNotFoundError(name);
+      return toPublicSemaphore(out.Item as SemaphoreRecord, this.clock.nowMs());
+    } catch (error) {
+      throw translate(error, name);
+    }
+  }
+
+  /** What every issuing write sets, and its values. */
+  private issueValues(request: SemaphoreAcquireRequest, now: number): Record<string, unknown> {
+    const entry: PermitEntry = { holder: request.holder, ttlMs: request.ttlMs, expiresAt: now + request.ttlMs, acquiredAt: now, renewedAt: now };
+    if (request.metadata !== undefined && request.metadata !== null) entry.metadataJson = JSON.stringify(request.metadata);
+    if (request.requestId !== undefined) entry.requestId = request.requestId;
+    return { ':limit': request.limit, ':permit': entry, ':tokenBase': now * 1000, ':one': 1, ':expireItemAt': this.expireItemAt(now) };
+  }
+
+  /**
+   * What the item seen at a refused acquire says: the same permit (a retry), LIMIT_MISMATCH,
+   * SEMAPHORE_FULL, or room to make with a sweep.
+   */
+  private decide(
+    name: string,
+    record: SemaphoreRecord | undefined,
+    request: SemaphoreAcquireRequest,
+    permitId: string,
+  ): { kind: 'answer'; answer: SemaphoreAcquireResult } | { kind: 'room'; record: SemaphoreRecord } {
+    if (record === undefined) throw new UnavailableError(`Semaphore "${name}" changed while it was acquired; safe to retry.`, { leaseName: name });
+    const at = this.clock.nowMs();
+    if (isSamePermitRetry(permitOf(record, permitId), request.holder, request.requestId, at)) {
+      return { kind: 'answer', answer: { acquired: true, permit: toPermit(record, permitId, at) } };
+    }
+    const live = livePermits(record, at);
+    if (live.length > 0 && record.permitLimit !== request.limit) throw new LimitMismatchError(name, record.permitLimit);
+    if (live.length >= request.limit) {
+      const holders = live.map((p) => toPermitHolder(p, at));
+      return { kind: 'answer', answer: { acquired: false, error: new SemaphoreFullError(name, record.permitLimit, holders, retryAfterMs(record, at)) } };
+    }
+    return { kind: 'room', record };
+  }
+
+  /** A sweep that issues nothing (see `acquire`); answered UNAVAILABLE so the caller retries. */
+  private async sweepOnly(
+    name: string,
+    names: Record<string, string>,
+    pins: string[],
+    removes: string[],
+    swept: { unreleased: number; released: number },
+    now: number,
+  ): Promise<never> {
+    await this.write(name, {
+      update: `SET held = held - :unreleased, dead = dead - :released REMOVE ${removes.join(', ')}`,
+      condition: pins.join(' AND '),
+      names,
+      values: { ':unreleased': swept.unreleased, ':released': swept.released, ':now': now },
+    });
+    throw new UnavailableError(`Semaphore "${name}" had ended permits swept before its limit can change; safe to retry.`, { leaseName: name });
+  }
+
+  private permitLost(
+    name: string,
+    record: SemaphoreRecord | undefined,
+    request: { permitId: string; token: number },
+    now: number,
+    at: number,
+  ): PermitLostError {
+    return new PermitLostError(name, record === undefined ? null : toPublicSemaphore(record, at), permitLostReason(record, request, now));
+  }
+
+  /** One conditional UpdateItem: the item written, or the item that failed the condition. */
+  private async write(
+    name: string,
+    input: { update: string; condition: string; names: Record<string, string>; values: Record<string, unknown> },
+  ): Promise<{ item: SemaphoreRecord } | { conflict: SemaphoreRecord | undefined }> {
+    // DynamoDB refuses names and values an expression does not use; the callers pass supersets.
+    const used = (key: string) => new RegExp(`${key}(?![A-Za-z0-9_])`).test(`${input.update} ${input.condition}`);
+    try {
+      const out = await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: name },
+          UpdateExpression: input.update,
+          ConditionExpression: input.condition,
+          ExpressionAttributeNames: Object.fromEntries(Object.entries(input.names).filter(([key]) => used(key))),
+          ExpressionAttributeValues: Object.fromEntries(Object.entries(input.values).filter(([key]) => used(key))),
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { item: out.Attributes as SemaphoreRecord };
+    } catch (error) {
+      if (!isConditionFailure(error)) throw translate(error, name);
+      return { conflict: conflictItem(error) as SemaphoreRecord | undefined };
+    }
+  }
+
+  /** Every write may be the last for a while: no permit outlives the longest ttl after it. */
+  private expireItemAt(nowMs: number): number {
+    return Math.ceil((nowMs + LIMITS.ttlMaxMs + this.cleanupAfterMs) / 1000);
+  }
+}
+
+/** What every write that issues a permit sets: the permit, its token, and the semaphore's. */
+const ISSUE_SET = [
+  'permitLimit = :limit',
+  '#token = if_not_exists(#token, :tokenBase) + :one',
+  // The same expression as the item's token, read before this write: the permit's token.
+  '#pt = if_not_exists(#token, :tokenBase) + :one',
+  'issued = if_not_exists(issued, :zero) + :one',
+  '#p = :permit',
+  'expireItemAt = :expireItemAt',
+] as const;
+
+/**
+ * The permitId of an acquire with a requestId: derived from it (a secret the caller chose at
+ * random), so a retry of a lost answer addresses the same entry and gets the same permit back.
+ */
+function retryablePermitId(name: string, holder: string, requestId: string): string {
+  return createHash('sha256').update(`semaphore-permit\n${name}\n${holder}\n${requestId}`).digest('hex').slice(0, 32);
+}
+
+/**
+ * The entries one sweep removes: at most SWEEP_MAX, never the acquirer's own entry (overwritten
+ * instead). Entries past expiry first when the limit changes (all of them must go), else oldest first.
+ */
+function sweepSet(record: SemaphoreRecord, ownPermitId: string, nowMs: number, limitChanges: boolean): PermitView[] {
+  const sweepable = permitsOf(record).filter((p) => p.permitId !== ownPermitId && isSweepable(p, nowMs));
+  if (limitChanges) sweepable.sort((a, b) => Number(a.releasedAt !== undefined) - Number(b.releasedAt !== undefined));
+  return sweepable.slice(0, SWEEP_MAX);
+}
+
+/** How many of the entries were ended by expiry (not released: they count in `held`) and by release (`dead`). */
+function countEnded(permits: readonly PermitView[]): { unreleased: number; released: number } {
+  const released = permits.filter((p) => p.releasedAt !== undefined).length;
+  return { unreleased: permits.length - released, released };
+}
+
+/** The condition that the entry is still as it was seen: a tombstone, or past expiry and not released. */
+function pinned(path: string, permit: PermitView): string {
+  return permit.releasedAt !== undefined ? `attribute_exists(${path}.#r)` : `(${path}.#e < :now AND attribute_not_exists(${path}.#r))`;
+}
