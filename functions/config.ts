@@ -8,6 +8,8 @@
 export const ENV = {
   /** The DynamoDB lease table (HTTP routes, and the local server's default `leasehold-leases`). */
   leaseTable: 'LEASE_TABLE_NAME',
+  /** The DynamoDB semaphore table (semaphore routes; default: the lease table's name with `-semaphores`). */
+  semaphoreTable: 'SEMAPHORE_TABLE_NAME',
   /** The watch's subscriptions table. */
   subscriptionTable: 'SUBSCRIPTION_TABLE_NAME',
   /** The WebSocket API's management endpoint, where the watch posts to connections. */
@@ -35,10 +37,16 @@ export const LEGACY_WATCH_RENEWED_ENV = 'LEASEHOLD_WATCH_RENEWED';
 export const SERVICE_NAME = 'leasehold';
 export const METRICS_NAMESPACE = 'Leasehold';
 
+/** The semaphore table's name where none is configured: the lease table's, with `-semaphores`. */
+export function defaultSemaphoreTableName(leaseTableName: string): string {
+  return `${leaseTableName}-semaphores`;
+}
+
 export type Environment = Record<string, string | undefined>;
 
 export interface HandlerConfig {
   tableName: string;
+  semaphoreTableName: string;
   region: string;
   /** Only for DynamoDB Local or tests; unset in AWS. */
   dynamodbEndpoint: string | undefined;
@@ -68,10 +76,12 @@ export function readConfig(env: Environment): HandlerConfig {
   const tableName = env[ENV.leaseTable]?.trim();
   if (!tableName) problems.push(`${ENV.leaseTable} (the DynamoDB lease table) is not set`);
   else if (!/^[A-Za-z0-9_.-]{3,255}$/.test(tableName)) problems.push(`${ENV.leaseTable} "${tableName}" is not a valid table name`);
+  const semaphoreTableName = env[ENV.semaphoreTable]?.trim() || (tableName ? defaultSemaphoreTableName(tableName) : '');
+  if (tableName && !/^[A-Za-z0-9_.-]{3,255}$/.test(semaphoreTableName)) problems.push(`${ENV.semaphoreTable} "${semaphoreTableName}" is not a valid table name`);
   const region = readRegion(env, problems);
   const dynamodbEndpoint = readDynamodbEndpoint(env, problems);
   throwIfAny('handler', problems);
-  return { tableName: tableName as string, region, dynamodbEndpoint };
+  return { tableName: tableName as string, semaphoreTableName, region, dynamodbEndpoint };
 }
 
 /** The settings of a watch function ($connect, $disconnect, subscribe, the stream consumer). */

@@ -38,11 +38,6 @@ export async function ensureLeaseTable(client: DynamoDBClient, tableName: string
  */
 export const SEMAPHORE_TABLE_SCHEMA = LEASE_TABLE_SCHEMA;
 
-/** The semaphore table's name where none is configured: the lease table's, with `-semaphores`. */
-export function defaultSemaphoreTableName(leaseTableName: string): string {
-  return `${leaseTableName}-semaphores`;
-}
-
 /** Creates the semaphore table (on-demand, TTL on, no stream) if it does not exist. */
 export async function ensureSemaphoreTable(client: DynamoDBClient, tableName: string): Promise<void> {
   await ensureTable(client, {

@@ -1,14 +1,17 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { systemClock, type WallClock } from './clock.js';
-import { readConfig, readServiceIdentity } from './config.js';
+import { defaultSemaphoreTableName, readConfig, readServiceIdentity } from './config.js';
 import { createDocumentClient } from './dynamodb-client.js';
 import { createLogger } from './logging.js';
 import { LeaseStore } from './lease-store.js';
+import { SemaphoreStore } from './semaphore-store.js';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { HandlerDeps, RouteHandler } from './http/route.js';
 
 export interface DepsOptions {
   tableName: string;
+  /** Default: the lease table's name with `-semaphores` (`defaultSemaphoreTableName`). */
+  semaphoreTableName?: string | undefined;
   region: string;
   dynamodbEndpoint?: string | undefined;
   credentials?: { accessKeyId: string; secretAccessKey: string };
@@ -26,6 +29,11 @@ export function createDeps(options: DepsOptions): HandlerDeps {
   const { serviceName, metricsNamespace } = readServiceIdentity(process.env);
   return {
     store: new LeaseStore({ client, tableName: options.tableName, clock: options.clock ?? systemClock }),
+    semaphores: new SemaphoreStore({
+      client,
+      tableName: options.semaphoreTableName ?? defaultSemaphoreTableName(options.tableName),
+      clock: options.clock ?? systemClock,
+    }),
     logger: createLogger(serviceName),
     metrics: new Metrics({ namespace: metricsNamespace, serviceName }),
   };

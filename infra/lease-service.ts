@@ -13,7 +13,7 @@ import { Construct } from 'constructs';
 import { ADMIN_ROUTE_IDS, validateName } from '../client/src/protocol/index.js';
 import { ENV, METRICS_NAMESPACE, SERVICE_NAME } from '../functions/config.js';
 import { ROUTES, type RouteId } from '../functions/http/routes.js';
-import { LEASE_TABLE_SCHEMA } from '../functions/lease-table.js';
+import { LEASE_TABLE_SCHEMA, SEMAPHORE_TABLE_SCHEMA } from '../functions/lease-table.js';
 import { EVERY_LEASE } from '../functions/watch/watch-grants.js';
 import { createLeaseWatch, WATCH_STAGE_NAME, type LeaseWatch, type LeaseWatchOptions, type WatchFunctionId } from './lease-watch.js';
 import { acknowledgeWildcardResource } from './nag.js';
@@ -159,7 +159,15 @@ export const TABLE_ACTIONS_BY_ROUTE: Readonly<Record<RouteId, readonly string[]>
   'renew-batch': ['dynamodb:UpdateItem'],
   describe: ['dynamodb:GetItem'],
   list: ['dynamodb:Scan'],
+  // On the semaphore table: an acquire is one or two conditional UpdateItems, describe one GetItem.
+  'semaphore-acquire': ['dynamodb:UpdateItem'],
+  'semaphore-renew': ['dynamodb:UpdateItem'],
+  'semaphore-release': ['dynamodb:UpdateItem'],
+  'semaphore-describe': ['dynamodb:GetItem'],
 };
+
+/** The routes whose functions use the semaphore table (with the actions above), not the lease table. */
+export const SEMAPHORE_ROUTE_IDS: ReadonlySet<RouteId> = new Set<RouteId>(['semaphore-acquire', 'semaphore-renew', 'semaphore-release', 'semaphore-describe']);
 
 /** The route handlers plus the `$default` route's fallback; each is `functions/handlers/{id}.ts`. */
 export type FunctionId = RouteId | 'fallback';
@@ -195,6 +203,8 @@ const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
  */
 export class LeaseService extends Construct {
   readonly table: Table;
+  /** The semaphores' table (`/v1/semaphores/…`): same settings as the lease table, no stream. */
+  readonly semaphoreTable: Table;
   readonly httpApi: HttpApi;
   readonly stage: HttpStage;
   readonly accessLogs: LogGroup;
@@ -237,6 +247,19 @@ export class LeaseService extends Construct {
       ...(watchEnabled ? { stream: StreamViewType.NEW_AND_OLD_IMAGES } : {}),
     });
 
+    // Semaphores live apart, so they never appear in a lease list or the watch's stream.
+    this.semaphoreTable = new Table(this, 'SemaphoreTable', {
+      partitionKey: { name: SEMAPHORE_TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      ...(props.encryptionKey
+        ? { encryption: TableEncryption.CUSTOMER_MANAGED, encryptionKey: props.encryptionKey }
+        : { encryption: TableEncryption.AWS_MANAGED }),
+      timeToLiveAttribute: SEMAPHORE_TABLE_SCHEMA.ttlAttribute,
+      removalPolicy,
+      deletionProtection: props.deletionProtection ?? removalPolicy === RemovalPolicy.RETAIN,
+    });
+
     this.accessLogs = new LogGroup(this, 'AccessLogs', { retention: logRetention });
 
     this.httpApi = new HttpApi(this, 'Api', {
@@ -269,13 +292,16 @@ export class LeaseService extends Construct {
       [ENV.logLevel]: props.logLevel ?? 'INFO',
     };
     const tableEnvironment = { [ENV.leaseTable]: this.table.tableName, ...powertoolsEnvironment };
+    const semaphoreEnvironment = { ...tableEnvironment, [ENV.semaphoreTable]: this.semaphoreTable.tableName };
     for (const route of ROUTES) {
+      const semaphores = SEMAPHORE_ROUTE_IDS.has(route.id);
+      const table = semaphores ? this.semaphoreTable : this.table;
       const tableActions = TABLE_ACTIONS_BY_ROUTE[route.id] as readonly string[] | undefined;
       if (tableActions === undefined) {
         throw new Error(`Route "${route.id}" has no DynamoDB actions declared in TABLE_ACTIONS_BY_ROUTE (infra/lease-service.ts).`);
       }
-      const fn = this.createFunction(route.id, `leasehold ${route.method} ${route.path}`, { memorySize, timeout, logRetention }, tableEnvironment);
-      fn.addToRolePolicy(new PolicyStatement({ actions: [...tableActions], resources: [this.table.tableArn] }));
+      const fn = this.createFunction(route.id, `leasehold ${route.method} ${route.path}`, { memorySize, timeout, logRetention }, semaphores ? semaphoreEnvironment : tableEnvironment);
+      fn.addToRolePolicy(new PolicyStatement({ actions: [...tableActions], resources: [table.tableArn] }));
       grantTableKey(props.encryptionKey, fn.role as IRole, tableActions.includes('dynamodb:UpdateItem'));
       new HttpRoute(this, `${pascal(route.id)}Route`, {
         httpApi: this.httpApi,

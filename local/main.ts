@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { ENV, LEGACY_WATCH_RENEWED_ENV, readWatchRenewedEvents } from '../functions/config.js';
+import { ENV, LEGACY_WATCH_RENEWED_ENV, defaultSemaphoreTableName, readWatchRenewedEvents } from '../functions/config.js';
 import { routeRequest, type RouteId } from '../client/src/protocol/index.js';
-import { ensureLeaseTable, ensureSubscriptionTable } from '../functions/lease-table.js';
+import { ensureLeaseTable, ensureSemaphoreTable, ensureSubscriptionTable } from '../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal } from './dynamodb/dynamodb-local.js';
 import { ALLOWED_HOSTS_ENV, parseAllowedHosts } from './host-policy.js';
 import { startLocalServer, type LocalServer } from './server.js';
@@ -60,6 +60,7 @@ async function main(): Promise<void> {
   const port = portText === undefined ? 8787 : validatePort(/^\d+$/.test(portText) ? Number(portText) : portText, values.port === undefined ? 'PORT' : '--port');
   const tableName = process.env[ENV.leaseTable] ?? 'leasehold-leases';
   const subscriptionTableName = process.env[ENV.subscriptionTable] ?? 'leasehold-subscriptions';
+  const semaphoreTableName = process.env[ENV.semaphoreTable] ?? defaultSemaphoreTableName(tableName);
   // Read before anything starts, so a bad value fails fast with the functions' own message.
   const renewedEvents = readWatchRenewedEvents(process.env);
   const useAws = process.env.LEASEHOLD_BACKEND === 'aws';
@@ -96,6 +97,7 @@ async function main(): Promise<void> {
     const raw = new DynamoDBClient({ endpoint, region, credentials });
     await ensureLeaseTable(raw, tableName);
     await ensureSubscriptionTable(raw, subscriptionTableName);
+    await ensureSemaphoreTable(raw, semaphoreTableName);
     raw.destroy();
     backend = `DynamoDB Local at ${endpoint} (${values.data ? `data in ${values.data}` : 'in memory'}), table ${tableName}`;
   }
@@ -103,6 +105,7 @@ async function main(): Promise<void> {
   server = await startLocalServer({
     port,
     tableName,
+    semaphoreTableName,
     region,
     ...(endpoint ? { dynamodbEndpoint: endpoint } : {}),
     ...(credentials ? { credentials } : {}),

@@ -14,6 +14,10 @@ import { createRenewBatchHandler } from '../functions/handlers/renew-batch.js';
 import { createListHandler } from '../functions/handlers/list.js';
 import { createReleaseHandler } from '../functions/handlers/release.js';
 import { createRenewHandler } from '../functions/handlers/renew.js';
+import { createSemaphoreAcquireHandler } from '../functions/handlers/semaphore-acquire.js';
+import { createSemaphoreDescribeHandler } from '../functions/handlers/semaphore-describe.js';
+import { createSemaphoreReleaseHandler } from '../functions/handlers/semaphore-release.js';
+import { createSemaphoreRenewHandler } from '../functions/handlers/semaphore-renew.js';
 import { errorResponse, jsonResponse } from '../functions/http/responses.js';
 import type { HandlerDeps, RouteHandler } from '../functions/http/route.js';
 import { matchRoute, type RouteId } from '../functions/http/routes.js';
@@ -48,6 +52,8 @@ export interface LocalServerOptions {
    */
   allowedHosts?: string[];
   tableName: string;
+  /** The semaphore table. Default: the lease table's name with `-semaphores`. */
+  semaphoreTableName?: string;
   region?: string;
   /** DynamoDB endpoint (DynamoDB Local); unset to use real DynamoDB in `region`. */
   dynamodbEndpoint?: string;
@@ -96,6 +102,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   const clock: WallClock = options.clockOffsetMs ? offsetClock(systemClock, options.clockOffsetMs) : systemClock;
   const deps: HandlerDeps = createDeps({
     tableName: options.tableName,
+    semaphoreTableName: options.semaphoreTableName,
     region: options.region ?? 'us-east-1',
     dynamodbEndpoint: options.dynamodbEndpoint,
     ...(options.credentials ? { credentials: options.credentials } : {}),
@@ -110,6 +117,10 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     'renew-batch': createRenewBatchHandler(deps),
     describe: createDescribeHandler(deps),
     list: createListHandler(deps),
+    'semaphore-acquire': createSemaphoreAcquireHandler(deps),
+    'semaphore-renew': createSemaphoreRenewHandler(deps),
+    'semaphore-release': createSemaphoreReleaseHandler(deps),
+    'semaphore-describe': createSemaphoreDescribeHandler(deps),
   };
   const verify = options.sigv4 ? createSigV4Verifier({ nowMs: () => clock.nowMs(), ...options.sigv4 }) : undefined;
   const openapi = readFileSync(OPENAPI_PATH, 'utf8');

@@ -3,6 +3,19 @@ import { observe, type LeaderChange, type ObserveOptions } from './observe.js';
 import {
   LeaseHeldError,
   REQUEST_FIELDS,
+  SemaphoreFullError,
+  validateSemaphoreAcquireRequest,
+  validateSemaphoreReleaseRequest,
+  validateSemaphoreRenewRequest,
+  type Permit,
+  type PermitHolder,
+  type PermitResponse,
+  type PublicSemaphore,
+  type SemaphoreAcquireRequest,
+  type SemaphoreDescribeResponse,
+  type SemaphoreReleaseRequest,
+  type SemaphoreReleaseResponse,
+  type SemaphoreRenewRequest,
   pickFields,
   routeRequest,
   validateAcquireRequest,
@@ -70,6 +83,21 @@ export type AcquireResult =
   | { acquired: true; lease: Grant }
   | { acquired: false; lease: PublicLease; retryAfterMs: number };
 
+/** A full semaphore is a result too: who holds its permits, and when one may be free. */
+export type PermitResult =
+  | { acquired: true; permit: Permit }
+  | { acquired: false; limit: number; holders: PermitHolder[]; retryAfterMs: number };
+
+/** What renew and release need from a permit; a whole Permit may be passed. */
+export type PermitRef = Pick<Permit, 'permitId' | 'token'>;
+
+/** The semaphore verbs `createSemaphore` and `withPermit` need. LeaseClient implements them. */
+export interface SemaphoreApi {
+  acquirePermit(name: string, request: SemaphoreAcquireRequest, call?: CallOptions): Promise<PermitResult>;
+  renewPermit(name: string, request: SemaphoreRenewRequest, call?: CallOptions): Promise<Permit>;
+  releasePermit(name: string, permit: PermitRef, call?: CallOptions): Promise<PublicSemaphore>;
+}
+
 /** What renew and release need from a grant; a whole Grant may be passed. */
 export type GrantRef = Pick<Grant, 'leaseId' | 'token'>;
 
@@ -92,7 +120,7 @@ export interface LeaseApi {
  * applies, so a bad call fails before it is sent. Errors are typed LeaseholdErrors that carry the
  * code and the lease name; `LeaseLostError` means a lease you held is gone and its work must stop.
  */
-export class LeaseClient implements LeaseApi {
+export class LeaseClient implements LeaseApi, SemaphoreApi {
   /** The signer of this client's requests; a leader given a watch URL signs its socket with it too. */
   readonly signer: RequestSigner | undefined;
   private readonly transport: HttpTransport;
@@ -208,6 +236,59 @@ export class LeaseClient implements LeaseApi {
       call,
     )) as RevokeResponse;
     return out.lease;
+  }
+
+  /**
+   * Asks for one of at most `limit` permits of semaphore `name`. Resolves `{ acquired: true, permit }`
+   * (keep its `permitId` secret) or `{ acquired: false, limit, holders, retryAfterMs }` when all are
+   * out. Rejects with LimitMismatchError when permits are live under another limit. Carries a
+   * `requestId` like `acquire`, so a retried attempt gets the same permit back.
+   */
+  async acquirePermit(name: string, request: SemaphoreAcquireRequest, call?: CallOptions): Promise<PermitResult> {
+    validateName(name);
+    const body = validateSemaphoreAcquireRequest({ ...pickFields(request, REQUEST_FIELDS['semaphore-acquire']), requestId: request.requestId ?? newRequestId() });
+    try {
+      const out = (await this.transport.send(
+        { operation: 'semaphore-acquire', ...routeRequest('semaphore-acquire', name), body, leaseName: name, idempotent: true },
+        call,
+      )) as PermitResponse;
+      return { acquired: true, permit: out.permit };
+    } catch (error) {
+      if (error instanceof SemaphoreFullError) return { acquired: false, limit: error.limit, holders: error.holders, retryAfterMs: error.retryAfterMs };
+      throw error;
+    }
+  }
+
+  /** Extends the permit by its ttl (or `request.ttlMs`), keeping its token. Rejects with PermitLostError if it is no longer yours. */
+  async renewPermit(name: string, request: SemaphoreRenewRequest, call?: CallOptions): Promise<Permit> {
+    validateName(name);
+    const body = validateSemaphoreRenewRequest(pickFields(request, REQUEST_FIELDS['semaphore-renew']));
+    const out = (await this.transport.send(
+      { operation: 'semaphore-renew', ...routeRequest('semaphore-renew', name), body, leaseName: name, idempotent: true },
+      call,
+    )) as PermitResponse;
+    return out.permit;
+  }
+
+  /** Gives the permit back at once. Releasing it twice is harmless. Rejects with PermitLostError if it expired or was never yours. */
+  async releasePermit(name: string, permit: PermitRef, call?: CallOptions): Promise<PublicSemaphore> {
+    validateName(name);
+    const body = validateSemaphoreReleaseRequest(pickFields(permit as SemaphoreReleaseRequest, REQUEST_FIELDS['semaphore-release']));
+    const out = (await this.transport.send(
+      { operation: 'semaphore-release', ...routeRequest('semaphore-release', name), body, leaseName: name, idempotent: true },
+      call,
+    )) as SemaphoreReleaseResponse;
+    return out.semaphore;
+  }
+
+  /** The semaphore's limit and live permits' holders. Rejects with SemaphoreNotFoundError if it was never used. */
+  async describeSemaphore(name: string, call?: CallOptions): Promise<PublicSemaphore> {
+    validateName(name);
+    const out = (await this.transport.send(
+      { operation: 'semaphore-describe', ...routeRequest('semaphore-describe', name), leaseName: name, idempotent: true },
+      call,
+    )) as SemaphoreDescribeResponse;
+    return out.semaphore;
   }
 
   /** The lease's public state. Rejects with LeaseNotFoundError if it was never acquired. */

@@ -3,7 +3,17 @@
  * default credentials differ between the two entry points (see `signing.ts`).
  */
 export * from './protocol/index.js';
-export { LeaseClient, newRequestId, type AcquireResult, type GrantRef, type LeaseApi, type LeaseClientOptions } from './lease-client.js';
+export {
+  LeaseClient,
+  newRequestId,
+  type AcquireResult,
+  type GrantRef,
+  type LeaseApi,
+  type LeaseClientOptions,
+  type PermitRef,
+  type PermitResult,
+  type SemaphoreApi,
+} from './lease-client.js';
 export type { CallOptions, HeadersHook, RetryOptions } from './transport.js';
 export type { BatchOptions } from './renew-batcher.js';
 export type { AwsCredentials, AwsCredentialsProvider, RequestSigner, SignableRequest, SigV4SignerOptions } from './signing.js';
@@ -11,6 +21,7 @@ export { createLeader, type Leader, type LeaderOptions } from './leader.js';
 export { LeadershipLostError, type LeaderEvent, type LossReason, type TermInfo } from './term-events.js';
 export type { TermOptions } from './term-context.js';
 export { withLease, type WithLeaseLambdaResult, type WithLeaseOptions, type WithLeaseResult } from './with-lease.js';
+export { createSemaphore, withPermit, type Semaphore, type SemaphoreOptions, type WithPermitOptions, type WithPermitResult } from './semaphore.js';
 export {
   DEFAULT_LAMBDA_MARGIN_MS,
   InvocationDeadlineError,

@@ -7,13 +7,15 @@ import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { isLeaseLostError, validateName, validateQueryParameters } from '../../client/src/protocol/index.js';
+import { isLeaseLostError, isPermitLostError, validateName, validateQueryParameters } from '../../client/src/protocol/index.js';
 import type { LeaseStore } from '../lease-store.js';
+import type { SemaphoreStore } from '../semaphore-store.js';
 import { bodySizeLimit, leaseholdErrors, utf8JsonBody } from './middlewares.js';
 
 /** What a route needs. Built once per cold start (see runtime.ts) or by the local server. */
 export interface HandlerDeps {
   store: LeaseStore;
+  semaphores: SemaphoreStore;
   logger: Logger;
   metrics: Metrics;
 }
@@ -29,6 +31,12 @@ export const OUTCOME = {
   revoked: 'revoked',
   described: 'described',
   listed: 'listed',
+  permitAcquired: 'permitAcquired',
+  semaphoreFull: 'semaphoreFull',
+  permitRenewed: 'permitRenewed',
+  permitLost: 'permitLost',
+  permitReleased: 'permitReleased',
+  semaphoreDescribed: 'semaphoreDescribed',
 } as const;
 
 export type RouteHandler = middy.MiddyfiedHandler<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context>;
@@ -83,4 +91,17 @@ export async function countingLoss<T>(deps: HandlerDeps, what: string, lease: st
 /** The `{name}` path parameter, validated by the protocol's rules. */
 export function leaseName(event: APIGatewayProxyEventV2): string {
   return validateName(event.pathParameters?.name);
+}
+
+/** As `countingLoss`, for a semaphore's renew or release: a PERMIT_LOST answer is counted and logged (never with the permitId). */
+export async function countingPermitLoss<T>(deps: HandlerDeps, what: string, semaphore: string, token: number, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (isPermitLostError(error)) {
+      deps.metrics.addMetric(OUTCOME.permitLost, MetricUnit.Count, 1);
+      deps.logger.info(`${what} refused: permit lost`, { semaphore, token, reason: error.serverReason });
+    }
+    throw error;
+  }
 }

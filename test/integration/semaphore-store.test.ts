@@ -6,7 +6,7 @@ import { SemaphoreStore, TOMBSTONES_MAX, type SemaphoreAcquireResult } from '../
 import {
   ErrorCode,
   LimitMismatchError,
-  PermitLostError,
+  type PermitLostError,
   SemaphoreNotFoundError,
   ValidationError,
   isPermitLostError,

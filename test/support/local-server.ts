@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { ensureSubscriptionTable } from '../../functions/lease-table.js';
+import { defaultSemaphoreTableName } from '../../functions/config.js';
+import { ensureSemaphoreTable, ensureSubscriptionTable } from '../../functions/lease-table.js';
 import { startLocalServer, type LocalServer, type LocalServerOptions } from '../../local/server.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
 import { createTestLeaseTable, localDynamoConfig } from './dynamodb.js';
@@ -17,12 +18,22 @@ export interface TestServer {
  * table in the shared DynamoDB Local.
  */
 export async function startTestServer(
-  options: Partial<Omit<LocalServerOptions, 'tableName' | 'port' | 'watch'>> & { tableName?: string; watch?: boolean | { renewedEvents: boolean } } = {},
+  options: Partial<Omit<LocalServerOptions, 'tableName' | 'port' | 'watch'>> & {
+    tableName?: string;
+    watch?: boolean | { renewedEvents: boolean };
+    /** Create the semaphore table too (the semaphore routes need it). Default false. */
+    semaphores?: boolean;
+  } = {},
 ): Promise<TestServer> {
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
   const tableName = options.tableName ?? (await createTestLeaseTable('http')).tableName;
-  const { watch, ...rest } = options;
+  const { watch, semaphores, ...rest } = options;
+  if (semaphores) {
+    const raw = new DynamoDBClient(localDynamoConfig());
+    await ensureSemaphoreTable(raw, options.semaphoreTableName ?? defaultSemaphoreTableName(tableName));
+    raw.destroy();
+  }
   let watchOption: LocalServerOptions['watch'];
   if (watch) {
     const subscriptionTableName = `subs-${randomUUID()}`;

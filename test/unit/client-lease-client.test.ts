@@ -3,6 +3,10 @@ import {
   ErrorCode,
   ForbiddenError,
   InternalError,
+  LimitMismatchError,
+  PermitLostError,
+  SemaphoreFullError,
+  SemaphoreNotFoundError,
   LeaseClient,
   LeaseHeldError,
   LeaseLostError,
@@ -206,6 +210,10 @@ describe('results and errors', () => {
     THROTTLED: ThrottledError,
     INTERNAL: InternalError,
     UNAVAILABLE: UnavailableError,
+    SEMAPHORE_NOT_FOUND: SemaphoreNotFoundError,
+    SEMAPHORE_FULL: SemaphoreFullError,
+    LIMIT_MISMATCH: LimitMismatchError,
+    PERMIT_LOST: PermitLostError,
   };
 
   it.each(Object.values(ErrorCode).filter((code) => code !== 'LEASE_HELD'))(
