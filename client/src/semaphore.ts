@@ -165,7 +165,7 @@ class SemaphoreHolder implements Semaphore {
  * expiry as `retryAfterMs`), and PERMIT_LOST is LEASE_LOST with the same reason (the two reason
  * sets share `released`, `expired`, `mismatch` and `not_found`, so the term's loss reasons apply).
  */
-function permitsAsLeases(client: SemaphoreApi, limit: number, metadata: unknown): LeaseApi & { lastFull?: { limit: number; holders: PermitHolder[] } } {
+export function permitsAsLeases(client: SemaphoreApi, limit: number, metadata: unknown): LeaseApi & { lastFull?: { limit: number; holders: PermitHolder[] } } {
   // Permits share one item, so their metadata is smaller than a lease's: refused here, not at the first acquire.
   if (metadata !== undefined) validateMetadata(metadata, 'metadata', LIMITS.permitMetadataMaxBytes);
   const adapter: LeaseApi & { lastFull?: { limit: number; holders: PermitHolder[] } } = {

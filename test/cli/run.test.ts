@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PublicLease } from '../../client/src/protocol/index.js';
 import { startTcpProxy, type TcpProxy } from '../integration/client-tcp-proxy.js';
@@ -20,7 +21,7 @@ let seq = 0;
 const scratches: Array<ReturnType<typeof scratch>> = [];
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await startTestServer({ semaphores: true });
 });
 afterEach(async () => {
   await killAllClis();
@@ -203,6 +204,41 @@ describe('leasehold run', { timeout: 60_000 }, () => {
     expect(result.code).toBe(127);
     expect(result.stderr).toContain('cannot start no-such-command-leasehold');
     expect((await describeLease(name)).holder).toBeNull();
+  });
+
+  it('with --limit 2, three runs of one semaphore run two commands at once; when one exits, the third starts', async () => {
+    const name = unique('limit');
+    const s = newScratch();
+    const runs = ['A', 'B', 'C'].map((label) => run(name, label, ['sh', '-c', `echo "start ${label} $LEASEHOLD_TOKEN" >> ${s.log}; while [ ! -e ${s.log}.stop-${label} ]; do sleep 0.05; done`], ['--limit', '2'], server.url, '6s'));
+    await waitFor('two commands to start', () => s.lines().filter((l) => l.startsWith('start ')).length >= 2);
+    const [first, second] = s.lines().map((l) => l.split(' '));
+    const waiting = ['A', 'B', 'C'].find((label) => label !== first![1] && label !== second![1]) as string;
+    const waitingRun = runs[['A', 'B', 'C'].indexOf(waiting)]!;
+    await waitForStderr(waitingRun, 'full: all 2 permits are held');
+    expect(s.lines()).toHaveLength(2);
+    expect(first![2]).not.toBe(second![2]);
+
+    // One command finishes: its run releases the permit, and the waiting run's command starts.
+    writeFileSync(`${s.log}.stop-${first![1]}`, '');
+    await waitFor('the third command to start', () => s.lines().some((l) => l.startsWith(`start ${waiting}`)), 15_000);
+    const described = await (await fetch(`${server.url}/v1/semaphores/${name}`)).json() as { semaphore: { limit: number; holders: Array<{ holder: string }> } };
+    expect(described.semaphore.limit).toBe(2);
+    expect(described.semaphore.holders.map((h) => h.holder).sort()).toEqual([second![1], waiting].sort());
+  });
+
+  it('refuses another --limit while permits are live (exit 2), and a --limit out of range (exit 2)', async () => {
+    const name = unique('mismatch');
+    const s = newScratch();
+    run(name, 'A', worker(s.log, 'A'), ['--limit', '3']);
+    await waitFor('A to start', () => s.lines().some((l) => l.startsWith('start A')));
+    const other = await cli(['run', name, '--ttl', TTL, '--limit', '4', '--endpoint', server.url, '--', 'true']);
+    expect(other.code).toBe(2);
+    expect(other.stderr).toContain('has limit 3 while permits are live');
+    for (const bad of ['0', '101', 'x', '2.5']) {
+      const result = await cli(['run', name, '--limit', bad, '--', 'true']);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('--limit must be an integer from 1 to 100');
+    }
   });
 
   it('refuses a grace period that would outlast the lease, explaining the bound (exit 2)', async () => {

@@ -1,5 +1,5 @@
 /// <reference types="node" />
-import type { AcquireResult, LeaseApi, LeaseClient } from '../lease-client.js';
+import type { AcquireResult, LeaseApi } from '../lease-client.js';
 import { isLeaseholdError, type PublicLease } from '../protocol/index.js';
 import { CONFIGURATION_CODES } from './exit-codes.js';
 
@@ -28,7 +28,7 @@ export interface CampaignHooks {
   onFatal(error: unknown): void;
 }
 
-export function campaignApi(client: LeaseClient, retryEveryMs: number, hooks: CampaignHooks): LeaseApi {
+export function campaignApi(client: LeaseApi, retryEveryMs: number, hooks: CampaignHooks): LeaseApi {
   let answered = false;
   return {
     async acquire(name, request, call): Promise<AcquireResult> {

@@ -118,6 +118,7 @@ export const CONFIGURATION_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   ErrorCode.METHOD_NOT_ALLOWED,
   ErrorCode.UNAUTHORIZED,
   ErrorCode.FORBIDDEN,
+  ErrorCode.LIMIT_MISMATCH,
 ]);
 
 /** `run`'s status for a command that a signal ended: 128 + the signal's number, as shells do. */

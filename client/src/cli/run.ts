@@ -1,5 +1,7 @@
 /// <reference types="node" />
 import { createLeader, type Leader } from '../leader.js';
+import { LIMITS } from '../protocol/index.js';
+import { permitsAsLeases } from '../semaphore.js';
 import type { LeaderEvent, LossReason, TermInfo } from '../term-events.js';
 import { defaultDriftMarginMs } from '../timing.js';
 import { campaignApi, dedupe, errorMessage, withTimeout, type CampaignHooks } from './campaign.js';
@@ -78,7 +80,9 @@ export function runTiming(ttlMs: number, graceMs?: number): RunTiming {
 export const RUN_HELP = `Usage: leasehold run NAME [options] -- COMMAND [ARGS...]
 
 Campaigns for the lease NAME and runs COMMAND only while leading. The lease is renewed in the
-background (every ttl/3). The command gets the fencing token and the lease in its environment:
+background (every ttl/3). With --limit N, NAME is a semaphore instead: COMMAND runs while this
+process holds one of its N permits (at most N such commands run at once, fleet-wide), with the same
+fail-closed rules. The command gets the fencing token and the lease in its environment:
 
   LEASEHOLD_TOKEN   fencing token of this term (attach it to the writes it protects: a store that keeps the highest token seen rejects a stale term)
   LEASEHOLD_NAME    the lease name
@@ -96,6 +100,9 @@ Options:
   --grace D         SIGTERM to SIGKILL (default ttl/5, at most 10s). Must end before the server-side
                     expiry: at most ttl - ttl/3 - skew margin (5% of ttl, >= 100 ms) - 250 ms
   --holder H        identity shown as the lease holder (default hostname:pid)
+  --limit N         use the semaphore NAME with at most N holders (1 to 100) instead of the lease;
+                    every holder of NAME must pass the same N (another one exits 2 while permits
+                    are live). No --watch: followers retry at the earliest permit's expiry
   --forever         after the command exits (or leadership is lost), campaign again and rerun it
                     (not after an operator's revoke: then it exits 4)
   --wait D          give up if not leading within D: exit 3 (held) or the error's code. Use
@@ -115,12 +122,23 @@ Examples:
   */5 * * * * leasehold run --wait 0s reports:nightly -- ./nightly-report.sh
   # a singleton worker in every container; one runs, the others stand by
   leasehold run --forever --ttl 15s billing:sweeper -- node sweeper.js
+  # at most 3 backfills at once across the fleet
+  leasehold run --limit 3 --forever backfills -- ./backfill.sh
 
 ${CONNECTION_HELP}
 
 ${EXIT_CODE_HELP}`;
 
 const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/** `--limit N`: an integer from 1 to 100, written in digits. */
+function parseLimit(text: string): number {
+  const limit = /^[0-9]{1,3}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(limit >= 1 && limit <= LIMITS.semaphoreLimitMax)) {
+    throw new UsageError(`--limit must be an integer from 1 to ${LIMITS.semaphoreLimitMax}, got "${text}".`, 'run');
+  }
+  return limit;
+}
 
 export const runCommand: Command = async (argv) => {
   const split = argv.indexOf('--');
@@ -130,6 +148,7 @@ export const runCommand: Command = async (argv) => {
     ttl: { type: 'string' },
     grace: { type: 'string' },
     holder: { type: 'string' },
+    limit: { type: 'string' },
     forever: { type: 'boolean' },
     wait: { type: 'string' },
     'retry-every': { type: 'string' },
@@ -146,11 +165,14 @@ export const runCommand: Command = async (argv) => {
   const waitMs = values.wait === undefined ? undefined : parseDuration(values.wait, 'wait', 'run');
   const retryEveryMs = values['retry-every'] === undefined ? timing.renewEveryMs : parseDuration(values['retry-every'], 'retry-every', 'run');
   if (retryEveryMs <= 0) throw new UsageError('--retry-every must be more than 0.', 'run');
+  const limit = values.limit === undefined ? undefined : parseLimit(values.limit);
+  if (limit !== undefined && values.watch !== undefined) throw new UsageError('--watch does not apply to --limit: semaphores have no watch.', 'run');
   const connection = connect(values, 'run');
   const watch = watchFrom(values.watch, connection, 'run');
+  const api = limit === undefined ? connection.client : permitsAsLeases(connection.client, limit, undefined);
   const log = values.quiet ? () => undefined : (line: string) => process.stderr.write(`leasehold run: ${line}\n`);
-  const runner = new Runner({ name, holder, command, args, timing, waitMs, forever: values.forever === true, log }, (hooks) =>
-    createLeader(campaignApi(connection.client, retryEveryMs, hooks), {
+  const runner = new Runner({ name, holder, command, args, timing, waitMs, forever: values.forever === true, log, limit }, (hooks) =>
+    createLeader(campaignApi(api, retryEveryMs, hooks), {
       name,
       holder,
       ttlMs: timing.ttlMs,
@@ -175,6 +197,8 @@ interface RunSettings {
   waitMs: number | undefined;
   forever: boolean;
   log: (line: string) => void;
+  /** With --limit: the semaphore's limit (NAME is a semaphore, a term is a permit). */
+  limit: number | undefined;
 }
 
 type RunnerHooks = CampaignHooks & { onLeaderEvent(event: LeaderEvent): void };
@@ -210,7 +234,12 @@ class Runner {
           this.giveUp();
           return;
         }
-        const who = lease.holder === null ? 'not available yet (lock-delay or a handoff)' : `held by ${lease.holder}`;
+        const who =
+          s.limit !== undefined
+            ? `full: all ${s.limit} permits are held (the newest by ${lease.holder})`
+            : lease.holder === null
+              ? 'not available yet (lock-delay or a handoff)'
+              : `held by ${lease.holder}`;
         this.logOnce(`${s.name} is ${who} (token ${lease.token}); waiting`);
       },
       onError: (error) => {
@@ -412,7 +441,8 @@ class Runner {
     if (this.gaveUp && this.last !== undefined) {
       if ('held' in this.last) {
         const { holder, token } = this.last.held;
-        this.s.log(`gave up after --wait: ${this.s.name} is ${holder === null ? 'not available yet' : `held by ${holder}`} (token ${token})`);
+        const who = this.s.limit !== undefined ? `full (${this.s.limit} permits held)` : holder === null ? 'not available yet' : `held by ${holder}`;
+        this.s.log(`gave up after --wait: ${this.s.name} is ${who} (token ${token})`);
         return ExitCode.HELD;
       }
       throw this.last.error;
