@@ -340,8 +340,10 @@ export class LeaseService extends Construct {
     this.alarms = createServiceAlarms(this, {
       accessLogs: this.accessLogs,
       httpApi: this.httpApi,
-      functions: Object.values(this.functions),
+      functions: Object.entries(this.functions).filter(([id]) => !SEMAPHORE_ROUTE_IDS.has(id as RouteId)).map(([, fn]) => fn),
+      semaphoreFunctions: Object.entries(this.functions).filter(([id]) => SEMAPHORE_ROUTE_IDS.has(id as RouteId)).map(([, fn]) => fn),
       table: this.table,
+      semaphoreTable: this.semaphoreTable,
       watch: this.watch,
       metricsNamespace,
       topic: props.alarmTopic,
@@ -372,6 +374,9 @@ export class LeaseService extends Construct {
    * `POST .../v1/leases/team-a.*` followed by `/acquire`). A lease name never contains `/`, `*` or `?` (protocol rules, checked by every handler), so
    * the wildcard cannot reach another team's names. Choose a prefix that ends with a separator:
    * `team-a` would also match `team-ab`.
+   *
+   * The semaphore routes (`/v1/semaphores/{name}/…`) are covered the same way: a grant for `team-a.`
+   * allows the semaphores under `team-a.` too.
    *
    * A prefix-scoped grant does NOT include list (`GET /v1/leases`), which shows every lease's name
    * and holder whatever its prefix. It does include the watch, scoped to the same prefix: followers
@@ -412,7 +417,8 @@ export class LeaseService extends Construct {
   /**
    * Lets `grantee` read leases and watch them: for dashboards, operators and observers. Without a
    * prefix: describe and list every lease, and watch every lease. With `namePrefix`: describe and
-   * watch the leases under it only, and no list (it shows every name).
+   * watch the leases under it only, and no list (it shows every name). Describing semaphores (`GET
+   * /v1/semaphores/{name}`) follows the same prefix.
    */
   grantRead(grantee: IGrantable, namePrefix?: string): Grant {
     if (namePrefix !== undefined) validateName(namePrefix, 'namePrefix');

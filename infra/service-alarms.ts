@@ -17,6 +17,10 @@ export interface LeaseServiceAlarms {
   readonly functionThrottles: Alarm;
   readonly tableThrottles: Alarm;
   readonly tableSystemErrors: Alarm;
+  /** Errors and throttles summed over the four semaphore functions (an alarm reads at most 10 metrics). */
+  readonly semaphoreFunctionErrors: Alarm;
+  /** Throttled requests and system errors of the semaphore table. */
+  readonly semaphoreTableErrors: Alarm;
   /** Errors summed over the four watch functions (unhandled error or timeout). Only with the watch. */
   readonly watchFunctionErrors?: Alarm;
   /** `IteratorAge` of the stream consumer: lease events stuck or late. Only with the watch. */
@@ -28,9 +32,12 @@ export interface ServiceAlarmParts {
   /** The HTTP API's access logs: its 429s are counted from them. */
   accessLogs: LogGroup;
   httpApi: HttpApi;
-  /** The route functions and the fallback (the watch's have alarms of their own). */
+  /** The lease route functions and the fallback (the watch's and the semaphores' have alarms of their own). */
   functions: NodejsFunction[];
+  /** The semaphore route functions. */
+  semaphoreFunctions: NodejsFunction[];
   table: Table;
+  semaphoreTable: Table;
   watch: LeaseWatch | undefined;
   metricsNamespace: string;
   topic: ITopic | undefined;
@@ -38,9 +45,12 @@ export interface ServiceAlarmParts {
 
 /** The DynamoDB operations the functions perform, for the table's per-operation metrics. */
 const TABLE_OPERATIONS = [Operation.UPDATE_ITEM, Operation.GET_ITEM, Operation.SCAN];
+/** The semaphore functions' operations on their table. */
+const SEMAPHORE_TABLE_OPERATIONS = [Operation.UPDATE_ITEM, Operation.GET_ITEM];
 
 /**
- * Six alarms on the API, the route functions and the lease table, plus two on the watch when it is on:
+ * Six alarms on the API, the lease route functions and the lease table, two on the semaphores'
+ * functions and table, plus two on the watch when it is on:
  * each fires on a single event in five minutes and treats missing data as fine.
  */
 export function createServiceAlarms(scope: Construct, parts: ServiceAlarmParts): LeaseServiceAlarms {
@@ -118,6 +128,24 @@ export function createServiceAlarms(scope: Construct, parts: ServiceAlarmParts):
       'TableSystemErrorsAlarm',
       parts.table.metricSystemErrorsForOperations({ operations: TABLE_OPERATIONS, period, statistic: 'Sum' }),
       'DynamoDB returned internal errors (5xx) for lease table requests.',
+    ),
+    semaphoreFunctionErrors: alarmOn(
+      'SemaphoreFunctionErrorsAlarm',
+      sumOf('Semaphore Lambda Errors and Throttles', [
+        ...parts.semaphoreFunctions.map((fn) => fn.metricErrors({ period, statistic: 'Sum' })),
+        ...parts.semaphoreFunctions.map((fn) => fn.metricThrottles({ period, statistic: 'Sum' })),
+      ]),
+      'a semaphore function failed (unhandled error or timeout) or was throttled; callers got 5xx.',
+    ),
+    semaphoreTableErrors: alarmOn(
+      'SemaphoreTableErrorsAlarm',
+      sumOf(
+        'Semaphore table throttles and system errors',
+        ['ThrottledRequests', 'SystemErrors'].flatMap((metricName) =>
+          SEMAPHORE_TABLE_OPERATIONS.map((operation) => parts.semaphoreTable.metric(metricName, { dimensionsMap: { TableName: parts.semaphoreTable.tableName, Operation: operation }, period, statistic: 'Sum' })),
+        ),
+      ),
+      'DynamoDB throttled semaphore table requests or returned internal errors (5xx); callers got 503.',
     ),
     ...(parts.watch ? createWatchAlarms(parts.watch, period, sumOf, alarmOn) : {}),
   };

@@ -1,5 +1,5 @@
 // Types of lease-rows.js, a plain ES module the browser loads as is (the page has no build step).
-import type { PublicLease } from '../../client/src/protocol/index.js';
+import type { JsonValue, PublicLease } from '../../client/src/protocol/index.js';
 
 export interface RowCells {
   name: string;
@@ -16,5 +16,7 @@ export declare function serverNowMs(leases: readonly PublicLease[], fallbackMs: 
 export declare function lastChangeAt(lease: PublicLease): number;
 export declare function formatDuration(ms: number): string;
 export declare function formatAgo(ms: number): string;
+export declare function timeLeft(leftMs: number, maxMs: number): Pick<RowCells['time'], 'value' | 'max' | 'low' | 'text'>;
+export declare function metadataCell(metadata: JsonValue | null | undefined): RowCells['metadata'];
 export declare function rowCells(lease: PublicLease, nowMs: number, remainingMs?: number): RowCells;
 export declare function statusText(count: number, prefix: string, watch: 'connecting' | 'live' | 'down'): string;

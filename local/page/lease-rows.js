@@ -69,32 +69,47 @@ function clip(text, chars) {
  */
 export function rowCells(lease, nowMs, remainingMs = lease.remainingMs) {
   const held = lease.holder !== null;
-  const left = held ? Math.max(0, remainingMs) : 0;
-  const fraction = held && lease.ttlMs > 0 ? left / lease.ttlMs : 0;
-  const leftText = !held ? 'available' : left > 0 ? `${formatDuration(left)} left` : 'expired';
+  const bar = held ? timeLeft(remainingMs, lease.ttlMs) : { value: 0, max: lease.ttlMs, low: false, text: 'available' };
   const changedAt = lastChangeAt(lease);
-  const metadata = lease.metadata === null || lease.metadata === undefined ? null : JSON.stringify(lease.metadata);
   return {
     name: lease.name,
     holder: { text: holderText(lease, held), none: !held },
     token: String(lease.token),
     transitions: String(lease.transitions),
-    metadata:
-      metadata === null
-        ? { text: '—', title: 'no metadata', none: true }
-        : { text: clip(metadata, METADATA_SHORT_CHARS), title: clip(JSON.stringify(lease.metadata, null, 2), METADATA_TITLE_CHARS), none: false },
+    metadata: metadataCell(lease.metadata),
     change: {
       text: formatAgo(Math.max(0, nowMs - changedAt)),
       title: `${held ? 'acquired' : 'ended'} at ${new Date(changedAt).toISOString()}`,
     },
     time: {
-      value: Math.round(left),
-      max: lease.ttlMs,
-      low: held && fraction < LOW_FRACTION,
-      text: leftText,
-      valueText: held ? `${leftText} of ${formatDuration(lease.ttlMs)}` : leftText,
+      ...bar,
+      valueText: held ? `${bar.text} of ${formatDuration(lease.ttlMs)}` : bar.text,
       label: `Time left for ${lease.name}`,
     },
+  };
+}
+
+/**
+ * A time-left bar of `maxMs` with `leftMs` left (negative counts as none): amber below
+ * LOW_FRACTION of it. Shared by the lease rows and the semaphore holders.
+ */
+export function timeLeft(leftMs, maxMs) {
+  const left = Math.max(0, leftMs);
+  return {
+    value: Math.round(left),
+    max: maxMs,
+    low: !(maxMs > 0 && left / maxMs >= LOW_FRACTION),
+    text: left > 0 ? `${formatDuration(left)} left` : 'expired',
+  };
+}
+
+/** Metadata as one clipped line of JSON, with all of it (indented) for the tooltip; none is "—". */
+export function metadataCell(metadata) {
+  if (metadata === null || metadata === undefined) return { text: '—', title: 'no metadata', none: true };
+  return {
+    text: clip(JSON.stringify(metadata), METADATA_SHORT_CHARS),
+    title: clip(JSON.stringify(metadata, null, 2), METADATA_TITLE_CHARS),
+    none: false,
   };
 }
 

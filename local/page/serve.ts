@@ -30,14 +30,16 @@ export interface PageServer {
 const ASSETS: Record<string, { file: string; type: string }> = {
   '/page/page.js': { file: 'page.js', type: 'text/javascript; charset=utf-8' },
   '/page/lease-rows.js': { file: 'lease-rows.js', type: 'text/javascript; charset=utf-8' },
+  '/page/semaphores.js': { file: 'semaphores.js', type: 'text/javascript; charset=utf-8' },
+  '/page/semaphore-rows.js': { file: 'semaphore-rows.js', type: 'text/javascript; charset=utf-8' },
   '/page/page.css': { file: 'page.css', type: 'text/css; charset=utf-8' },
 };
 
 const HEADERS = {
   'cache-control': 'no-cache',
   'x-content-type-options': 'nosniff',
-  // Same-origin only: the page fetches /v1/leases and opens the /v1/watch WebSocket. The inline
-  // JSON block is data (type application/json), which script-src does not govern.
+  // Same-origin only: the page fetches /v1/leases and /v1/semaphores/{name} and opens the /v1/watch
+  // WebSocket. The inline JSON block is data (type application/json), which script-src does not govern.
   'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
 };
 

@@ -3,12 +3,12 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseClient, type Grant, type JsonValue } from '../../client/src/index.js';
+import { LeaseClient, type Grant, type JsonValue, type Permit } from '../../client/src/index.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
 import { ROOT } from './support.js';
 
 /**
- * The live lease page of the local server (GET /), in headless Chromium (Debian's `chromium`,
+ * The live lease page of the local server (GET /), its leases and its semaphores, in headless Chromium (Debian's `chromium`,
  * driven by playwright-core). Never skipped: if Chromium is missing, scripts/ensure-chromium.sh
  * installs it (root and apt needed, as in CI).
  *
@@ -34,7 +34,7 @@ let page: Page;
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) execFileSync('bash', [join(ROOT, 'scripts/ensure-chromium.sh')], { stdio: 'inherit' });
-  server = await startTestServer({ watch: true });
+  server = await startTestServer({ watch: true, semaphores: true });
   client = new LeaseClient({ endpoint: server.url });
   // Playwright launches with a fresh, temporary user-data-dir of its own.
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
@@ -74,7 +74,7 @@ async function rowOf(name: string, on: Page = page) {
 
 /** Lease names in the order the table shows them. */
 function shownNames(on: Page = page): Promise<string[]> {
-  return on.locator('tbody td.name').allTextContents();
+  return on.locator('#leases tbody td.name').allTextContents();
 }
 
 async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
@@ -131,10 +131,10 @@ describe('the live lease page (GET /)', () => {
       acquire('billing:sweep', 'sweeper-7', 10_000, { version: '2.3.1', host: 'ip-10-0-3-17.ec2.internal', startedBy: 'deploy-8841' }),
       acquire('reports:nightly', 'cron-host-2', 60_000),
     ]);
-    await until('all four leases', async () => ((await page.locator('tbody tr').count()) === 4 ? true : undefined));
+    await until('all four leases', async () => ((await page.locator('#leases tbody tr').count()) === 4 ? true : undefined));
     await page.getByLabel('Filter by name prefix').fill('my-app:');
     const names = await until('only my-app leases', async () => {
-      const shown = await page.locator('tbody td.name').allTextContents();
+      const shown = await page.locator('#leases tbody td.name').allTextContents();
       return shown.length === 2 ? shown : undefined;
     });
     // Both held: the one with less time left first (cron-leader has 15 s, compactor 30 s).
@@ -145,7 +145,7 @@ describe('the live lease page (GET /)', () => {
 
   it('shows a released lease as available with an empty bar, and when its last grant ended', async () => {
     await page.getByLabel('Filter by name prefix').fill('');
-    const report = await until('the report lease', async () => ((await page.locator('tbody tr').count()) === 4 ? true : undefined));
+    const report = await until('the report lease', async () => ((await page.locator('#leases tbody tr').count()) === 4 ? true : undefined));
     expect(report).toBe(true);
     const grant = await acquire('reports:weekly', 'cron-host-1', 20_000);
     await client.release('reports:weekly', grant);
@@ -218,7 +218,7 @@ describe('the first paint, the order and escaping', () => {
     // Hold every list request: whatever the table shows now came with the HTML.
     await scripted.route('**/v1/leases?**', () => undefined);
     await scripted.goto(`${server.url}/?prefix=paint:`, { waitUntil: 'load' });
-    await scripted.waitForFunction(() => document.querySelector('tbody tr') !== null);
+    await scripted.waitForFunction(() => document.querySelector('#leases tbody tr') !== null);
     expect(await shownNames(scripted)).toEqual(['paint:with-metadata']);
     const painted = await rowOf('paint:with-metadata', scripted);
     expect(painted.holder).toBe('worker-m');
@@ -248,7 +248,7 @@ describe('the first paint, the order and escaping', () => {
     const read = scripted.waitForResponse((response) => response.url().includes('/v1/leases?'));
     await scripted.goto(`${server.url}/?prefix=xss:`);
     await read;
-    await scripted.waitForFunction(() => document.querySelector('tbody td.holder')?.textContent !== '');
+    await scripted.waitForFunction(() => document.querySelector('#leases tbody td.holder')?.textContent !== '');
     const row = await rowOf('xss:holder', scripted);
     expect(row.holder).toBe(holder);
     expect(JSON.parse(row.metadataTitle ?? '')).toEqual(metadata);
@@ -271,5 +271,207 @@ describe('the first paint, the order and escaping', () => {
     } finally {
       await signed.close();
     }
+  });
+});
+
+/** A permit of semaphore `name`, acquired through the public API as any client would. */
+async function acquirePermit(name: string, holder: string, options: { ttlMs?: number; limit?: number; metadata?: JsonValue } = {}): Promise<Permit> {
+  const { ttlMs = 15_000, limit = 3, metadata } = options;
+  const response = await fetch(`${server.url}/v1/semaphores/${encodeURIComponent(name)}/acquire`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ holder, ttlMs, limit, ...(metadata === undefined ? {} : { metadata }) }),
+  });
+  const body = await response.json();
+  if (!response.ok) throw new Error(`acquiring a permit of ${name}: ${response.status} ${JSON.stringify(body)}`);
+  return body.permit;
+}
+
+async function releasePermit(permit: Permit): Promise<void> {
+  const response = await fetch(`${server.url}/v1/semaphores/${encodeURIComponent(permit.name)}/release`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ permitId: permit.permitId, token: permit.token }),
+  });
+  if (!response.ok) throw new Error(`releasing ${permit.name} token ${permit.token}: ${response.status} ${await response.text()}`);
+}
+
+/** Names a semaphore in the section's labelled input, as the user does. */
+async function watchSemaphore(name: string, on: Page = page): Promise<void> {
+  await on.getByLabel('Watch a semaphore').fill(name);
+  await on.getByRole('button', { name: 'Watch', exact: true }).click();
+}
+
+/**
+ * A watched semaphore's block as the user sees it: its count line and a row per holder. Read in one
+ * go, as the rows are at one instant (a poll may replace them between two separate reads).
+ */
+function semaphoreOf(name: string, on: Page = page) {
+  return on.getByRole('group', { name, exact: true }).evaluate(
+    (block) => ({
+      count: block.querySelector('.count')?.textContent,
+      holders: Array.from(block.querySelectorAll('tbody tr'), (row) => {
+        const cells = Array.from(row.querySelectorAll('td'));
+        const bar = row.querySelector('progress');
+        return {
+          holder: cells[0]?.textContent,
+          token: cells[1]?.textContent,
+          metadata: cells[2]?.textContent,
+          metadataTitle: cells[2]?.title,
+          left: cells[3]?.textContent,
+          valueNow: Number(bar?.getAttribute('value')),
+          label: bar?.getAttribute('aria-label'),
+        };
+      }),
+    }),
+    undefined,
+    { timeout: 1_000 },
+  );
+}
+
+/** The block of `name` once its count line reads `count`. */
+function semaphoreShowing(name: string, count: string, on: Page = page) {
+  return until(`${name} to show "${count}"`, async () => {
+    const shown = await semaphoreOf(name, on);
+    return shown.count === count ? shown : undefined;
+  });
+}
+
+function watchedInAddress(on: Page = page): string | null {
+  return new URL(on.url()).searchParams.get('semaphores');
+}
+
+describe('the semaphores section (no list route, no watch: each named semaphore is read every second)', () => {
+  let first: Permit;
+  let second: Permit;
+
+  it('shows a semaphore named in its labelled input: "2 of 3 held", a row per holder with a time-left bar, no permitId', async () => {
+    // worker-a holds on for the whole section; the others come and go.
+    first = await acquirePermit('jobs:pool', 'worker-a', { ttlMs: 120_000, metadata: { pid: 4121 } });
+    second = await acquirePermit('jobs:pool', 'worker-b', { ttlMs: 20_000 });
+    await page.goto(server.url);
+    await watchSemaphore('jobs:pool');
+    const shown = await semaphoreShowing('jobs:pool', '2 of 3 held');
+    expect(shown.holders.map((h) => [h.holder, h.token, h.metadata])).toEqual([
+      ['worker-a', String(first.token), '{"pid":4121}'],
+      ['worker-b', String(second.token), '—'],
+    ]);
+    expect(JSON.parse(shown.holders[0]?.metadataTitle ?? '')).toEqual({ pid: 4121 });
+    expect(shown.holders[0]?.label).toBe(`Time left for token ${first.token} (worker-a) of jobs:pool`);
+    for (const [holder, ttlMs] of [[shown.holders[0], 120_000], [shown.holders[1], 20_000]] as const) {
+      expect(holder?.valueNow).toBeGreaterThan(ttlMs - 10_000);
+      expect(holder?.valueNow).toBeLessThanOrEqual(ttlMs);
+      expect(holder?.left).toMatch(/ s left$/);
+    }
+    expect(watchedInAddress()).toBe('jobs:pool');
+    expect(await page.getByLabel('Watch a semaphore').inputValue()).toBe('');
+    const html = await page.content();
+    expect(html).not.toContain(first.permitId);
+    expect(html).not.toContain(second.permitId);
+  });
+
+  it('follows a release and an expiry: the holder leaves and the count drops', async () => {
+    await releasePermit(second);
+    const released = await semaphoreShowing('jobs:pool', '1 of 3 held');
+    expect(released.holders.map((h) => h.holder)).toEqual(['worker-a']);
+
+    const brief = await acquirePermit('jobs:pool', 'worker-c', { ttlMs: 3_000 });
+    const joined = await semaphoreShowing('jobs:pool', '2 of 3 held');
+    expect(joined.holders.map((h) => [h.holder, h.token])).toEqual([
+      ['worker-a', String(first.token)],
+      ['worker-c', String(brief.token)],
+    ]);
+    // Nobody releases worker-c's permit: it runs out, and the next read no longer lists it.
+    const expired = await semaphoreShowing('jobs:pool', '1 of 3 held');
+    expect(expired.holders.map((h) => h.holder)).toEqual(['worker-a']);
+  });
+
+  it('says "full" when every permit is out', async () => {
+    const full = [await acquirePermit('jobs:pool', 'worker-d'), await acquirePermit('jobs:pool', 'worker-e')];
+    const shown = await semaphoreShowing('jobs:pool', '3 of 3 held · full');
+    expect(shown.holders.map((h) => h.holder).sort()).toEqual(['worker-a', 'worker-d', 'worker-e']);
+    await Promise.all(full.map(releasePermit));
+    await semaphoreShowing('jobs:pool', '1 of 3 held');
+  });
+
+  it('counts the holders\' time left down between its reads of the API', async () => {
+    const scripted = await browser.newPage();
+    let reads = 0;
+    // Let the first read through, then hold every later one: only the page's own clock moves the bars.
+    await scripted.route('**/v1/semaphores/**', (route) => (++reads === 1 ? route.continue() : undefined));
+    await scripted.goto(`${server.url}/?semaphores=jobs:pool`);
+    const before = await semaphoreShowing('jobs:pool', '1 of 3 held', scripted);
+    // More than a poll interval's worth: the page does not wait for an answer to move the bars.
+    const later = await until('the bar to count down', async () => {
+      const shown = await semaphoreOf('jobs:pool', scripted);
+      return (shown.holders[0]?.valueNow ?? Infinity) < (before.holders[0]?.valueNow ?? 0) - 1_500 ? shown : undefined;
+    });
+    expect(later.holders[0]?.left).toMatch(/ s left$/);
+    expect(later.count).toBe('1 of 3 held');
+    await scripted.close();
+  });
+
+  it('says "not used yet" for a name nobody has acquired', async () => {
+    await watchSemaphore('nobody:yet');
+    const shown = await semaphoreShowing('nobody:yet', 'not used yet');
+    expect(shown.holders).toEqual([]);
+    const table = page.getByRole('group', { name: 'nobody:yet' }).locator('table');
+    expect(await table.count()).toBe(1);
+    expect(await table.isHidden()).toBe(true);
+    expect(watchedInAddress()).toBe('jobs:pool,nobody:yet');
+  });
+
+  it('refuses a name the API would refuse, says why, and leaves the address alone', async () => {
+    const input = page.getByLabel('Watch a semaphore');
+    await watchSemaphore('-starts-with-a-dash');
+    expect(await input.getAttribute('aria-invalid')).toBe('true');
+    const problem = page.getByRole('alert');
+    expect(await problem.isVisible()).toBe(true);
+    expect(await problem.textContent()).toBe('A semaphore name is 1-200 letters, digits and . _ : -, starting with a letter or digit.');
+    expect(await page.getByRole('group').count()).toBe(2);
+    expect(watchedInAddress()).toBe('jobs:pool,nobody:yet');
+    await input.fill('jobs:pool2');
+    expect(await input.getAttribute('aria-invalid')).toBe('false');
+    expect(await problem.isVisible()).toBe(false);
+  });
+
+  it('keeps the names in the address: a reload shows the same blocks, and Remove drops one from both', async () => {
+    await page.reload();
+    await semaphoreShowing('jobs:pool', '1 of 3 held');
+    await semaphoreShowing('nobody:yet', 'not used yet');
+    expect(await page.locator('.semaphore h3').allTextContents()).toEqual(['jobs:pool', 'nobody:yet']);
+
+    await page.getByRole('group', { name: 'nobody:yet' }).getByRole('button', { name: 'Remove' }).click();
+    expect(await page.getByRole('group').count()).toBe(1);
+    expect(watchedInAddress()).toBe('jobs:pool');
+    await page.reload();
+    await semaphoreShowing('jobs:pool', '1 of 3 held');
+    expect(await page.locator('.semaphore h3').allTextContents()).toEqual(['jobs:pool']);
+
+    // An address written by hand: invalid and repeated names are dropped, from the page and the address.
+    await page.goto(`${server.url}/?semaphores=${encodeURIComponent('nobody:yet,not valid,nobody:yet')}`);
+    await semaphoreShowing('nobody:yet', 'not used yet');
+    expect(await page.getByRole('group').count()).toBe(1);
+    expect(watchedInAddress()).toBe('nobody:yet');
+  });
+
+  it('escapes holders and metadata of permits, and never puts a permitId in the page', async () => {
+    const holder = '<img/src=x/onerror=alert(1)>';
+    const metadata = { note: '</script><script>alert(2)</script>', quote: '"\'&' };
+    const permit = await acquirePermit('xss:pool', holder, { metadata });
+    const dialogs: string[] = [];
+    const scripted = await browser.newPage();
+    scripted.on('dialog', (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.dismiss();
+    });
+    await scripted.goto(`${server.url}/?semaphores=xss:pool`);
+    const shown = await semaphoreShowing('xss:pool', '1 of 3 held', scripted);
+    expect(shown.holders[0]?.holder).toBe(holder);
+    expect(JSON.parse(shown.holders[0]?.metadataTitle ?? '')).toEqual(metadata);
+    expect(await scripted.locator('img').count()).toBe(0);
+    expect(dialogs).toEqual([]);
+    expect(await scripted.content()).not.toContain(permit.permitId);
+    await scripted.close();
   });
 });

@@ -17,7 +17,7 @@ import type { LeaseRecord } from '../../functions/lease-record.js';
 import type { FunctionId } from '../../infra/lease-service.js';
 import { WATCH_STAGE_NAME, type WatchFunctionId } from '../../infra/lease-watch.js';
 import { lambdaContextData, type LambdaContextOptions } from '../../local/lambda-context.js';
-import { ACCOUNT, REGION, leaseTableId, resourcesOfType, type CfnTemplate } from './synth-support.js';
+import { ACCOUNT, REGION, resourcesOfType, subscriptionTableIdOf, type CfnTemplate } from './synth-support.js';
 
 /**
  * What synthesized-app.test.ts needs to run the bundled functions beside the source handlers: the
@@ -289,7 +289,7 @@ export async function invoke(invoker: Invoker, request: Request): Promise<Answer
   };
 }
 
-export const VOLATILE_FIELDS = new Set(['token', 'leaseId', 'expiresAt', 'acquiredAt', 'renewedAt', 'remainingMs', 'retryAfterMs', 'reservedUntil']);
+export const VOLATILE_FIELDS = new Set(['token', 'leaseId', 'permitId', 'expiresAt', 'acquiredAt', 'renewedAt', 'remainingMs', 'retryAfterMs', 'reservedUntil']);
 
 /**
  * An answer with what legitimately differs between two tables and two instants masked: tokens,
@@ -316,7 +316,7 @@ export function comparable(answer: Answer): unknown {
  * subscriptions table's name filled in as CloudFormation would.
  */
 export function publishedGrantCalls(template: CfnTemplate, tableName: string): PutItemCommandInput[] {
-  const subscriptionTableId = resourcesOfType(template, 'AWS::DynamoDB::Table').find(([id]) => id !== leaseTableId(template))?.[0];
+  const subscriptionTableId = subscriptionTableIdOf(template);
   const resolve = (value: unknown): string => {
     if (typeof value === 'string') return value;
     const node = value as { Ref?: string; 'Fn::Join'?: [string, unknown[]] };

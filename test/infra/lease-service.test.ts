@@ -10,7 +10,7 @@ import { pascal } from '../../infra/service-function.js';
 import { ADMIN_ROUTE_IDS } from '../../client/src/protocol/index.js';
 import { SKIP_RENEWALS_PATTERN } from '../../functions/watch/stream-filter.js';
 import { SUBSCRIPTION_TABLE_SCHEMA } from '../../functions/watch/subscriptions.js';
-import { LeaseService, TABLE_ACTIONS_BY_ROUTE } from '../../infra/lease-service.js';
+import { LeaseService, SEMAPHORE_ROUTE_IDS, TABLE_ACTIONS_BY_ROUTE } from '../../infra/lease-service.js';
 import { WATCH_ACCESS, WATCH_FUNCTION_IDS, WATCH_STAGE_NAME, type WatchFunctionId } from '../../infra/lease-watch.js';
 import { parseGrants } from '../../infra/leasehold-stack.js';
 import {
@@ -23,6 +23,8 @@ import {
   invokeArnsOfRole,
   isFunctionOf,
   leaseTableId,
+  semaphoreTableId,
+  subscriptionTableIdOf,
   resourcesOf,
   resourcesOfType,
   statementsOfRole,
@@ -39,6 +41,11 @@ const WATCH_CONNECT_ARN = `arn:aws:execute-api:${REGION}:${ACCOUNT}:{watch}/${WA
 const WATCH_FUNCTION_COUNT = WATCH_FUNCTION_IDS.length;
 /** The POST routes that act on one lease: acquire, renew, release, handoff. */
 const LEASE_WRITES = ROUTES.filter((r) => r.method === 'POST' && r.path.startsWith('/v1/leases/') && !ADMIN_ROUTE_IDS.has(r.id)).map((r) => r.path.split('/').pop() as string);
+
+/** The semaphore routes a lease grant also allows, for the names `names` (`*` or `team-a.*`). */
+function semaphoreArns(names: string): string[] {
+  return [`${API_ARN}/GET/v1/semaphores/${names}`, ...['acquire', 'renew', 'release'].map((op) => `${API_ARN}/POST/v1/semaphores/${names}/${op}`)];
+}
 
 /** A stack with only a LeaseService and a role, for grant tests. */
 function serviceWithRole(configure: (service: LeaseService, role: Role) => void, options: { watch?: boolean } = {}): CfnTemplate {
@@ -141,6 +148,10 @@ describe('LeaseService table', () => {
       RenewBatch: readWrite,
       Describe: ['kms:Decrypt', 'kms:DescribeKey'],
       List: ['kms:Decrypt', 'kms:DescribeKey'],
+      SemaphoreAcquire: readWrite,
+      SemaphoreRenew: readWrite,
+      SemaphoreRelease: readWrite,
+      SemaphoreDescribe: ['kms:Decrypt', 'kms:DescribeKey'],
       Fallback: [],
       // The subscriptions table uses the same key; the stream consumer also reads the lease
       // table's stream (its event source grants kms:Decrypt and kms:DescribeKey for that).
@@ -149,9 +160,10 @@ describe('LeaseService table', () => {
       WatchSubscribe: readWrite,
       WatchStream: ['kms:Decrypt', 'kms:DescribeKey', ...readWrite].sort(),
     });
-    const subscriptionTable = resourcesOfType(json, 'AWS::DynamoDB::Table').find(([id]) => id !== leaseTableId(json))?.[1];
     const keyId = resourcesOfType(json, 'AWS::KMS::Key')[0]?.[0];
-    expect(subscriptionTable?.SSESpecification).toEqual({ SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] } });
+    for (const table of [subscriptionTableIdOf(json) as string, semaphoreTableId(json)]) {
+      expect(json.Resources[table]?.Properties?.SSESpecification).toEqual({ SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] } });
+    }
   });
 });
 
@@ -189,12 +201,13 @@ describe('LeaseService functions', () => {
     template.resourcePropertiesCountIs('AWS::Lambda::Function', { Description: 'leasehold watch: lease table stream consumer', MemorySize: 256, Timeout: 30 }, 1);
   });
 
-  it('tells each route function the lease table name and the Powertools settings', () => {
+  it('tells each route function the lease table name (and the semaphore routes the semaphore table name) and the Powertools settings', () => {
     const routeFunctions = resourcesOfType(json, 'AWS::Lambda::Function').filter(([id]) => !id.includes('Fallback') && !id.includes('Watch'));
     expect(routeFunctions).toHaveLength(ROUTES.length);
-    for (const [, props] of routeFunctions) {
+    for (const [id, props] of routeFunctions) {
       expect((props.Environment as { Variables: unknown }).Variables).toEqual({
         LEASE_TABLE_NAME: { Ref: tableId },
+        ...(id.startsWith('LeasesSemaphore') ? { SEMAPHORE_TABLE_NAME: { Ref: semaphoreTableId(json) } } : {}),
         POWERTOOLS_SERVICE_NAME: 'leasehold',
         POWERTOOLS_METRICS_NAMESPACE: 'Leasehold',
         POWERTOOLS_LOG_LEVEL: 'INFO',
@@ -203,15 +216,28 @@ describe('LeaseService functions', () => {
     }
   });
 
-  it("allows each route's role exactly its DynamoDB actions, on the lease table's ARN only", () => {
+  it("allows each route's role exactly its DynamoDB actions, on its own table's ARN only (the semaphore routes: the semaphore table's)", () => {
     const roles = functionRoles(json);
     for (const route of ROUTES) {
       const fn = [...roles.keys()].find((id) => id.toLowerCase().startsWith(`leases${pascal(route.id).toLowerCase()}function`));
       const statements = withoutLogging(statementsOfRole(json, { logicalId: roles.get(fn as string) as string }));
+      const table = SEMAPHORE_ROUTE_IDS.has(route.id) ? semaphoreTableId(json) : tableId;
       expect(statements.map((s) => ({ actions: actionsOf(s).sort(), resources: resourcesOf(s), effect: s.Effect }))).toEqual([
-        { actions: [...TABLE_ACTIONS_BY_ROUTE[route.id]], resources: [`{${tableId}.Arn}`], effect: 'Allow' },
+        { actions: [...TABLE_ACTIONS_BY_ROUTE[route.id]], resources: [`{${table}.Arn}`], effect: 'Allow' },
       ]);
     }
+  });
+
+  it('keeps semaphores in a table of their own: on-demand, encrypted, point-in-time recovery, TTL on the cleanup attribute, no stream', () => {
+    const props = json.Resources[semaphoreTableId(json)]?.Properties;
+    expect(props).toMatchObject({
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      BillingMode: 'PAY_PER_REQUEST',
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      TimeToLiveSpecification: { AttributeName: 'expireItemAt', Enabled: true },
+    });
+    expect(props?.StreamSpecification).toBeUndefined();
+    expect(json.Resources[semaphoreTableId(json)]?.DeletionPolicy).toBe('Retain');
   });
 
   it('pins the expected action per route: UpdateItem for the writes, GetItem for describe, Scan for list', () => {
@@ -224,6 +250,10 @@ describe('LeaseService functions', () => {
       'renew-batch': ['dynamodb:UpdateItem'],
       describe: ['dynamodb:GetItem'],
       list: ['dynamodb:Scan'],
+      'semaphore-acquire': ['dynamodb:UpdateItem'],
+      'semaphore-renew': ['dynamodb:UpdateItem'],
+      'semaphore-release': ['dynamodb:UpdateItem'],
+      'semaphore-describe': ['dynamodb:GetItem'],
     });
   });
 
@@ -366,13 +396,30 @@ describe('LeaseService alarms', () => {
     expect(watched).toContainEqual([{ metric: 'Leasehold/ApiThrottledRequests', dimensions: { ApiId: `{${apiId}}` } }]);
   });
 
-  it('alarms on Lambda Errors and Throttles summed over the route functions and the fallback', () => {
-    const routeFunctions = functionIdsOf('Leases').filter((id) => !id.startsWith('LeasesWatch')).map((id) => `{${id}}`).sort();
-    expect(routeFunctions).toHaveLength(FUNCTION_COUNT);
+  it('alarms on Lambda Errors and Throttles summed over the lease route functions and the fallback', () => {
+    const routeFunctions = functionIdsOf('Leases').filter((id) => !id.startsWith('LeasesWatch') && !id.startsWith('LeasesSemaphore')).map((id) => `{${id}}`).sort();
+    expect(routeFunctions).toHaveLength(FUNCTION_COUNT - SEMAPHORE_ROUTE_IDS.size);
     for (const name of ['Errors', 'Throttles']) {
       const sums = watched.filter((metrics) => metrics.every((m) => m.metric === `AWS/Lambda/${name}`));
       expect(sums.map((metrics) => metrics.map((m) => m.dimensions.FunctionName).sort())).toContainEqual(routeFunctions);
     }
+  });
+
+  it('alarms on Lambda Errors and Throttles of the four semaphore functions, apart, and on the semaphore table', () => {
+    const semaphoreFunctions = functionIdsOf('LeasesSemaphore').map((id) => `{${id}}`).sort();
+    expect(semaphoreFunctions).toHaveLength(SEMAPHORE_ROUTE_IDS.size);
+    const alarm = watched.find((metrics) => metrics.some((m) => m.metric === 'AWS/Lambda/Throttles' && semaphoreFunctions.includes(String(m.dimensions.FunctionName))));
+    expect(alarm?.map((m) => `${m.metric} ${m.dimensions.FunctionName}`).sort()).toEqual(
+      ['Errors', 'Throttles'].flatMap((name) => semaphoreFunctions.map((fn) => `AWS/Lambda/${name} ${fn}`)).sort(),
+    );
+    const table = `{${semaphoreTableId(json)}}`;
+    const tableAlarm = watched.find((metrics) => metrics.some((m) => m.dimensions.TableName === table));
+    expect(tableAlarm?.map((m) => `${m.metric} ${m.dimensions.Operation}`).sort()).toEqual([
+      'AWS/DynamoDB/SystemErrors GetItem',
+      'AWS/DynamoDB/SystemErrors UpdateItem',
+      'AWS/DynamoDB/ThrottledRequests GetItem',
+      'AWS/DynamoDB/ThrottledRequests UpdateItem',
+    ]);
   });
 
   it('alarms on Lambda Errors summed over the four watch functions, apart (an alarm reads at most 10 metrics)', () => {
@@ -408,7 +455,7 @@ describe('LeaseService alarms', () => {
   });
 
   it('fires every count alarm on a single event and treats missing data as fine', () => {
-    expect(alarms).toHaveLength(8);
+    expect(alarms).toHaveLength(10);
     for (const alarm of alarms.filter((a) => a.MetricName !== 'IteratorAge')) {
       expect(alarm).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' });
     }
@@ -425,7 +472,7 @@ describe('LeaseService alarms', () => {
     new LeaseService(stack, 'Leases', { alarmTopic: topic });
     const withTopic = Template.fromStack(stack);
     const topicRef = { Ref: Object.keys(withTopic.findResources('AWS::SNS::Topic'))[0] };
-    withTopic.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef], OKActions: [topicRef] }, 8);
+    withTopic.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef], OKActions: [topicRef] }, 10);
   });
 });
 
@@ -433,7 +480,7 @@ describe('LeaseService watch', () => {
   const { template } = synthInProcess();
   const json = template.toJSON() as CfnTemplate;
   const tableId = leaseTableId(json);
-  const subscriptionTableId = resourcesOfType(json, 'AWS::DynamoDB::Table').find(([id]) => id !== tableId)?.[0] as string;
+  const subscriptionTableId = subscriptionTableIdOf(json) as string;
   const watchApiId = apiIdOf(json, 'WEBSOCKET') as string;
   const subscriptionTableArn = `{${subscriptionTableId}.Arn}`;
   const connectionIndexArn = `{${subscriptionTableId}.Arn}/index/${SUBSCRIPTION_TABLE_SCHEMA.connectionIndex}`;
@@ -640,7 +687,8 @@ describe('LeaseService watch', () => {
     const off = synthInProcess({ service: { watch: false } }).template.toJSON() as CfnTemplate;
 
     it('has no lease table stream and no subscriptions table', () => {
-      expect(resourcesOfType(off, 'AWS::DynamoDB::Table')).toHaveLength(1);
+      expect(resourcesOfType(off, 'AWS::DynamoDB::Table')).toHaveLength(2);
+      expect(subscriptionTableIdOf(off)).toBeUndefined();
       expect(off.Resources[leaseTableId(off)]?.Properties?.StreamSpecification).toBeUndefined();
     });
 
@@ -651,8 +699,8 @@ describe('LeaseService watch', () => {
       expect(resourcesOfType(off, 'AWS::Lambda::EventSourceMapping')).toEqual([]);
     });
 
-    it('has the six service alarms only, and no WatchUrl output', () => {
-      expect(resourcesOfType(off, 'AWS::CloudWatch::Alarm')).toHaveLength(6);
+    it('has the eight service alarms only, and no WatchUrl output', () => {
+      expect(resourcesOfType(off, 'AWS::CloudWatch::Alarm')).toHaveLength(8);
       expect(Object.keys(off.Outputs ?? {}).sort()).toEqual(['ApiUrl', 'TableName']);
     });
   });
@@ -671,6 +719,7 @@ describe('LeaseService grants', () => {
         `${API_ARN}/GET/v1/leases/*`,
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/*/${op}`),
         `${API_ARN}/POST/v1/prefixes/*/renew`,
+        ...semaphoreArns('*'),
         WATCH_CONNECT_ARN,
       ].sort(),
     );
@@ -683,6 +732,7 @@ describe('LeaseService grants', () => {
         `${API_ARN}/GET/v1/leases/team-a.*`,
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/team-a.*/${op}`),
         `${API_ARN}/POST/v1/prefixes/team-a.*/renew`,
+        ...semaphoreArns('team-a.*'),
         WATCH_CONNECT_ARN,
       ].sort(),
     );
@@ -697,8 +747,9 @@ describe('LeaseService grants', () => {
     const a = invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') });
     const b = invokeArnsOfRole(template, { logicalId: roleId(template, 'TeamBRole') });
     const routes = (arns: string[]) => arns.filter((arn) => arn !== WATCH_CONNECT_ARN);
-    expect(routes(a).every((arn) => arn.includes('/v1/leases/team-a.*') || arn.includes('/v1/prefixes/team-a.*/'))).toBe(true);
-    expect(routes(b).every((arn) => arn.includes('/v1/leases/team-b.*') || arn.includes('/v1/prefixes/team-b.*/'))).toBe(true);
+    const under = (team: string) => (arn: string) => ['leases', 'prefixes', 'semaphores'].some((kind) => arn.includes(`/v1/${kind}/${team}.*`));
+    expect(routes(a).every(under('team-a'))).toBe(true);
+    expect(routes(b).every(under('team-b'))).toBe(true);
     expect(routes(a).filter((arn) => b.includes(arn))).toEqual([]);
   });
 
@@ -716,7 +767,7 @@ describe('LeaseService grants', () => {
   it('grantRead allows describe, list and opening the watch, and no write', () => {
     const template = serviceWithRole((service, role) => service.grantRead(role));
     expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual(
-      [`${API_ARN}/GET/v1/leases`, `${API_ARN}/GET/v1/leases/*`, WATCH_CONNECT_ARN].sort(),
+      [`${API_ARN}/GET/v1/leases`, `${API_ARN}/GET/v1/leases/*`, `${API_ARN}/GET/v1/semaphores/*`, WATCH_CONNECT_ARN].sort(),
     );
   });
 
@@ -747,7 +798,9 @@ describe('LeaseService grants', () => {
 
   it('grantRead with a prefix allows describe and the watch under it only, and no list', () => {
     const template = serviceWithRole((service, role) => service.grantRead(role, 'team-a.'));
-    expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual([`${API_ARN}/GET/v1/leases/team-a.*`, WATCH_CONNECT_ARN].sort());
+    expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual(
+      [`${API_ARN}/GET/v1/leases/team-a.*`, `${API_ARN}/GET/v1/semaphores/team-a.*`, WATCH_CONNECT_ARN].sort(),
+    );
   });
 
   it('grantWatch with a prefix allows the same $connect route: the prefix is enforced by the watch, not by IAM', () => {
@@ -776,6 +829,7 @@ describe('LeaseService grants', () => {
         `${API_ARN}/GET/v1/leases/team-a.*`,
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/team-a.*/${op}`),
         `${API_ARN}/POST/v1/prefixes/team-a.*/renew`,
+        ...semaphoreArns('team-a.*'),
         WATCH_CONNECT_ARN,
       ].sort(),
     );
@@ -790,6 +844,7 @@ describe('LeaseService grants', () => {
         `${API_ARN}/GET/v1/leases/team-a.*`,
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/team-a.*/${op}`),
         `${API_ARN}/POST/v1/prefixes/team-a.*/renew`,
+        ...semaphoreArns('team-a.*'),
         WATCH_CONNECT_ARN,
       ].sort(),
     );
@@ -797,7 +852,9 @@ describe('LeaseService grants', () => {
 
   it('gives a read grant with a prefix describe and the watch under it, and no list (it shows every name)', () => {
     const { template } = synthInProcess({ grants: [{ roleArn: 'arn:aws:iam::123456789012:role/dash', access: 'read', namePrefix: 'a.' }] });
-    expect(invokeArnsOfRole(template.toJSON() as CfnTemplate, { roleName: 'dash' })).toEqual([`${API_ARN}/GET/v1/leases/a.*`, WATCH_CONNECT_ARN].sort());
+    expect(invokeArnsOfRole(template.toJSON() as CfnTemplate, { roleName: 'dash' })).toEqual(
+      [`${API_ARN}/GET/v1/leases/a.*`, `${API_ARN}/GET/v1/semaphores/a.*`, WATCH_CONNECT_ARN].sort(),
+    );
   });
 
   it('rejects a grants setting that is not a list of role ARNs', () => {

@@ -173,9 +173,21 @@ export function apiIdOf(template: CfnTemplate, protocol: 'HTTP' | 'WEBSOCKET'): 
 
 /** The logical id of the lease table: the table keyed by `pk` alone (the subscriptions table also has `sk`). */
 export function leaseTableId(template: CfnTemplate): string {
-  const id = resourcesOfType(template, 'AWS::DynamoDB::Table').find(([, props]) => (props.KeySchema as unknown[]).length === 1)?.[0];
+  const id = resourcesOfType(template, 'AWS::DynamoDB::Table').find(([logicalId, props]) => (props.KeySchema as unknown[]).length === 1 && !logicalId.includes('SemaphoreTable'))?.[0];
   if (id === undefined) throw new Error('no lease table in the template');
   return id;
+}
+
+/** The semaphore table's logical id (the construct's `SemaphoreTable`). */
+export function semaphoreTableId(template: CfnTemplate): string {
+  const id = resourcesOfType(template, 'AWS::DynamoDB::Table').find(([logicalId]) => logicalId.includes('SemaphoreTable'))?.[0];
+  if (id === undefined) throw new Error('no semaphore table in the template');
+  return id;
+}
+
+/** The watch's subscriptions table's logical id (the only table with a sort key). */
+export function subscriptionTableIdOf(template: CfnTemplate): string | undefined {
+  return resourcesOfType(template, 'AWS::DynamoDB::Table').find(([, props]) => (props.KeySchema as unknown[]).length === 2)?.[0];
 }
 
 /**

@@ -12,9 +12,10 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDocumentClient } from '../../functions/dynamodb-client.js';
 import { ROUTES } from '../../functions/http/routes.js';
 import { ADMIN_ROUTE_IDS } from '../../client/src/protocol/index.js';
-import { ensureSubscriptionTable } from '../../functions/lease-table.js';
+import { defaultSemaphoreTableName } from '../../functions/config.js';
+import { ensureSemaphoreTable, ensureSubscriptionTable } from '../../functions/lease-table.js';
 import { WATCH_GRANTS_PARTITION } from '../../functions/watch/watch-grants.js';
-import { TABLE_ACTIONS_BY_ROUTE, type FunctionId } from '../../infra/lease-service.js';
+import { SEMAPHORE_ROUTE_IDS, TABLE_ACTIONS_BY_ROUTE, type FunctionId } from '../../infra/lease-service.js';
 import { WATCH_FUNCTION_IDS, WATCH_STAGE_NAME, type WatchFunctionId } from '../../infra/lease-watch.js';
 import { createTestLeaseTable, localDynamoConfig } from '../support/dynamodb.js';
 import {
@@ -26,6 +27,7 @@ import {
   invokeArnsOfRole,
   isFunctionOf,
   leaseTableId,
+  semaphoreTableId,
   readTemplate,
   resourcesOf,
   statementsOfRole,
@@ -137,8 +139,8 @@ describe('cdk synth (pinned CLI, offline)', () => {
     }
   });
 
-  it("gives each function's role exactly its route's DynamoDB actions on the table ARN", () => {
-    const tableId = leaseTableId(json);
+  it("gives each function's role exactly its route's DynamoDB actions on its table's ARN", () => {
+    const leaseTable = leaseTableId(json);
     for (const id of FUNCTION_IDS) {
       const fn = json.Resources[assets.get(id)?.logicalId as string];
       const role = (fn!.Properties!.Role as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0];
@@ -146,7 +148,9 @@ describe('cdk synth (pinned CLI, offline)', () => {
         .filter((s) => !actionsOf(s).every((a) => a.startsWith('logs:')))
         .map((s) => ({ actions: actionsOf(s), resources: resourcesOf(s) }));
       expect(grants).toEqual(
-        id === 'fallback' ? [] : [{ actions: [...TABLE_ACTIONS_BY_ROUTE[id]], resources: [`{${tableId}.Arn}`] }],
+        id === 'fallback'
+          ? []
+          : [{ actions: [...TABLE_ACTIONS_BY_ROUTE[id]], resources: [`{${SEMAPHORE_ROUTE_IDS.has(id) ? semaphoreTableId(json) : leaseTable}.Arn}`] }],
       );
     }
   });
@@ -168,8 +172,8 @@ describe('cdk synth (pinned CLI, offline)', () => {
     });
   });
 
-  it('sends all eight alarms to the SNS topic given as context', () => {
-    template.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [ALARM_TOPIC_ARN], OKActions: [ALARM_TOPIC_ARN] }, 8);
+  it('sends all ten alarms to the SNS topic given as context', () => {
+    template.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [ALARM_TOPIC_ARN], OKActions: [ALARM_TOPIC_ARN] }, 10);
   });
 
   it("limits team A's task role to lease names under team-a., with the watch (scoped there) and without list", () => {
@@ -183,9 +187,9 @@ describe('cdk synth (pinned CLI, offline)', () => {
     );
   });
 
-  it('lets the dashboard role describe, list and open the watch only', () => {
+  it('lets the dashboard role describe (leases and semaphores), list and open the watch only', () => {
     expect(invokeArnsOfRole(json, { roleName: 'dashboard' })).toEqual(
-      [`${API_ARN}/GET/v1/leases`, `${API_ARN}/GET/v1/leases/*`, `${WATCH_ARN}/$connect`].sort(),
+      [`${API_ARN}/GET/v1/leases`, `${API_ARN}/GET/v1/leases/*`, `${API_ARN}/GET/v1/semaphores/*`, `${WATCH_ARN}/$connect`].sort(),
     );
   });
 
@@ -250,6 +254,8 @@ let subscriptionTables: Record<'bundle' | 'source', string>;
 
 beforeAll(async () => {
   const [bundleTable, sourceTable] = await Promise.all([createTestLeaseTable('bundle'), createTestLeaseTable('source')]);
+  // The semaphore routes use the lease table's name with `-semaphores` unless told otherwise.
+  await Promise.all([bundleTable, sourceTable].map((t) => ensureSemaphoreTable(t.raw, defaultSemaphoreTableName(t.tableName))));
   management = await ManagementApiRecorder.start();
   const raw = new DynamoDBClient(localDynamoConfig());
   subscriptionTables = { bundle: `subscriptions-bundle-${randomUUID()}`, source: `subscriptions-source-${randomUUID()}` };
@@ -345,6 +351,23 @@ describe('the bundled handlers answer exactly as the source handlers do', () => 
     expect(bundle[0]?.body.lease).toMatchObject({ name: 'infra.acquire', holder: 'worker-a', ttlMs: 15_000, metadata: { addr: '10.0.0.7' } });
     expect(bundle[0]?.body.lease.leaseId).toMatch(/^[0-9a-f]{32}$/);
     expect(bundle[0]?.metrics).toEqual(['acquired']);
+  });
+
+  it('semaphores: acquire 200 with the permit, 409 SEMAPHORE_FULL with Retry-After, renew, release, describe', async () => {
+    const sem = (op: string, body?: unknown): Request =>
+      op === 'describe' ? { method: 'GET', path: '/v1/semaphores/infra.sem' } : { method: 'POST', path: `/v1/semaphores/infra.sem/${op}`, body };
+    const { bundle } = await sideBySide(async (call) => {
+      const acquired = await call(sem('acquire', { holder: 'worker-a', ttlMs: 15_000, limit: 1 }));
+      const full = await call(sem('acquire', { holder: 'worker-b', ttlMs: 15_000, limit: 1 }));
+      const { permitId, token } = acquired.body.permit as { permitId: string; token: number };
+      return [acquired, full, await call(sem('renew', { permitId, token })), await call(sem('release', { permitId, token })), await call(sem('describe'))];
+    });
+    expect(bundle.map((a) => a.status)).toEqual([200, 409, 200, 200, 200]);
+    expect(bundle[0]?.body.permit).toMatchObject({ name: 'infra.sem', holder: 'worker-a', limit: 1 });
+    expect(bundle[1]?.body.error.code).toBe('SEMAPHORE_FULL');
+    expect(bundle[1]?.headers['retry-after']).toMatch(/^1[56]$/);
+    expect(bundle[4]?.body.semaphore).toEqual({ name: 'infra.sem', limit: 1, available: 1, holders: [] });
+    expect(bundle.flatMap((a) => a.metrics)).toEqual(['permitAcquired', 'rejected.SEMAPHORE_FULL', 'semaphoreFull', 'permitRenewed', 'permitReleased', 'semaphoreDescribed']);
   });
 
   it('acquire of a held lease: 409 LEASE_HELD with Retry-After', async () => {

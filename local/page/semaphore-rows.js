@@ -1,0 +1,61 @@
+// What the Semaphores section of the page shows: the watched names (kept in the address), the
+// count line of each semaphore and the cells of each holder. Pure functions of PublicSemaphores;
+// no DOM, no I/O. semaphores.js renders them. Types: semaphore-rows.d.ts.
+import { metadataCell, timeLeft } from './lease-rows.js';
+
+/** A semaphore name follows the lease name rules (NAME_PATTERN of client/src/protocol/rules.ts). */
+export const SEMAPHORE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
+/** The address's query parameter that keeps the watched names, comma-separated (a name has no comma). */
+export const SEMAPHORES_PARAM = 'semaphores';
+/** Each watched semaphore costs one read a second: the page watches at most this many. */
+export const MAX_WATCHED_SEMAPHORES = 20;
+
+/** The watched names kept in the address: the valid ones, each once, in order, at most MAX_WATCHED_SEMAPHORES. */
+export function parseSemaphoreNames(param) {
+  const names = [];
+  for (const name of (param ?? '').split(',')) {
+    if (names.length < MAX_WATCHED_SEMAPHORES && SEMAPHORE_NAME_PATTERN.test(name) && !names.includes(name)) names.push(name);
+  }
+  return names;
+}
+
+/** The address's value for `names` (the inverse of parseSemaphoreNames). */
+export function formatSemaphoreNames(names) {
+  return names.join(',');
+}
+
+/** Why `name` cannot join the `watched` names, as a sentence for the user; undefined when it can. */
+export function refuseSemaphoreName(name, watched) {
+  if (!SEMAPHORE_NAME_PATTERN.test(name)) {
+    return 'A semaphore name is 1-200 letters, digits and . _ : -, starting with a letter or digit.';
+  }
+  if (!watched.includes(name) && watched.length >= MAX_WATCHED_SEMAPHORES) {
+    return `The page watches at most ${MAX_WATCHED_SEMAPHORES} semaphores: remove one first.`;
+  }
+  return undefined;
+}
+
+/**
+ * The line under a semaphore's name: "2 of 3 held" ("3 of 3 held · full" when no permit is left),
+ * or "not used yet" for `null`, the API's SEMAPHORE_NOT_FOUND (never acquired, or its record is gone).
+ */
+export function countText(semaphore) {
+  if (semaphore === null) return 'not used yet';
+  return `${semaphore.holders.length} of ${semaphore.limit} held${semaphore.available === 0 ? ' · full' : ''}`;
+}
+
+/**
+ * The cells of one holder of semaphore `name`, with `leftMs` left now (the server's remainingMs
+ * minus what passed since the read). The API does not say a permit's ttl, so the bar's scale is
+ * `scaleMs`: the page passes the most time left it has seen for this permit (its token). Every
+ * text here is untrusted and must be set as text by the renderer.
+ */
+export function holderCells(name, holder, leftMs, scaleMs) {
+  const bar = timeLeft(leftMs, scaleMs);
+  return {
+    holder: holder.holder,
+    token: String(holder.token),
+    metadata: metadataCell(holder.metadata),
+    time: { ...bar, valueText: bar.text, label: `Time left for token ${holder.token} (${holder.holder}) of ${name}` },
+  };
+}
