@@ -3,9 +3,10 @@ import { LIMITS } from '../client/src/protocol/index.js';
 
 /**
  * The one logger factory of every function (HTTP routes and watch): a Powertools Logger whose
- * output never holds a leaseId or a requestId, whatever POWERTOOLS_LOGGER_LOG_EVENT or
- * POWERTOOLS_LOG_LEVEL say. Both are bearer secrets: a leaseId renews, releases or hands off the
- * lease, and a requestId with the (public) holder name gets the live grant back.
+ * output never holds a leaseId, a permitId or a requestId, whatever POWERTOOLS_LOGGER_LOG_EVENT or
+ * POWERTOOLS_LOG_LEVEL say. All are bearer secrets: a leaseId renews, releases or hands off the
+ * lease, a permitId renews or releases a semaphore's permit, and a requestId with the (public)
+ * holder name gets the live grant or permit back.
  *
  * The redaction runs as Powertools' `jsonReplacerFn`, so it sees exactly what is printed, after
  * every attribute, the logged event and errors are gathered into one log item.
@@ -28,7 +29,7 @@ function redactingReplacer(key: string, value: unknown): unknown {
 
 /**
  * A copy of `value` without secrets, in three steps over the whole tree:
- * 1. a property named leaseId or requestId (any case, `_` or `-` ignored) is replaced whole;
+ * 1. a property named leaseId, permitId or requestId (any case, `_` or `-` ignored) is replaced whole;
  * 2. text is searched for the same fields: JSON text (a raw request body, also base64-encoded or
  *    nested in another JSON string) is parsed and redacted, and `leaseId=…`, `"requestId":"…"`
  *    or `leaseId: …` fragments (query strings, error messages, truncated JSON) lose their value;
@@ -53,13 +54,19 @@ const SECRET_MIN_LENGTH = LIMITS.requestIdMinLength;
  */
 function isSecretKey(key: string, parent: object): boolean {
   const normalized = key.toLowerCase().replace(/[-_]/g, '');
-  if (normalized === 'leaseid') return true;
+  if (normalized === 'leaseid' || normalized === 'permitid') return true;
   if (normalized !== 'requestid') return false;
   return !(Object.hasOwn(parent, 'apiId') || Object.hasOwn(parent, 'httpStatusCode'));
 }
 
-/** `leaseId=v`, `"requestId":"v"`, `\"leaseId\": \"v\"`, `requestId: v` — the value is group 2. */
-const LABELLED_SECRET = /((?:^|[^A-Za-z0-9])(?:lease|request)[-_]?id\\*["']?\s*[:=]\s*\\*["']?)([A-Za-z0-9_-]+)/gi;
+/** `leaseId=v`, `"requestId":"v"`, `\"leaseId\": \"v\"`, `permitId: v` — the value is group 2. */
+const LABELLED_SECRET = /((?:^|[^A-Za-z0-9])(?:lease|request|permit)[-_]?id\\*["']?\s*[:=]\s*\\*["']?)([A-Za-z0-9_-]+)/gi;
+
+/**
+ * A semaphore item's attribute names carry the permitId (`p_<permitId>`, `t_<permitId>`,
+ * functions/semaphore-record.ts): a DynamoDB error or a logged item may quote them.
+ */
+const PERMIT_ATTRIBUTE = /(?:^|[^A-Za-z0-9])[pt]_([0-9a-f]{32})(?![0-9a-f])/g;
 
 function parseJsonText(text: string): { parsed: unknown } | undefined {
   const trimmed = text.trimStart();
@@ -81,6 +88,7 @@ function collect(value: unknown, secrets: Set<string>, seen: Set<object>): void 
     const json = parseJsonText(value);
     if (json) collect(json.parsed, secrets, seen);
     for (const match of value.matchAll(LABELLED_SECRET)) secrets.add(match[2] as string);
+    for (const match of value.matchAll(PERMIT_ATTRIBUTE)) secrets.add(match[1] as string);
     return;
   }
   if (typeof value !== 'object' || value === null || seen.has(value)) return;
@@ -88,6 +96,7 @@ function collect(value: unknown, secrets: Set<string>, seen: Set<object>): void 
   const decoded = base64Body(value);
   if (decoded !== undefined) collect(decoded, secrets, seen);
   for (const [key, child] of entries(value)) {
+    for (const match of key.matchAll(PERMIT_ATTRIBUTE)) secrets.add(match[1] as string);
     if (isSecretKey(key, value)) collectAll(child, secrets, seen);
     else collect(child, secrets, seen);
   }
@@ -119,16 +128,22 @@ function redact(value: unknown, known: readonly string[], copies: Map<object, un
   if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return redact((value as { toJSON(): unknown }).toJSON(), known, copies);
   const copy: Record<string, unknown> | unknown[] = Array.isArray(value) ? [] : {};
   copies.set(value, copy);
-  for (const [key, child] of entries(value)) {
+  entries(value).forEach(([key, child], i) => {
     const redacted = isSecretKey(key, value) ? REDACTED : redact(child, known, copies);
     if (Array.isArray(copy)) copy.push(redacted);
-    else Object.defineProperty(copy, key, { value: redacted, enumerable: true, writable: true, configurable: true });
-  }
+    else Object.defineProperty(copy, redactKey(key, known, i), { value: redacted, enumerable: true, writable: true, configurable: true });
+  });
   const decoded = base64Body(value);
   if (decoded !== undefined && !Array.isArray(copy)) {
     copy.body = Buffer.from(redactText(decoded, known), 'utf8').toString('base64');
   }
   return copy;
+}
+
+/** A key that quotes a secret (a semaphore item's `p_<permitId>`) loses it; `#i` keeps two such keys apart. */
+function redactKey(key: string, known: readonly string[], i: number): string {
+  const redacted = known.reduce((text, secret) => text.replaceAll(secret, REDACTED), key);
+  return redacted === key ? key : `${redacted}#${i}`;
 }
 
 /**

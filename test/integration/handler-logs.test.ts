@@ -6,6 +6,12 @@ import { createHandoffHandler } from '../../functions/handlers/handoff.js';
 import { createListHandler } from '../../functions/handlers/list.js';
 import { createReleaseHandler } from '../../functions/handlers/release.js';
 import { createRenewHandler } from '../../functions/handlers/renew.js';
+import { createSemaphoreAcquireHandler } from '../../functions/handlers/semaphore-acquire.js';
+import { createSemaphoreDescribeHandler } from '../../functions/handlers/semaphore-describe.js';
+import { createSemaphoreReleaseHandler } from '../../functions/handlers/semaphore-release.js';
+import { createSemaphoreRenewHandler } from '../../functions/handlers/semaphore-renew.js';
+import { defaultSemaphoreTableName } from '../../functions/config.js';
+import { ensureSemaphoreTable } from '../../functions/lease-table.js';
 import { REDACTED } from '../../functions/logging.js';
 import { createDeps } from '../../functions/runtime.js';
 import { createWatchDeps } from '../../functions/watch/watch-deps.js';
@@ -108,6 +114,39 @@ describe('handler logs', () => {
     // API Gateway's own request id is a correlation id, not a secret.
     expect(log).toContain('apigw-request-id');
     expectNoSecret([first.leaseId, second.leaseId, firstRequestId, secondRequestId, strangerLeaseId, queryLeaseId]);
+  });
+
+  it('hold no permitId or requestId through a semaphore acquire, retry, renew, refusals, release and errors', async () => {
+    const { raw, tableName } = await createTestLeaseTable('sem-logs');
+    await ensureSemaphoreTable(raw, defaultSemaphoreTableName(tableName));
+    const dynamo = { region: 'us-east-1', dynamodbEndpoint: localDynamoConfig().endpoint, credentials: LOCAL_CREDENTIALS, clock: systemClock };
+    const deps = createDeps({ tableName, ...dynamo });
+    const acquire = createSemaphoreAcquireHandler(deps);
+    const renew = createSemaphoreRenewHandler(deps);
+    const path = (action: string) => `/v1/semaphores/logged/${action}`;
+    const requestId = newRequestId();
+    const strangerPermitId = 'd'.repeat(32);
+
+    const first = JSON.parse((await acquire(event('POST', path('acquire'), { holder: 'w1', ttlMs: 5_000, limit: 1, requestId }), context)).body as string).permit;
+    const retried = JSON.parse((await acquire(event('POST', path('acquire'), { holder: 'w1', ttlMs: 5_000, limit: 1, requestId }), context)).body as string).permit;
+    expect(retried.permitId).toBe(first.permitId);
+    const full = await acquire(event('POST', path('acquire'), { holder: 'w2', ttlMs: 5_000, limit: 1, requestId: newRequestId() }), context);
+    expect(full.statusCode).toBe(409);
+    expect(full.body).not.toContain(first.permitId);
+    expect((await renew(event('POST', path('renew'), { permitId: first.permitId, token: first.token }), context)).statusCode).toBe(200);
+    expect((await renew(event('POST', path('renew'), { permitId: strangerPermitId, token: first.token }), context)).statusCode).toBe(409);
+    const describe = await createSemaphoreDescribeHandler(deps)(event('GET', '/v1/semaphores/logged', undefined), context);
+    expect(describe.body).not.toContain(first.permitId);
+    expect((await createSemaphoreReleaseHandler(deps)(event('POST', path('release'), { permitId: first.permitId, token: first.token }), context)).statusCode).toBe(200);
+    const broken = createDeps({ tableName, semaphoreTableName: 'no-such-table', ...dynamo });
+    expect((await createSemaphoreRenewHandler(broken)(event('POST', path('renew'), { permitId: first.permitId, token: first.token }), context)).statusCode).toBe(500);
+
+    const log = lines.join('\n');
+    expect(log).toContain('permit acquired');
+    expect(log).toContain('semaphore full');
+    expect(log).toContain('permit released');
+    expect(log).toContain(REDACTED);
+    expectNoSecret([first.permitId, requestId, strangerPermitId]);
   });
 
   it('of the watch functions hold no leaseId or requestId of a logged stream record', () => {

@@ -16,7 +16,7 @@ let server: TestServer;
 let seq = 0;
 
 beforeAll(async () => {
-  server = await startTestServer({ watch: true });
+  server = await startTestServer({ watch: true, semaphores: true });
 });
 afterAll(async () => {
   await server.close();
@@ -176,6 +176,11 @@ const paths = fc.oneof(
     '/v1/leases/a/release',
     '/v1/leases/a/handoff',
     '/v1/leases/a/revoke',
+    '/v1/semaphores/a/acquire',
+    '/v1/semaphores/a/renew',
+    '/v1/semaphores/a/release',
+    '/v1/semaphores/a',
+    '/v1/semaphores/%00/acquire',
     '/v1/leases/%00',
     '/v1/leases/%E0%A4%A/acquire',
     '/v1/leases/../../etc/passwd',
@@ -221,6 +226,8 @@ const headerCases = fc.array(
 const bodies = fc.oneof(
   fc.constant(''),
   fc.constant(JSON.stringify({ holder: 'worker-a', ttlMs: 15_000 })),
+  fc.constant(JSON.stringify({ holder: 'worker-a', ttlMs: 15_000, limit: 2 })),
+  fc.constant(JSON.stringify({ permitId: 'a'.repeat(32), token: 9 })),
   fc.json({ maxDepth: 3 }),
   fc.string({ maxLength: 300 }),
   fc.integer({ min: LIMITS.bodyMaxBytes - 10, max: LIMITS.bodyMaxBytes * 3 }).map((n) => `{"holder":"${'h'.repeat(n)}"}`),

@@ -20,6 +20,21 @@ describe('log redaction', () => {
     expect(out).toContain(REDACTED);
   });
 
+  it("replaces a semaphore's permitId like a leaseId: as a property, labelled in text, and in the item's attribute names", () => {
+    const permitId = 'fedcba9876543210fedcba9876543210';
+    const other = '00112233445566778899aabbccddeeff';
+    const out = printed({
+      body: JSON.stringify({ permitId, token: 3 }),
+      message: `permit_id=${permitId} refused`,
+      item: { pk: 'backfills', [`p_${permitId}`]: { holder: 'w1' }, [`t_${other}`]: 4 },
+      error: new Error(`The conditional request failed for t_${other}`),
+    });
+    expect(out).not.toContain(permitId);
+    expect(out).not.toContain(other);
+    expect(out).toContain('backfills');
+    expect(out).toContain('w1');
+  });
+
   it('redacts the raw JSON body of a logged event and keeps the rest of it readable', () => {
     const event = { body: JSON.stringify({ leaseId, token: 7 }), rawPath: '/v1/leases/jobs/renew' };
     const out = redactSecrets({ event }) as { event: { body: string; rawPath: string } };
