@@ -12,9 +12,9 @@ export const ExitCode = {
   OK: 0,
   /** The service failed (500 INTERNAL), or a bug in this tool. */
   INTERNAL: 1,
-  /** Bad flags or arguments, or the service rejected the input (VALIDATION_ERROR, 413, 415). */
+  /** Bad flags or arguments, or the service rejected the input (VALIDATION_ERROR, 413, 415, LIMIT_MISMATCH). */
   INVALID: 2,
-  /** The lease is held by someone else (acquire lost the race; `run --wait` gave up). */
+  /** The lease is held by someone else, or the semaphore is full (acquire lost the race; `run --wait` gave up). */
   HELD: 3,
   /** The grant is no longer current (renew/release answered LEASE_LOST; `run` lost leadership), or revoke found no grant (LEASE_NOT_HELD). */
   LOST: 4,
@@ -32,8 +32,10 @@ export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 export const EXIT_CODE_HELP = `Exit codes:
   0  ok
   1  internal error (the service answered 500, or a bug in this tool)
-  2  invalid input: bad flags or arguments, or the service refused the input (400, 413, 415)
-  3  held: the lease is held by someone else (acquire lost the race; run --wait gave up)
+  2  invalid input: bad flags or arguments, or the service refused the input (400, 413, 415,
+     409 LIMIT_MISMATCH: run --limit with another limit than the semaphore's)
+  3  held: the lease is held by someone else, or the semaphore is full (acquire lost the race;
+     run --wait gave up)
   4  lost: the grant is no longer current (renew/release); run lost leadership and killed its command;
      revoke: nobody holds the lease (409 LEASE_NOT_HELD)
   5  not found: the lease was never acquired (describe)
