@@ -37,6 +37,9 @@ export const LEGACY_WATCH_RENEWED_ENV = 'LEASEHOLD_WATCH_RENEWED';
 export const SERVICE_NAME = 'leasehold';
 export const METRICS_NAMESPACE = 'Leasehold';
 
+/** DynamoDB's rule for a table name. */
+const TABLE_NAME_PATTERN = /^[A-Za-z0-9_.-]{3,255}$/;
+
 /** The semaphore table's name where none is configured: the lease table's, with `-semaphores`. */
 export function defaultSemaphoreTableName(leaseTableName: string): string {
   return `${leaseTableName}-semaphores`;
@@ -75,9 +78,10 @@ export function readConfig(env: Environment): HandlerConfig {
   const problems: string[] = [];
   const tableName = env[ENV.leaseTable]?.trim();
   if (!tableName) problems.push(`${ENV.leaseTable} (the DynamoDB lease table) is not set`);
-  else if (!/^[A-Za-z0-9_.-]{3,255}$/.test(tableName)) problems.push(`${ENV.leaseTable} "${tableName}" is not a valid table name`);
-  const semaphoreTableName = env[ENV.semaphoreTable]?.trim() || (tableName ? defaultSemaphoreTableName(tableName) : '');
-  if (tableName && !/^[A-Za-z0-9_.-]{3,255}$/.test(semaphoreTableName)) problems.push(`${ENV.semaphoreTable} "${semaphoreTableName}" is not a valid table name`);
+  else if (!TABLE_NAME_PATTERN.test(tableName)) problems.push(`${ENV.leaseTable} "${tableName}" is not a valid table name`);
+  const semaphoreSetting = env[ENV.semaphoreTable]?.trim();
+  if (semaphoreSetting && !TABLE_NAME_PATTERN.test(semaphoreSetting)) problems.push(`${ENV.semaphoreTable} "${semaphoreSetting}" is not a valid table name`);
+  const semaphoreTableName = semaphoreSetting || (tableName ? defaultSemaphoreTableName(tableName) : '');
   const region = readRegion(env, problems);
   const dynamodbEndpoint = readDynamodbEndpoint(env, problems);
   throwIfAny('handler', problems);

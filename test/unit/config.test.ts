@@ -15,9 +15,15 @@ describe('handler configuration', () => {
   it('reads the table, region and optional endpoint', () => {
     expect(readConfig({ LEASE_TABLE_NAME: 'leases', AWS_REGION: 'eu-west-1' })).toEqual({
       tableName: 'leases',
+      semaphoreTableName: 'leases-semaphores',
       region: 'eu-west-1',
       dynamodbEndpoint: undefined,
     });
+  });
+
+  it('reads the semaphore table from SEMAPHORE_TABLE_NAME, else names it after the lease table', () => {
+    expect(readConfig({ LEASE_TABLE_NAME: 'leases', SEMAPHORE_TABLE_NAME: 'sems', AWS_REGION: 'x' }).semaphoreTableName).toBe('sems');
+    expect(() => readConfig({ LEASE_TABLE_NAME: 'leases', SEMAPHORE_TABLE_NAME: 's/x', AWS_REGION: 'x' })).toThrow(/SEMAPHORE_TABLE_NAME "s\/x" is not a valid table name/);
   });
 
   it('lists everything that is missing in one message', () => {
