@@ -15,9 +15,27 @@ import { createInterface } from 'node:readline';
  * Records may carry extra fields (the harness may add its own notes); the fields below are validated.
  */
 
-/** `claim`: an epoch claim (`--fence epoch`): the worker raised the lease's epoch in the jobs store to `token`. */
-export const OP_KINDS = ['acquire', 'renew', 'release', 'describe', 'write', 'claim'] as const;
+/**
+ * Operation kinds:
+ * - `acquire`, `renew`, `release`, `describe`: the lease API, by a worker.
+ * - `revoke`: an operator's revoke of a lease (`POST /v1/leases/{name}/revoke`), by the harness
+ *   (process "operator"); `force` is what it asked, the answer's record is in `token`,
+ *   `revokedForce` and `revokedAtMs`.
+ * - `write`: a fenced write to a job row; `claim`: an epoch claim (`--fence epoch`): the worker
+ *   raised the lease's epoch in the jobs store to `token`.
+ * - `permit-acquire`, `permit-renew`, `permit-release`: the semaphore API, by a worker; `lease` is
+ *   then the semaphore's name and `token` the permit's token.
+ */
+export const OP_KINDS = ['acquire', 'renew', 'release', 'describe', 'revoke', 'write', 'claim', 'permit-acquire', 'permit-renew', 'permit-release'] as const;
 export type OpKind = (typeof OP_KINDS)[number];
+
+/** The operations on a semaphore's permits; every other kind is about a lease (or its fenced resource). */
+export const PERMIT_OP_KINDS = ['permit-acquire', 'permit-renew', 'permit-release'] as const satisfies readonly OpKind[];
+export type PermitOpKind = (typeof PERMIT_OP_KINDS)[number];
+
+export function isPermitOpKind(kind: OpKind): kind is PermitOpKind {
+  return (PERMIT_OP_KINDS as readonly OpKind[]).includes(kind);
+}
 
 /**
  * - `ok`: the server (or resource) answered and the operation took effect as answered.
@@ -39,6 +57,7 @@ export const FAULT_KINDS = [
   'restart-api',
   'restart-db',
   'clock-offset',
+  'revoke',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -46,7 +65,10 @@ export interface OpRecord {
   type: 'op';
   /** Who: the worker process (stable name for the run, e.g. "w3"). */
   process: string;
-  /** The lease name (for `write`: the lease whose token fences the write). */
+  /**
+   * The lease name (for `write`: the lease whose token fences the write; for the `permit-*` kinds:
+   * the semaphore's name).
+   */
   lease: string;
   op: OpKind;
   invokeMs: number;
@@ -56,15 +78,30 @@ export interface OpRecord {
   /**
    * acquire ok: the granted token. acquire fail: the current token the LEASE_HELD answer reported
    * (optional). renew / release: the token presented. describe ok: the token seen. write: the fence
-   * token presented.
+   * token presented. revoke ok: the token of the grant revoked (LEASE_NOT_HELD: the current token,
+   * optional). permit-acquire ok: the permit's token; permit-renew / permit-release: the token presented.
    */
   token?: number | null;
-  /** acquire / renew / release: the holder id sent. describe ok: the holder seen (null: nobody holds it). */
+  /**
+   * acquire / renew / release (and the permit kinds): the holder id sent. describe ok: the holder
+   * seen (null: nobody holds it).
+   */
   holder?: string | null;
-  /** acquire: the requestId sent, so a retried acquire that returns the same grant is recognised. */
+  /** acquire (and permit-acquire): the requestId sent, so a retried acquire that returns the same grant is recognised. */
   requestId?: string;
-  /** acquire / renew: the ttl requested (absent on a renew that keeps the stored ttl). */
+  /** acquire / renew (and the permit kinds): the ttl requested (absent on a renew that keeps the stored ttl). */
   ttlMs?: number;
+  /** permit-acquire: the semaphore's limit asked for. */
+  limit?: number;
+  /** revoke: whether the operator asked for a forced revoke (the lease available at once). */
+  force?: boolean;
+  /**
+   * revoke ok: whether the grant's revoke record is forced. Usually `force`; not when a forced
+   * revoke met a safe one it could no longer upgrade (the grant had ended), which answers the safe record.
+   */
+  revokedForce?: boolean;
+  /** revoke ok: the record's `at` (server clock): when it was revoked, or when the forced revoke upgraded a safe one. */
+  revokedAtMs?: number;
   /** acquire: the lock-delay requested (default 0). */
   lockDelayMs?: number;
   /**
@@ -87,6 +124,8 @@ export interface OpRecord {
   charge?: boolean;
   /** The error code of a failed or unknown operation (LEASE_HELD, LEASE_LOST, STALE_TOKEN, ETIMEDOUT, …). */
   error?: string;
+  /** LEASE_LOST / PERMIT_LOST: the answer's `reason` (revoked, expired, released, …). */
+  reason?: string;
 }
 
 export interface EventRecord {
@@ -191,14 +230,22 @@ export function validateRecord(value: unknown, line: number, source = 'history')
   optional('serverNowMs', finite);
   optional('serverExpiresAtMs', finite);
   optional('error', string);
-  optional('charge', (k) => typeof r[k] === 'boolean' || fail(`${describe(k)} must be a boolean`));
+  optional('reason', string);
+  const boolean = (k: string) => typeof r[k] === 'boolean' || fail(`${describe(k)} must be a boolean`);
+  optional('charge', boolean);
+  optional('force', boolean);
+  optional('revokedForce', boolean);
+  optional('revokedAtMs', finite);
+  optional('limit', integer);
 
   const op = r.op as OpKind;
   const outcome = r.outcome as Outcome;
-  const needsToken =
-    op === 'renew' || op === 'release' || op === 'write' || op === 'claim' || (outcome === 'ok' && (op === 'acquire' || op === 'describe'));
-  if (needsToken && typeof r.token !== 'number') fail(`${describe('token')} is required on ${outcome} ${op}`);
-  if (op === 'acquire' && typeof r.holder !== 'string') fail(`${describe('holder')} is required on acquire`);
+  const presentsToken = ['renew', 'release', 'write', 'claim', 'permit-renew', 'permit-release'].includes(op);
+  const answersToken = outcome === 'ok' && ['acquire', 'describe', 'revoke', 'permit-acquire'].includes(op);
+  if ((presentsToken || answersToken) && typeof r.token !== 'number') fail(`${describe('token')} is required on ${outcome} ${op}`);
+  if ((op === 'acquire' || op === 'permit-acquire') && typeof r.holder !== 'string') fail(`${describe('holder')} is required on ${op}`);
+  if (op === 'revoke' && typeof r.force !== 'boolean') fail(`${describe('force')} is required on revoke`);
+  if (op === 'revoke' && outcome === 'ok' && typeof r.revokedForce !== 'boolean') fail(`${describe('revokedForce')} is required on ok revoke`);
   if (op === 'describe' && outcome === 'ok' && r.holder === undefined) {
     fail(`\`holder\` is required on describe ok (null when nobody holds the lease)`);
   }

@@ -4,7 +4,8 @@ import { escapeXml } from '../bench/xml.js';
 /**
  * A picture of a chaos history: one row per (lease, process), a bar for each time the process
  * believed it led (from its acquire's answer to its release, the lease-lost answer, its kill, or its
- * local deadline), labelled with the token; fenced writes as ticks (green accepted, red rejected,
+ * local deadline), labelled with the token; the same for each semaphore's permits (a row per
+ * (semaphore, process)); fenced writes as ticks (green accepted, red rejected,
  * grey unanswered); faults as vertical lines, or shaded bands from a fault to the event that ends
  * it (stop → cont, partition / drop-answers / delay → heal of the same target).
  * Plain SVG text, no dependencies; times on the axis are seconds since the first record.
@@ -39,7 +40,7 @@ const TOP = 14 + LABEL_LANES * LANE_HEIGHT;
 /** Width of one character of the 11px monospace font, to keep labels from overlapping. */
 const CHAR_WIDTH = 6.7;
 const LEGEND = [
-  'bars: who believed it led (token t…), from its grant to its release, loss, kill or local deadline',
+  'bars: who believed it led (token t…), or held a permit, from its grant to its release, loss, kill or local deadline',
   'ticks: fenced writes (green accepted, red rejected, grey no answer) · shaded: stop→cont, partition/delay/drop-answers→heal · dashed: kill, restarts, clock offsets',
 ];
 const BANDED: Partial<Record<FaultKind, FaultKind>> = { stop: 'cont', partition: 'heal', 'drop-answers': 'heal', delay: 'heal' };
@@ -157,8 +158,9 @@ export function renderTimelineSvg(records: readonly HistoryRecord[], options: Ti
 }
 
 /**
- * When each process believed it led each lease: from an ok acquire's completion until the first of
- * its release (invoke), a LEASE_LOST answer for that token, a kill of the process, or its local
+ * When each process believed it led each lease (or held a permit of each semaphore): from an ok
+ * acquire's completion until the first of its release (invoke), a LEASE_LOST (PERMIT_LOST) answer
+ * for that token, a kill of the process, or its local
  * deadline (the latest recorded for that token; without one, the latest ok acquire/renew invoke + ttl).
  */
 export function leadershipBars(
@@ -179,7 +181,7 @@ export function leadershipBars(
   }
   const kills = events.filter((e) => e.kind === 'kill');
   for (const acquire of ops) {
-    if (acquire.op !== 'acquire' || acquire.outcome !== 'ok' || typeof acquire.token !== 'number') continue;
+    if ((acquire.op !== 'acquire' && acquire.op !== 'permit-acquire') || acquire.outcome !== 'ok' || typeof acquire.token !== 'number') continue;
     const key = JSON.stringify([acquire.lease, acquire.process, acquire.token]);
     if (seen.has(key)) continue; // a same-grant retry
     seen.add(key);
@@ -187,12 +189,12 @@ export function leadershipBars(
     const mine = byTerm.get(key) ?? [];
     const ends: { at: number; by: LeadershipBar['endedBy'] }[] = [{ at: historyEndMs, by: 'end-of-history' }];
     for (const r of mine) {
-      if (r.op === 'release' && r.invokeMs >= startMs) ends.push({ at: r.invokeMs, by: 'release' });
-      if (r.error === 'LEASE_LOST' && r.completeMs !== null) ends.push({ at: r.completeMs, by: 'lost' });
+      if ((r.op === 'release' || r.op === 'permit-release') && r.invokeMs >= startMs) ends.push({ at: r.invokeMs, by: 'release' });
+      if ((r.error === 'LEASE_LOST' || r.error === 'PERMIT_LOST') && r.completeMs !== null) ends.push({ at: r.completeMs, by: 'lost' });
     }
     for (const e of kills) if (e.target === acquire.process && e.atMs >= startMs) ends.push({ at: e.atMs, by: 'kill' });
     const deadlines = mine.map((r) => r.localDeadlineMs).filter((d): d is number => typeof d === 'number');
-    const setters = mine.filter((r) => (r.op === 'acquire' || r.op === 'renew') && r.outcome === 'ok');
+    const setters = mine.filter((r) => ['acquire', 'renew', 'permit-acquire', 'permit-renew'].includes(r.op) && r.outcome === 'ok');
     const ttl = acquire.ttlMs ?? ttlMs;
     const deadline =
       deadlines.length > 0

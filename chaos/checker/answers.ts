@@ -7,8 +7,17 @@ import type { OpRecord } from '../history.js';
  */
 export type Effect = 'ok' | 'rejected' | 'none' | 'maybe';
 
-/** Answers that prove the lease rules refused the operation (the lease state must explain them). */
-const DEFINITE_REJECTIONS = new Set<string>([ErrorCode.LEASE_HELD, ErrorCode.LEASE_LOST, ErrorCode.LEASE_NOT_FOUND]);
+/** Answers that prove the lease (or semaphore) rules refused the operation (the state must explain them). */
+const DEFINITE_REJECTIONS = new Set<string>([
+  ErrorCode.LEASE_HELD,
+  ErrorCode.LEASE_LOST,
+  ErrorCode.LEASE_NOT_FOUND,
+  ErrorCode.LEASE_NOT_HELD,
+  ErrorCode.SEMAPHORE_FULL,
+  ErrorCode.PERMIT_LOST,
+  ErrorCode.LIMIT_MISMATCH,
+  ErrorCode.SEMAPHORE_NOT_FOUND,
+]);
 
 /** Answers given before the lease item was touched: no effect, and nothing learned about the lease. */
 const REFUSED_BEFORE_TOUCHING = new Set<string>([
@@ -24,7 +33,8 @@ const REFUSED_BEFORE_TOUCHING = new Set<string>([
 
 /**
  * - ok: took effect as answered;
- * - rejected: LEASE_HELD / LEASE_LOST / LEASE_NOT_FOUND, refused by the lease rules;
+ * - rejected: LEASE_HELD / LEASE_LOST / LEASE_NOT_FOUND / LEASE_NOT_HELD (a revoke), or the
+ *   semaphore's SEMAPHORE_FULL / PERMIT_LOST / LIMIT_MISMATCH / SEMAPHORE_NOT_FOUND: refused by the rules;
  * - none: refused before the lease was touched (validation, auth, throttling);
  * - maybe: no answer, or a failure after which the write may still have happened (UNAVAILABLE,
  *   INTERNAL, a network error, or a `fail` without a code): treated like `unknown`.

@@ -3,6 +3,7 @@ import {
   OP_KINDS,
   isEvent,
   isOp,
+  isPermitOpKind,
   locate,
   type FaultKind,
   type HistoryRecord,
@@ -18,8 +19,10 @@ import type { FinalJobRow } from './final-jobs.js';
 import { checkGrantOverlap } from './grant-overlap.js';
 import { checkLinearizableLeases } from './linearizable-leases.js';
 import { DEFAULT_MAX_STATES } from './linearizability.js';
+import { checkPermitOverlap } from './permit-overlap.js';
+import { checkPermitRenewals } from './permit-renewals.js';
 import type { CheckSummary, InvariantId, InvariantReport, OutcomeCounts } from './report.js';
-import { checkTokenOrder } from './token-order.js';
+import { checkPermitTokenOrder, checkTokenOrder } from './token-order.js';
 
 export interface CheckOptions {
   /** Bound on |server clock − harness clock| in ms. Default: the history's meta record, else 0. */
@@ -45,16 +48,23 @@ export function checkHistory(history: readonly (HistoryRecord | LocatedRecord)[]
   const maxStates = options.maxStates ?? DEFAULT_MAX_STATES;
   const ops = entries.filter(isOp);
   const events = entries.filter(isEvent);
+  // Leases (and the resource they fence) and semaphores are separate objects, checked apart.
+  const leaseOps = ops.filter((e) => !isPermitOpKind(e.record.op));
+  const permitOps = ops.filter((e) => isPermitOpKind(e.record.op));
 
   const reports: InvariantReport[] = [
-    checkLinearizableLeases(ops, { clockSkewMs, defaultTtlMs: ttlMs, maxStates }),
-    checkTokenOrder(ops),
-    checkGrantOverlap(ops, { clockSkewMs, defaultTtlMs: ttlMs }),
-    checkFailClosed(ops, { clockSkewMs }),
-    checkResource(ops, options.finalJobs),
-    checkCurrentGrant(ops),
+    checkLinearizableLeases(leaseOps, { clockSkewMs, defaultTtlMs: ttlMs, maxStates }),
+    checkTokenOrder(leaseOps),
+    checkGrantOverlap(leaseOps, { clockSkewMs, defaultTtlMs: ttlMs }),
+    checkFailClosed(leaseOps, { clockSkewMs }),
+    checkResource(leaseOps, options.finalJobs),
+    checkCurrentGrant(leaseOps),
     checkClockBound(ops, clockSkewMs),
+    checkPermitOverlap(permitOps, { clockSkewMs }),
+    checkPermitTokenOrder(permitOps),
+    checkPermitRenewals(permitOps, { clockSkewMs }),
   ];
+
   const limit = options.maxViolationsPerInvariant ?? 50;
   for (const report of reports) {
     if (report.violations.length > limit) {
@@ -77,11 +87,12 @@ export function checkHistory(history: readonly (HistoryRecord | LocatedRecord)[]
     source: options.source ?? 'history',
     options: { clockSkewMs, ttlMs, maxStates },
     records: entries.length,
-    leases: [...new Set(ops.map((e) => e.record.lease))].sort(),
+    leases: [...new Set(leaseOps.map((e) => e.record.lease))].sort(),
+    semaphores: [...new Set(permitOps.map((e) => e.record.lease))].sort(),
     processes: [...new Set(ops.map((e) => e.record.process))].sort(),
     operations,
     faults,
     invariants,
-    failover: failoverStats(ops, events, ttlMs),
+    failover: failoverStats(leaseOps, events, ttlMs),
   };
 }

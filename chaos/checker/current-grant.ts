@@ -5,7 +5,9 @@ import { reportOf, type InvariantReport, type Violation } from './report.js';
  * I6: renew and release succeed only for the current grant. Definite evidence of the opposite:
  * - a renew or release with token T succeeded although a grant with a higher token had completed
  *   before it was invoked (it renewed a dead grant, or released — removed — its successor);
- * - a renew with token T succeeded although a release of T had completed before it was invoked.
+ * - a renew with token T succeeded although a release of T had completed before it was invoked;
+ * - a renew with token T succeeded although an operator's revoke of T (safe or forced) had
+ *   completed before it was invoked: a revoked grant is never renewed.
  * Operations that overlap in time are left to I1, which knows every possible order.
  */
 export function checkCurrentGrant(ops: readonly OpEntry[]): InvariantReport {
@@ -34,18 +36,16 @@ export function checkCurrentGrant(ops: readonly OpEntry[]): InvariantReport {
       }
     }
 
-    const releases = leaseOps.filter((e) => e.record.op === 'release' && e.record.outcome === 'ok');
+    const endings = leaseOps.filter((e) => (e.record.op === 'release' || e.record.op === 'revoke') && e.record.outcome === 'ok');
     for (const entry of succeeded) {
       if (entry.record.op !== 'renew') continue;
-      const released = releases.find(
-        (rel) => rel.record.token === entry.record.token && (rel.record.completeMs as number) < entry.record.invokeMs,
-      );
-      if (released) {
+      const ended = endings.find((end) => end.record.token === entry.record.token && (end.record.completeMs as number) < entry.record.invokeMs);
+      if (ended) {
         violations.push({
           invariant: 'I6',
           lease,
-          message: `a renew with token ${entry.record.token} succeeded after that grant was released`,
-          records: [released, entry],
+          message: `a renew with token ${entry.record.token} succeeded after that grant was ${ended.record.op === 'revoke' ? 'revoked' : 'released'}`,
+          records: [ended, entry],
         });
       }
     }

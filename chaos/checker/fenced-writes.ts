@@ -1,6 +1,7 @@
 import type { FinalJobRow } from './final-jobs.js';
 import { byLease, grantsOf, type Grant, type OpEntry } from './grants.js';
 import { reportOf, type InvariantReport, type Violation } from './report.js';
+import { forcedEndsOf, revokesOf } from './revokes.js';
 
 /**
  * I4 (the writer fails closed) and I5 (the resource stays correct), from `write` records and,
@@ -24,7 +25,10 @@ export interface FailClosedOptions {
  *   release of that grant by then. Checked on every write, renew or release that records a
  *   deadline and a token. On a correct server this cannot happen: the successor's grant needs the
  *   server's expiry, which is at least the holder's send time + ttl − ε, to have passed on a clock
- *   at most ε fast, while the holder's deadline is at most its send time + ttl;
+ *   at most ε fast, while the holder's deadline is at most its send time + ttl. A safe revoke keeps
+ *   this true (the lease is available only at the grant's expiry); a grant an operator may have
+ *   ended by a forced revoke before the successor came is exempt: its holder rightly believes until
+ *   its deadline, and only fencing (the checks below, and I5) keeps its late writes out;
  * - every write with a stale token (below a token accepted for the same job by a write that
  *   completed before it was invoked) was rejected;
  * - epoch fencing (`claim` records): no write by token t that was invoked after a claim of a newer
@@ -97,6 +101,7 @@ function deadlinesOutlivingGrants(ops: readonly OpEntry[], eps: number): Violati
   const found = new Map<string, Violation & { overlapMs: number }>();
   for (const [lease, leaseOps] of byLease(ops)) {
     const grants = grantsOf(leaseOps); // by completion
+    const revokes = revokesOf(leaseOps);
     // Sending a release ends the belief (the lease may be free at once), whatever its answer.
     const firstRelease = new Map<string, number>();
     for (const { record: r } of leaseOps) {
@@ -110,6 +115,9 @@ function deadlinesOutlivingGrants(ops: readonly OpEntry[], eps: number): Violati
       if (typeof r.localDeadlineMs !== 'number' || typeof r.token !== 'number') continue;
       const successor: Grant | undefined = grants.find((g) => g.token > (r.token as number) && g.process !== r.process);
       if (!successor) continue;
+      const own = grants.find((g) => g.token === r.token && g.process === r.process);
+      const forcedEnds = forcedEndsOf(revokes, r.token, own === undefined ? -Infinity : own.invokeMs - eps, eps);
+      if (forcedEnds.some((end) => end.endedAtLowerMs <= successor.completeMs + eps)) continue; // judged by fencing
       const ledUntil = Math.min(r.localDeadlineMs, firstRelease.get(JSON.stringify([r.process, r.token])) ?? Infinity);
       const overlapMs = ledUntil - 2 * eps - successor.completeMs;
       if (overlapMs <= 0) continue;

@@ -1,14 +1,23 @@
 import { effectOf } from './answers.js';
 import { byLease, grantsOf, type Grant, type OpEntry } from './grants.js';
 import { reportOf, type InvariantReport, type Violation } from './report.js';
+import { forcedEndsOf, revokesOf } from './revokes.js';
 
 /**
  * I3: no two grants of one lease overlap in server time.
  *
  * A grant's interval is [start, end]: start = its acquiredAt, end = the expiresAt its last renew
- * set, or its release time if released earlier. The server only grants when the previous grant's
- * availableAt (≥ that end) is before its `now`, comparing the very numbers it stored, so on a
- * correct server the intervals are disjoint even when hosts' clocks disagree.
+ * set, or its release time (or an operator's forced revoke) if that came earlier. A safe revoke
+ * ends nothing early: the lease is available only at the grant's expiry. The server only grants
+ * when the previous grant's availableAt (≥ that end) is before its `now`, comparing the very
+ * numbers it stored, so on a correct server the intervals are disjoint even when hosts' clocks
+ * disagree.
+ *
+ * That reaches past the previous grant only while each grant ends after it starts. A forced revoke
+ * need not: the operator does not know the grant it ends, and a revoke that read its clock before
+ * a new grant was made may land after it (a slow handler, another host's clock), ending the grant
+ * "before" it began. Two grants on either side of such a grant are not compared (each is still
+ * compared with it).
  *
  * Both ends are bounded from what the history shows: exact where the server reported them
  * (serverNowMs, serverExpiresAtMs), else from harness times and the skew bound ε
@@ -27,21 +36,30 @@ interface Interval {
   endLower: number;
   /** The records the bounds came from. */
   evidence: OpEntry[];
+  /** A forced revoke may have ended it at a server time before its start (see above). */
+  mayEndBeforeStart: boolean;
 }
 
 export function checkGrantOverlap(ops: readonly OpEntry[], options: GrantOverlapOptions): InvariantReport {
   const violations: Violation[] = [];
   let checked = 0;
   for (const [lease, leaseOps] of byLease(ops)) {
+    const revokes = revokesOf(leaseOps);
     const intervals = grantsOf(leaseOps)
-      .map((grant) => intervalOf(grant, leaseOps, options))
+      .map((grant) => intervalOf(grant, leaseOps, revokes, options))
       .sort((a, b) => a.startUpper - b.startUpper);
     checked += intervals.length;
+    const chainBreakers = intervals.filter((k) => k.mayEndBeforeStart).map((k) => k.grant.token);
+    const apart = (a: Interval, b: Interval) => {
+      const [lo, hi] = a.grant.token < b.grant.token ? [a.grant.token, b.grant.token] : [b.grant.token, a.grant.token];
+      return chainBreakers.some((t) => t > lo && t < hi);
+    };
     for (let j = 1; j < intervals.length; j++) {
       const b = intervals[j]!;
       for (let i = 0; i < j; i++) {
         const a = intervals[i]!;
         if (a.grant.token === b.grant.token && a.grant.holder === b.grant.holder) continue; // one grant (I2 reports duplicates)
+        if (chainBreakers.length > 0 && apart(a, b)) continue;
         if (b.startUpper <= a.endLower && a.startUpper <= b.endLower) {
           violations.push({
             invariant: 'I3',
@@ -58,7 +76,7 @@ export function checkGrantOverlap(ops: readonly OpEntry[], options: GrantOverlap
   return reportOf('I3', checked, violations, ['checked: grants']);
 }
 
-function intervalOf(grant: Grant, leaseOps: readonly OpEntry[], options: GrantOverlapOptions): Interval {
+function intervalOf(grant: Grant, leaseOps: readonly OpEntry[], revokes: readonly OpEntry[], options: GrantOverlapOptions): Interval {
   const eps = options.clockSkewMs;
   const first = grant.acquires[0]!;
   const startUpper = grant.serverStartMs ?? grant.completeMs + eps;
@@ -113,7 +131,16 @@ function intervalOf(grant: Grant, leaseOps: readonly OpEntry[], options: GrantOv
       evidence.push(e);
     }
   }
-  return { grant, startUpper, endLower, evidence };
+  // So may an operator's forced revoke.
+  let mayEndBeforeStart = false;
+  for (const { entry, endedAtLowerMs } of forcedEndsOf(revokes, grant.token, firstAttemptMs(first.record) - eps, eps)) {
+    if (endedAtLowerMs < startUpper) mayEndBeforeStart = true;
+    if (endedAtLowerMs < endLower) {
+      endLower = endedAtLowerMs;
+      evidence.push(entry);
+    }
+  }
+  return { grant, startUpper, endLower, evidence, mayEndBeforeStart };
 }
 
 function fmt(ms: number): string {

@@ -1,12 +1,12 @@
-import type { LocatedRecord, OpRecord } from '../history.js';
+import type { LocatedRecord, OpKind, OpRecord } from '../history.js';
 
 /** An operation record with its line. */
 export type OpEntry = LocatedRecord & { record: OpRecord };
 
 /**
- * One grant: what a successful acquire created. Several acquire records belong to the same grant
- * only when they are the idempotent retry the server allows: same lease, token, holder and a
- * requestId (not absent) that is also the same.
+ * One grant: what a successful acquire created (of a lease, or of a semaphore's permit). Several
+ * acquire records belong to the same grant only when they are the idempotent retry the server
+ * allows: same name, token, holder and a requestId (not absent) that is also the same.
  */
 export interface Grant {
   lease: string;
@@ -33,12 +33,15 @@ export function byLease(ops: readonly OpEntry[]): Map<string, OpEntry[]> {
   return out;
 }
 
-/** Grants of one lease's operations, in order of their earliest completion. */
-export function grantsOf(ops: readonly OpEntry[]): Grant[] {
+/**
+ * Grants of one lease's operations (or permits of one semaphore's, with `acquireOp`
+ * `permit-acquire`), in order of their earliest completion.
+ */
+export function grantsOf(ops: readonly OpEntry[], acquireOp: Extract<OpKind, 'acquire' | 'permit-acquire'> = 'acquire'): Grant[] {
   const grants = new Map<string, Grant>();
   for (const entry of ops) {
     const r = entry.record;
-    if (r.op !== 'acquire' || r.outcome !== 'ok' || typeof r.token !== 'number' || typeof r.holder !== 'string') continue;
+    if (r.op !== acquireOp || r.outcome !== 'ok' || typeof r.token !== 'number' || typeof r.holder !== 'string') continue;
     const key =
       r.requestId === undefined
         ? `line:${entry.line}`

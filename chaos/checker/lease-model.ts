@@ -1,4 +1,5 @@
-import type { OpRecord } from '../history.js';
+import { isPermitOpKind, type OpRecord } from '../history.js';
+import { ErrorCode } from '../../client/src/protocol/index.js';
 import { effectOf, settledByMs } from './answers.js';
 import type { HistoryOp, Model, StepContext } from './linearizability.js';
 
@@ -14,6 +15,13 @@ import type { HistoryOp, Model, StepContext } from './linearizability.js';
  * - release succeeds iff the token is the current grant's (released or not: a second release is a
  *   success); it sets availableAt = s. It needs no time condition.
  * - describe shows the current token, and the holder iff not released and `s <= expiresAt`.
+ * - revoke (an operator's) succeeds iff the grant is held (not released, `expiresAt >= s`) and not
+ *   revoked yet, or, when forced, revoked only safely. Safe: the grant can no longer be renewed (a
+ *   renew is refused `revoked`), and availableAt = expiresAt (no lock-delay). Forced: the grant
+ *   ends as by a release (availableAt = s, no holder). While the grant's revoke record is there (until
+ *   the next acquire), any revoke that does not upgrade answers that record unchanged; otherwise a
+ *   revoke of a lease nobody holds is LEASE_NOT_HELD, of a name never acquired LEASE_NOT_FOUND. A
+ *   revoked grant is never returned again to a retried acquire.
  *
  * ## Clocks
  * The checker sees harness times (invoke, complete) and, sometimes, the server's own time. Each
@@ -30,7 +38,8 @@ import type { HistoryOp, Model, StepContext } from './linearizability.js';
  * reads its clock *after* the read, so its window is [invoke − ε, complete + ε], without tightening.
  *
  * ## The model state
- * (exists, token, holder or null when released, requestId of the grant, ttl, lockDelay) plus
+ * (exists, token, holder or null when released, requestId of the grant, ttl, lockDelay, whether the
+ * grant was revoked safely or by force) plus
  * INTERVALS of server time for expiresAt and availableAt: the hull of every value they may have.
  * Every condition is checked existentially ("is there an s in the window and an expiresAt in its
  * interval that make the server's condition true?"), and every update widens to the hull of the
@@ -42,7 +51,9 @@ import type { HistoryOp, Model, StepContext } from './linearizability.js';
  * - a token that is not previous + 1 (reuse, going backwards, skipping);
  * - renew or release with a token that is not the current one (after a successor), renew after
  *   release or after sure expiry, a release failing with the current token;
- * - describe showing a holder or token no grant produced, or a holder after sure expiry.
+ * - describe showing a holder or token no grant produced, or a holder after sure expiry;
+ * - a renew of a revoked grant, a revoke answered for a grant that was not the current one, a
+ *   grant before a safely revoked one's expiry.
  *
  * ## Outcomes
  * - `ok`: took effect as answered. `fail` with LEASE_HELD / LEASE_LOST / LEASE_NOT_FOUND: a
@@ -73,7 +84,7 @@ export interface LeaseModelOptions {
 export interface LeaseOp {
   /** Position of the record in the list given to `toLeaseHistory`. */
   index: number;
-  kind: 'acquire' | 'renew' | 'release' | 'describe';
+  kind: 'acquire' | 'renew' | 'release' | 'describe' | 'revoke';
   /** ok: took effect as answered; rejected: definitely refused by the lease rules; maybe: no answer. */
   effect: 'ok' | 'rejected' | 'maybe';
   holder: string | null;
@@ -86,7 +97,16 @@ export interface LeaseOp {
   invokeMs: number;
   /** null for `maybe`: whatever the client saw, the server may act later — unless it answered (then its answer time). */
   completeMs: number | null;
+  /** The error code of a rejection (null otherwise): a revoke's LEASE_NOT_HELD and LEASE_NOT_FOUND differ. */
+  error: string | null;
+  /** revoke: forced asked; the answered record's force and time (null unless answered ok). */
+  force: boolean;
+  revokedForce: boolean | null;
+  revokedAtMs: number | null;
 }
+
+/** Whether the current grant was revoked by an operator: `forced` also ended it (no holder). */
+export type Revoked = 'no' | 'safe' | 'forced';
 
 export interface LeaseState {
   exists: boolean;
@@ -97,6 +117,8 @@ export interface LeaseState {
   requestId: string | null;
   ttlMs: number;
   lockDelayMs: number;
+  /** Cleared by the next grant. */
+  revoked: Revoked;
   expLo: number;
   expHi: number;
   availLo: number;
@@ -110,6 +132,7 @@ export const INITIAL_LEASE_STATE: LeaseState = {
   requestId: null,
   ttlMs: 0,
   lockDelayMs: 0,
+  revoked: 'no',
   expLo: -Infinity,
   expHi: -Infinity,
   availLo: -Infinity,
@@ -127,7 +150,7 @@ export function toLeaseHistory(records: readonly OpRecord[], options: LeaseModel
   // dropped, so unanswered acquires of one holder that differ only in it lead to equal states.
   const answeredRequestIds = new Set(records.filter((r) => r.op === 'acquire' && r.outcome === 'ok' && r.requestId !== undefined).map((r) => r.requestId));
   records.forEach((r, index) => {
-    if (r.op === 'write' || r.op === 'claim') return; // the resource's operations, not the lease's
+    if (r.op === 'write' || r.op === 'claim' || isPermitOpKind(r.op)) return; // the resource's operations, or a semaphore's
     const effect = effectOf(r);
     if (effect === 'none' || (effect === 'maybe' && r.op === 'describe')) return;
 
@@ -156,6 +179,10 @@ export function toLeaseHistory(records: readonly OpRecord[], options: LeaseModel
         serverExpiresAtMs: effect === 'maybe' ? null : (r.serverExpiresAtMs ?? null),
         invokeMs: r.invokeMs,
         completeMs,
+        error: effect === 'rejected' ? (r.error ?? null) : null,
+        force: r.force === true,
+        revokedForce: effect === 'ok' ? (r.revokedForce ?? null) : null,
+        revokedAtMs: effect === 'ok' ? (r.revokedAtMs ?? null) : null,
       },
     });
   });
@@ -213,17 +240,21 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
           return release(state, op, ctx);
         case 'describe':
           return describe(state, op);
+        case 'revoke':
+          return revoke(state, op, ctx);
       }
     },
     symmetryKey(op) {
       if (op.effect !== 'maybe' || op.kind === 'describe') return null;
-      return JSON.stringify([op.kind, op.holder, op.token, op.requestId, op.ttlMs, op.lockDelayMs]);
+      return JSON.stringify([op.kind, op.holder, op.token, op.requestId, op.ttlMs, op.lockDelayMs, op.force]);
     },
     isDead(state, op) {
       // Tokens only grow, so a renew or release of an older grant, or of a released one, can never
-      // take effect again. An acquire can always take effect later.
+      // take effect again; nor a renew of a revoked one. An acquire, or a revoke (of whatever grant
+      // is current then), can always take effect later.
       if (op.kind !== 'renew' && op.kind !== 'release') return false;
       if (!state.exists || state.token === null || op.token === null) return false;
+      if (op.kind === 'renew' && state.token === op.token && state.revoked !== 'no') return true;
       return state.token > op.token || (state.token === op.token && state.holder === null);
     },
   };
@@ -239,7 +270,7 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
     const out: LeaseState[] = [];
     // The same grant again: a retry with the same holder and requestId while that grant is live.
     // Its answer carries the original acquiredAt, so serverNowMs is not this decision's time.
-    if (op.effect === 'ok' && op.requestId !== null && s.exists && s.holder === op.holder && s.requestId === op.requestId) {
+    if (op.effect === 'ok' && op.requestId !== null && s.exists && s.holder === op.holder && s.requestId === op.requestId && s.revoked === 'no') {
       const same = bindToken(s, op.token);
       if (same && s.expHi >= observationWindow(op).lo) {
         const pinned = op.serverExpiresAtMs === null ? same : pinExpiry(same, op.serverExpiresAtMs);
@@ -263,6 +294,7 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
             requestId: op.requestId,
             ttlMs: ttl,
             lockDelayMs: op.lockDelayMs,
+            revoked: 'no',
             expLo: exp.lo,
             expHi: exp.hi,
             availLo: exp.lo + op.lockDelayMs,
@@ -277,12 +309,18 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
   function renew(s: LeaseState, op: LeaseOp, ctx: StepContext): LeaseState[] {
     const w = decisionWindow(op, ctx);
     if (op.effect === 'rejected') {
-      // LEASE_LOST: not the current grant, released, or expired at the decision time.
+      // LEASE_LOST: not the current grant, released, revoked, or expired at the decision time.
       const couldFail =
-        !s.exists || s.token === null || s.token !== op.token || s.holder === null || s.holder !== (op.holder ?? s.holder) || s.expLo < w.hi;
+        !s.exists ||
+        s.token === null ||
+        s.token !== op.token ||
+        s.holder === null ||
+        s.holder !== (op.holder ?? s.holder) ||
+        s.revoked !== 'no' ||
+        s.expLo < w.hi;
       return couldFail ? [s] : [];
     }
-    if (!s.exists || s.holder === null || (op.holder !== null && s.holder !== op.holder)) return [];
+    if (!s.exists || s.holder === null || s.revoked !== 'no' || (op.holder !== null && s.holder !== op.holder)) return [];
     const current = bindToken(s, op.token);
     if (!current || s.expHi < w.lo) return [];
     const ttl = op.ttlMs ?? s.ttlMs;
@@ -329,6 +367,47 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
     const pinned = op.serverExpiresAtMs === null ? current : pinExpiry(current, op.serverExpiresAtMs);
     return pinned ? [pinned] : [];
   }
+
+  /**
+   * An operator's revoke. An ok answer names the grant (its token) and the revoke record as it now
+   * stands, but not whether this very request wrote it: a revoke that finds the grant revoked
+   * already answers the same record. So an ok is this revoke taking effect (the record's time is
+   * then its decision time), or a repeat that changed nothing; an unanswered one may take effect
+   * (on whichever grant is current then) or not.
+   */
+  function revoke(s: LeaseState, op: LeaseOp, ctx: StepContext): LeaseState[] {
+    const w = decisionWindow(op, ctx);
+    if (op.effect === 'rejected') {
+      if (op.error === ErrorCode.LEASE_NOT_FOUND) return s.exists ? [] : [s];
+      if (op.error !== ErrorCode.LEASE_NOT_HELD) return [];
+      // No revoke record on the item, and nobody held it at the decision time.
+      if (!s.exists || s.revoked !== 'no' || !(s.holder === null || s.expLo < w.hi)) return [];
+      return keep(bindToken(s, op.token));
+    }
+    const out: LeaseState[] = [];
+    // It took effect: the grant was held (expiresAt ≥ the decision time) and not revoked, or only safely for a forced one.
+    const revocable = s.revoked === 'no' || (op.force && s.revoked === 'safe');
+    const current = bindToken(s, op.token);
+    const at = op.revokedAtMs === null ? w : intersect(w, op.revokedAtMs);
+    if (current && at && current.holder !== null && revocable && (op.revokedForce ?? op.force) === op.force && current.expHi >= at.lo) {
+      const held = { ...current, expLo: Math.max(current.expLo, at.lo) };
+      if (op.force) {
+        out.push({ ...held, holder: null, requestId: null, revoked: 'forced', availLo: at.lo, availHi: Math.min(at.hi, held.expHi) });
+      } else {
+        // The expiry stays where the last renew put it (no renew can move it any more), and no
+        // lock-delay follows it: the grant's lock-delay is gone for good (later pins keep it so).
+        const noDelay = { ...held, lockDelayMs: 0 };
+        const pinned = op.serverExpiresAtMs === null ? noDelay : pinExpiry(noDelay, op.serverExpiresAtMs);
+        if (pinned) out.push({ ...pinned, revoked: 'safe', availLo: pinned.expLo, availHi: pinned.expHi });
+      }
+    }
+    // A repeat: the grant's record was there already, and this revoke could not upgrade it.
+    if (op.effect === 'ok' && current && s.revoked !== 'no' && op.revokedForce === (s.revoked === 'forced')) {
+      const cannotUpgrade = !op.force || s.revoked === 'forced' || s.holder === null || s.expLo < w.hi;
+      if (cannotUpgrade) out.push(current);
+    }
+    return out;
+  }
 }
 
 function keep(s: LeaseState | null): LeaseState[] {
@@ -362,6 +441,7 @@ function stateKey(s: LeaseState): string {
     JSON.stringify(s.requestId),
     s.ttlMs,
     s.lockDelayMs,
+    s.revoked,
     s.expLo,
     s.expHi,
     s.availLo,
@@ -374,8 +454,11 @@ export function describeLeaseState(s: LeaseState): string {
   if (!s.exists) return 'never granted';
   const token = s.token === null ? 'unknown token' : `token ${s.token}`;
   const range = (lo: number, hi: number) => (lo === hi ? `${fmt(lo)}` : `[${fmt(lo)}, ${fmt(hi)}]`);
-  if (s.holder === null) return `released, ${token}, available from ${range(s.availLo, s.availHi)} (server ms)`;
-  return `held by ${s.holder}, ${token}, expires at ${range(s.expLo, s.expHi)} (server ms)`;
+  if (s.holder === null) {
+    const ended = s.revoked === 'forced' ? 'revoked by force' : s.revoked === 'safe' ? 'revoked, then released' : 'released';
+    return `${ended}, ${token}, available from ${range(s.availLo, s.availHi)} (server ms)`;
+  }
+  return `held by ${s.holder}, ${token}, expires at ${range(s.expLo, s.expHi)}${s.revoked === 'safe' ? ', revoked (no renew; available at its expiry)' : ''} (server ms)`;
 }
 
 function fmt(n: number): string {

@@ -7,7 +7,7 @@ export function renderSummary(summary: CheckSummary): string {
   const { options } = summary;
   out.push(`chaos history check: ${summary.source}`);
   out.push(
-    `${summary.records} records, ${summary.leases.length} lease(s), ${summary.processes.length} process(es); ` +
+    `${summary.records} records, ${summary.leases.length} lease(s), ${summary.semaphores.length > 0 ? `${summary.semaphores.length} semaphore(s), ` : ''}${summary.processes.length} process(es); ` +
       `skew bound ${options.clockSkewMs} ms, ttl ${options.ttlMs ?? 'per record'}${options.ttlMs === null ? '' : ' ms'}`,
   );
   out.push('');

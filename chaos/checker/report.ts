@@ -13,6 +13,9 @@ export const INVARIANTS = {
   I5: 'the resource: no job charged twice or lost, fence never behind',
   I6: 'renew and release succeed only for the current grant',
   CLOCK: 'server-reported times are within the skew bound',
+  S1: 'semaphores: never more holders believe they hold a permit than the limit',
+  S2: 'permit tokens are unique and grow with real time, per semaphore',
+  S3: 'a permit is renewed only while it is live',
 } as const;
 
 export type InvariantId = keyof typeof INVARIANTS;
@@ -71,6 +74,8 @@ export interface CheckSummary {
   options: { clockSkewMs: number; ttlMs: number | null; maxStates: number };
   records: number;
   leases: string[];
+  /** The semaphores whose permits the history holds operations of. */
+  semaphores: string[];
   processes: string[];
   operations: Record<OpKind, OutcomeCounts>;
   faults: Partial<Record<FaultKind, number>>;

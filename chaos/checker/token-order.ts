@@ -1,5 +1,5 @@
 import { byLease, grantsOf, highestCompletedBefore, type OpEntry } from './grants.js';
-import { reportOf, type InvariantReport, type Violation } from './report.js';
+import { reportOf, type InvariantId, type InvariantReport, type Violation } from './report.js';
 
 /**
  * I2: fencing tokens are unique per lease name, and a grant that completed before another
@@ -7,10 +7,23 @@ import { reportOf, type InvariantReport, type Violation } from './report.js';
  * (same holder and requestId), which returns the same grant and is counted once (see grants.ts).
  */
 export function checkTokenOrder(ops: readonly OpEntry[]): InvariantReport {
+  return tokenOrder(ops, 'acquire', 'I2');
+}
+
+/**
+ * S2: the same for the permits of each semaphore: the semaphore's one counter issues every permit's
+ * token in the write that issues the permit, so tokens are unique per semaphore and grow with real
+ * time whoever holds them.
+ */
+export function checkPermitTokenOrder(ops: readonly OpEntry[]): InvariantReport {
+  return tokenOrder(ops, 'permit-acquire', 'S2');
+}
+
+function tokenOrder(ops: readonly OpEntry[], acquireOp: 'acquire' | 'permit-acquire', invariant: InvariantId): InvariantReport {
   const violations: Violation[] = [];
   let checked = 0;
   for (const [lease, leaseOps] of byLease(ops)) {
-    const grants = grantsOf(leaseOps);
+    const grants = grantsOf(leaseOps, acquireOp);
     checked += grants.length;
 
     const byToken = new Map<number, typeof grants>();
@@ -18,7 +31,7 @@ export function checkTokenOrder(ops: readonly OpEntry[]): InvariantReport {
     for (const [token, same] of byToken) {
       if (same.length < 2) continue;
       violations.push({
-        invariant: 'I2',
+        invariant,
         lease,
         message: `token ${token} was granted ${same.length} times (to ${same.map((g) => g.holder).join(', ')})`,
         records: same.map((g) => g.acquires[0]!),
@@ -31,7 +44,7 @@ export function checkTokenOrder(ops: readonly OpEntry[]): InvariantReport {
       const earlier = highestBefore(grant.invokeMs);
       if (earlier && earlier.token > grant.token) {
         violations.push({
-          invariant: 'I2',
+          invariant,
           lease,
           message: `token went backwards: ${grant.holder} got ${grant.token} after ${earlier.holder}'s ${earlier.token} had been granted`,
           records: [earlier.acquires[0]!, grant.acquires[0]!],
@@ -39,5 +52,5 @@ export function checkTokenOrder(ops: readonly OpEntry[]): InvariantReport {
       }
     }
   }
-  return reportOf('I2', checked, violations, ['checked: grants']);
+  return reportOf(invariant, checked, violations, [acquireOp === 'acquire' ? 'checked: grants' : 'checked: permits']);
 }

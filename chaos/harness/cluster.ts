@@ -15,7 +15,7 @@ import type { WorkerConfig, WorkerMessage } from './worker.js';
  * `kill -9` and restart keeps the tables), N instances of the lease API (each its own process and
  * clock offset, on a fixed port so a restart comes back where the proxies expect it), and the
  * workers, each behind two fault proxies of its own (lease API, round-robin over the instances;
- * DynamoDB). A killed worker restarts as a new incarnation with a new name (w3 → w3r2), so the
+ * DynamoDB). (The harness's own operator, which revokes leases, talks to the instances directly.) A killed worker restarts as a new incarnation with a new name (w3 → w3r2), so the
  * history never mixes two processes under one name.
  */
 
@@ -161,6 +161,7 @@ export interface WorkerNodeOptions {
   fenceMode: FenceMode;
   unsafeNoFence: boolean;
   batchPrefix?: string;
+  semaphore?: { name: string; limit: number };
   onMessage: (node: WorkerNode, message: WorkerMessage) => void;
   onExit: (node: WorkerNode, incarnation: string, code: number | null, signal: string | null) => void;
   /** Every chunk a client of this worker's proxies sends (for stop-while-in-flight). */
@@ -219,6 +220,7 @@ export class WorkerNode {
       fenceMode: this.options.fenceMode,
       unsafeNoFence: this.options.unsafeNoFence,
       ...(this.options.batchPrefix === undefined ? {} : { batchPrefix: this.options.batchPrefix }),
+      ...(this.options.semaphore === undefined ? {} : { semaphore: this.options.semaphore }),
     };
     const child = forkEntry('worker.ts', { CHAOS_WORKER: JSON.stringify(config) }, join(this.options.logDir, `${this.name}.log`));
     this.child = child;

@@ -22,6 +22,11 @@ export interface NemesisContext {
   log(line: string): void;
   /** An API instance whose (unsafe) clock offset must be kept. */
   pinnedOffsetInstance?: number;
+  /**
+   * The operator: revokes `lease` through API instance `api` (journalled as a `revoke` operation)
+   * and says what the answer was. Without it, planned revokes are skipped.
+   */
+  revoke?(api: ApiNode, lease: string, force: boolean): Promise<string>;
 }
 
 export interface InjectedFault {
@@ -30,6 +35,8 @@ export interface InjectedFault {
   /** For stop-in-flight: the request the worker was frozen in, if one came. */
   inFlight?: string;
   leaderOf?: string;
+  /** For revoke: forced or safe. */
+  force?: boolean;
 }
 
 const LOSE_ANSWERS_RESET_MS = 200;
@@ -103,6 +110,8 @@ export class NemesisRunner {
         return this.changeClockOffset(fault);
       case 'restart-db':
         return this.restartDb();
+      case 'revoke':
+        return this.revoke(fault);
     }
   }
 
@@ -269,6 +278,23 @@ export class NemesisRunner {
     } finally {
       this.busyApi.delete(api.index);
     }
+  }
+
+  /** The operator revokes the lease of the first planned lease that has a leader now, safe or forced as planned. */
+  private async revoke(fault: PlannedFault): Promise<void> {
+    const revoke = this.ctx.revoke;
+    if (revoke === undefined) return this.skip('revoke', 'the run has no operator');
+    const lease = (fault.leases ?? []).map((i) => this.ctx.leases[i]!).find((l) => this.ctx.leaderOf(l) !== undefined);
+    const leader = lease === undefined ? undefined : this.ctx.leaderOf(lease);
+    if (lease === undefined || leader === undefined) return this.skip('revoke', 'nobody leads a lease');
+    const api = this.pickApi(fault.instance as number, false);
+    if (!api) return this.skip('revoke', 'every API instance is restarting');
+    const worker = this.ctx.workers[leader.index]!;
+    const force = fault.force === true;
+    this.ctx.event('revoke', worker.name, { lease, force, token: leader.token, via: api.name });
+    this.injected.push({ kind: 'revoke', target: worker.name, leaderOf: lease, force });
+    const answer = await revoke(api, lease, force);
+    this.ctx.log(`${'revoke'.padEnd(14)} ${this.describeTarget(worker, lease)}, ${force ? 'forced' : 'safe'}, via ${api.name}: ${answer}`);
   }
 
   private async restartDb(): Promise<void> {

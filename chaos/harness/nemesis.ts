@@ -18,6 +18,10 @@ import { seededRandom, type Random } from './random.js';
  * - `restart-api`: SIGKILL one API instance, start it again 0.1–0.75 × ttl later.
  * - `clock-offset`: restart one API instance (SIGTERM) with a new clock offset within the bound.
  * - `restart-db`: kill -9 DynamoDB Local (on-disk data) and start it again at once.
+ * - `revoke`: the harness, as an operator, revokes a lease that a worker leads (through one API
+ *   instance, directly), forced or safe at random. Safe: the holder can no longer renew and the
+ *   lease is free at its expiry. Forced: free at once, while the old holder may still believe it
+ *   leads (only fencing keeps its writes out). The revoked worker campaigns again a little later.
  *
  * The first faults are every enabled kind once, in a seeded order (spaced to fit the duration), so
  * any run long enough to hold them injects each kind at least once; then kinds are drawn by weight.
@@ -33,6 +37,7 @@ export const FAULT_CHOICES = [
   'restart-api',
   'clock-offset',
   'restart-db',
+  'revoke',
 ] as const;
 export type FaultChoice = (typeof FAULT_CHOICES)[number];
 
@@ -46,6 +51,7 @@ const WEIGHTS: Record<FaultChoice, number> = {
   'restart-api': 1,
   'clock-offset': 1,
   'restart-db': 0.5,
+  revoke: 2,
 };
 
 /** Faults that hit one worker. */
@@ -66,8 +72,12 @@ export interface PlannedFault {
   durationMs: number;
   /** delay: per direction. */
   delayMs?: number;
-  /** restart-api / clock-offset: which API instance. */
+  /** restart-api / clock-offset / revoke: which API instance (revoke: the one it is sent to). */
   instance?: number;
+  /** revoke: the lease whose leader is revoked, then the leases to try instead (in order) if nobody leads it. */
+  leases?: number[];
+  /** revoke: forced (the lease free at once) or safe (free at the grant's expiry). */
+  force?: boolean;
   /** clock-offset: the instance's new offset. */
   offsetMs?: number;
 }
@@ -168,5 +178,14 @@ function plannedFault(kind: FaultChoice, atMs: number, random: Random, options: 
       return { atMs, kind, instance: random.int(0, options.apiInstances - 1), durationMs: 0, offsetMs: drawOffset(random, options.clockSkewBoundMs) };
     case 'restart-db':
       return { atMs, kind, durationMs: 0 };
+    case 'revoke':
+      return {
+        atMs,
+        kind,
+        durationMs: 0,
+        leases: random.shuffle(Array.from({ length: options.leases }, (_, i) => i)),
+        instance: random.int(0, options.apiInstances - 1),
+        force: random.next() < 0.5,
+      };
   }
 }

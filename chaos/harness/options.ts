@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { LIMITS } from '../../client/src/protocol/index.js';
 import { FAULT_CHOICES, type FaultChoice } from './nemesis.js';
 
 /** Everything a chaos run is configured by. The nemesis schedule is a pure function of these. */
@@ -34,6 +35,11 @@ export interface HarnessOptions {
   verbose: boolean;
   /** Workers renew through batched requests (LeaseClient `batch`; the lease names share a prefix). */
   batch: boolean;
+  /**
+   * Every worker also holds, now and then, one of this many permits of one semaphore (createSemaphore),
+   * and the checker checks the semaphore (S1–S3). 0: no semaphore. Default 2.
+   */
+  semaphoreLimit: number;
 }
 
 export const FENCE_MODES = ['item', 'epoch'] as const;
@@ -51,10 +57,14 @@ export const USAGE = `usage: npm run chaos -- [options]
   --job-rate N           jobs enqueued per lease per second, at most 25 ahead of the charges (default 4)
   --fault-every D        mean time between fault starts (default 1.5 × ttl)
   --faults K,K,…         only these fault kinds: ${FAULT_CHOICES.join(', ')}
+                         (revoke: the harness, as an operator, revokes a leader's lease, forced or
+                         safe at random; the revoked worker campaigns again a little later)
   --fence MODE           item: each job row is fenced by token (default); epoch: each term claims the
                          lease's epoch and every charge is a transaction checking it
   --batch                workers renew through batched requests (POST /v1/prefixes/{prefix}/renew);
                          the lease names then share the prefix "batch."
+  --semaphore-limit N    every worker also holds, now and then, one of N permits of the semaphore
+                         "sem.workers"; 0: no semaphore (default 2)
   --out DIR              output folder (default .chaos/run-<seed>-<time>/)
   --quiet                no live log (the summary is still printed)
 
@@ -104,6 +114,7 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
         faults: { type: 'string' },
         fence: { type: 'string' },
         batch: { type: 'boolean', default: false },
+        'semaphore-limit': { type: 'string' },
         out: { type: 'string' },
         quiet: { type: 'boolean', default: false },
         'unsafe-no-fence': { type: 'boolean', default: false },
@@ -173,5 +184,6 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
     unsafeClockOffsetMs,
     verbose: !v.quiet,
     batch: v.batch === true,
+    semaphoreLimit: v['semaphore-limit'] === undefined ? 2 : parseCount(v['semaphore-limit'], 'semaphore-limit', 0, LIMITS.semaphoreLimitMax),
   };
 }

@@ -1,11 +1,12 @@
 import { ErrorCode, type RouteId } from '../../client/src/protocol/index.js';
 import { matchRoute, type RouteMatch } from '../../functions/http/routes.js';
 import { harnessNowMs } from '../harness-clock.js';
-import type { OpKind, OpRecord } from '../history.js';
+import { isPermitOpKind, type OpKind, type OpRecord } from '../history.js';
 import type { Journal } from './journal.js';
 
 /**
- * Records the lease API traffic of a worker into its journal, one operation per HTTP *attempt*.
+ * Records the lease API traffic of a worker (or of the harness's operator, which revokes) into its
+ * journal, one operation per HTTP *attempt*: the lease routes and the semaphore routes.
  * It is the `fetch` of the worker's LeaseClient, so the Leader under test and the client's own
  * retries run exactly as in production, and the history sees every request that may have reached
  * the server. (Recording per client call instead would be wrong: a retried release whose first
@@ -21,7 +22,10 @@ import type { Journal } from './journal.js';
 export interface RecordingOptions {
   /** The process name in the history, which is also the holder id its leaders use. */
   process: string;
-  /** The worker's fail-closed deadline for `lease`, on the harness clock; null when it does not lead it. */
+  /**
+   * The worker's fail-closed deadline for `lease` (or for its permit of semaphore `lease`), on the
+   * harness clock; null when it does not hold it.
+   */
   deadlineOf: (lease: string) => number | null;
   /** The real fetch. Default: the global one. */
   fetch?: typeof fetch;
@@ -29,19 +33,30 @@ export interface RecordingOptions {
 
 type Start = Omit<OpRecord, 'completeMs' | 'outcome'>;
 
-/** The routes the history records; handoff and list are not part of it. */
-const RECORDED_ROUTES: ReadonlySet<RouteId> = new Set(['acquire', 'renew', 'release', 'describe'] satisfies (RouteId & OpKind)[]);
+/** The routes the history records, and the operation each is; handoff, list and the semaphore's describe are not part of it. */
+const OP_OF_ROUTE: Partial<Record<RouteId, OpKind>> = {
+  acquire: 'acquire',
+  renew: 'renew',
+  release: 'release',
+  describe: 'describe',
+  revoke: 'revoke',
+  'semaphore-acquire': 'permit-acquire',
+  'semaphore-renew': 'permit-renew',
+  'semaphore-release': 'permit-release',
+};
 
 /**
  * The operation a request is, by the server's own route table and matcher (after any stage prefix
- * before `/v1/`); undefined if it is not a recorded route.
+ * before `/v1/`); undefined if it is not a recorded route. `lease` is the name in the path (a
+ * semaphore's, for the permit operations).
  */
 export function operationOf(method: string, url: URL): { op: OpKind; lease: string } | undefined {
   const match = routeOf(method, url);
   if (match === undefined) return undefined;
   const lease = match.pathParameters.name;
-  if (!RECORDED_ROUTES.has(match.route.id) || lease === undefined) return undefined;
-  return { op: match.route.id as OpKind, lease };
+  const op = OP_OF_ROUTE[match.route.id];
+  if (op === undefined || lease === undefined) return undefined;
+  return { op, lease };
 }
 
 function routeOf(method: string, url: URL): RouteMatch | undefined {
@@ -134,14 +149,17 @@ function startOf(op: OpKind, lease: string, body: Record<string, unknown>, optio
   const base = { type: 'op' as const, process: options.process, lease, op, invokeMs: harnessNowMs() };
   switch (op) {
     case 'acquire':
+    case 'permit-acquire':
       return {
         ...base,
         holder: body.holder as string,
         ...(typeof body.requestId === 'string' ? { requestId: body.requestId } : {}),
         ...(typeof body.ttlMs === 'number' ? { ttlMs: body.ttlMs } : {}),
         ...(typeof body.lockDelayMs === 'number' ? { lockDelayMs: body.lockDelayMs } : {}),
+        ...(typeof body.limit === 'number' ? { limit: body.limit } : {}),
       };
     case 'renew':
+    case 'permit-renew':
       return {
         ...base,
         token: body.token as number,
@@ -150,7 +168,10 @@ function startOf(op: OpKind, lease: string, body: Record<string, unknown>, optio
         localDeadlineMs: options.deadlineOf(lease),
       };
     case 'release':
+    case 'permit-release':
       return { ...base, token: body.token as number, holder: options.process, localDeadlineMs: options.deadlineOf(lease) };
+    case 'revoke':
+      return { ...base, force: body.force === true };
     default:
       return base;
   }
@@ -163,15 +184,24 @@ interface WireLease {
   remainingMs?: number;
   acquiredAt?: number;
   renewedAt?: number;
+  revoked?: { at?: number; force?: boolean };
 }
 
-function answerOf(op: OpKind, status: number, text: string): Pick<OpRecord, 'outcome'> & Partial<OpRecord> {
-  let parsed: { lease?: WireLease; error?: { code?: string; lease?: WireLease | null } } | undefined;
+interface WirePermit {
+  token?: number;
+  expiresAt?: number;
+}
+
+type Answer = Pick<OpRecord, 'outcome'> & Partial<OpRecord>;
+
+function answerOf(op: OpKind, status: number, text: string): Answer {
+  let parsed: { lease?: WireLease; permit?: WirePermit; error?: { code?: string; lease?: WireLease | null; reason?: unknown } } | undefined;
   try {
     parsed = text === '' ? undefined : (JSON.parse(text) as typeof parsed);
   } catch {
     parsed = undefined;
   }
+  if (isPermitOpKind(op) && status >= 200 && status < 300) return permitAnswerOf(op, parsed?.permit);
   if (status >= 200 && status < 300) {
     const lease = parsed?.lease;
     if (!lease || typeof lease.token !== 'number') return { outcome: 'unknown', error: 'BAD_ANSWER' };
@@ -182,6 +212,12 @@ function answerOf(op: OpKind, status: number, text: string): Pick<OpRecord, 'out
         return { outcome: 'ok', serverNowMs: lease.renewedAt as number, serverExpiresAtMs: lease.expiresAt as number };
       case 'release':
         return { outcome: 'ok' };
+      case 'revoke': {
+        const revoked = lease.revoked;
+        if (typeof revoked?.at !== 'number' || typeof revoked.force !== 'boolean') return { outcome: 'unknown', error: 'BAD_ANSWER' };
+        // expiresAt: when the lease is available again (the grant's own expiry after a safe revoke, the revoke itself after a forced one).
+        return { outcome: 'ok', token: lease.token, revokedForce: revoked.force, revokedAtMs: revoked.at, serverExpiresAtMs: lease.expiresAt as number };
+      }
       default: {
         const holder = lease.holder ?? null;
         // Only a held lease's answer states the server's clock (expiresAt − remainingMs) and a live expiry.
@@ -202,7 +238,21 @@ function answerOf(op: OpKind, status: number, text: string): Pick<OpRecord, 'out
   // leasehold answered: a definite refusal, or an error (UNAVAILABLE, INTERNAL) after which the
   // write may have happened — but before the answer, which the checker uses (answers.ts).
   const token = parsed?.error?.lease?.token;
-  return { outcome: 'fail', error: code, ...(op === 'acquire' && code === ErrorCode.LEASE_HELD && typeof token === 'number' ? { token } : {}) };
+  const reason = parsed?.error?.reason;
+  const reportsToken = (op === 'acquire' && code === ErrorCode.LEASE_HELD) || (op === 'revoke' && code === ErrorCode.LEASE_NOT_HELD);
+  return {
+    outcome: 'fail',
+    error: code,
+    ...(reportsToken && typeof token === 'number' ? { token } : {}),
+    ...(typeof reason === 'string' && reason !== '' ? { reason } : {}),
+  };
+}
+
+/** A semaphore route's 2xx answer: the permit (acquire, renew) or the semaphore after a release. */
+function permitAnswerOf(op: OpKind, permit: WirePermit | undefined): Answer {
+  if (op === 'permit-release') return { outcome: 'ok' };
+  if (typeof permit?.token !== 'number' || typeof permit.expiresAt !== 'number') return { outcome: 'unknown', error: 'BAD_ANSWER' };
+  return { outcome: 'ok', ...(op === 'permit-acquire' ? { token: permit.token } : {}), serverExpiresAtMs: permit.expiresAt };
 }
 
 /** A short code for a failed attempt: TIMEOUT/ABORTED, the socket error (ECONNRESET, …), or the error's name. */

@@ -1,4 +1,5 @@
 import { renderSummary } from '../checker/render-text.js';
+import { PERMIT_OP_KINDS, type OpKind } from '../history.js';
 import type { CheckSummary } from '../checker/report.js';
 import { FAULT_CHOICES, type FaultChoice, type PlannedFault } from './nemesis.js';
 import type { InjectedFault } from './nemesis-runner.js';
@@ -45,7 +46,9 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
   const verdict = verdictOf(summary, facts);
   const counts = faultCounts(facts.injected);
   const totalOps = Object.values(summary.operations).reduce((n, c) => n + c.ok + c.fail + c.unknown, 0);
-  const writes = summary.operations.write.ok + summary.operations.write.fail + summary.operations.write.unknown;
+  const count = (kinds: readonly OpKind[]) => kinds.reduce((n, k) => n + summary.operations[k].ok + summary.operations[k].fail + summary.operations[k].unknown, 0);
+  const writes = count(['write']);
+  const permitOps = count(PERMIT_OP_KINDS);
   const invariantIds = Object.keys(summary.invariants);
   const violations = Object.values(summary.invariants).reduce((n, r) => n + r.violations.length, 0);
 
@@ -65,10 +68,12 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
   out.push('faults injected');
   const inFlight = facts.injected.filter((f) => f.kind === 'stop-in-flight' && f.inFlight !== undefined).length;
   const atLeaders = facts.injected.filter((f) => f.leaderOf !== undefined).length;
+  const forcedRevokes = facts.injected.filter((f) => f.kind === 'revoke' && f.force === true).length;
   const notes: Partial<Record<FaultChoice, string>> = {
     'stop-in-flight': `${inFlight} frozen with a request in flight`,
     kill: 'each restarted as a new incarnation',
     'restart-db': 'kill -9, data on disk',
+    revoke: `${counts.revoke - forcedRevokes} safe, ${forcedRevokes} forced`,
   };
   out.push(...table(['kind', 'count', ''], FAULT_CHOICES.map((k) => [k, String(counts[k]), counts[k] > 0 ? (notes[k] ?? '') : ''])));
   out.push(
@@ -93,7 +98,9 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
   );
   out.push('files: history.jsonl, final-jobs.json, timeline.svg, summary.json, journals/, logs/');
   out.push('');
-  const scope = `${invariantIds.length} invariants (${invariantIds.join(', ')}) checked over ${totalOps} operations (${totalOps - writes} lease operations, ${writes} fenced writes) and ${j.enqueued} jobs`;
+  const scope =
+    `${invariantIds.length} invariants (${invariantIds.join(', ')}) checked over ${totalOps} operations ` +
+    `(${totalOps - writes - permitOps} lease operations, ${permitOps} permit operations, ${writes} fenced writes) and ${j.enqueued} jobs`;
   const line: Record<Verdict, string> = {
     PASS: `PASS — ${scope}: none was violated.`,
     VIOLATIONS: `VIOLATIONS FOUND — ${scope}: ${violations} violations of ${Object.values(summary.invariants)
@@ -122,10 +129,19 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
       faultKinds: o.faults,
       unsafeNoFence: o.unsafeNoFence,
       unsafeClockOffsetMs: o.unsafeClockOffsetMs ?? null,
+      semaphoreLimit: o.semaphoreLimit,
       interrupted: facts.interrupted,
     },
     operations: { total: totalOps, byKind: summary.operations },
-    faults: { byKind: counts, total: facts.injected.length, stopsWithRequestInFlight: inFlight, aimedAtLeaders: atLeaders, skipped: facts.skipped, events: summary.faults },
+    faults: {
+      byKind: counts,
+      total: facts.injected.length,
+      stopsWithRequestInFlight: inFlight,
+      aimedAtLeaders: atLeaders,
+      forcedRevokes,
+      skipped: facts.skipped,
+      events: summary.faults,
+    },
     invariants: Object.fromEntries(
       Object.values(summary.invariants).map((r) => [r.id, { title: r.title, status: r.status, checked: r.checked, violations: r.violations.length }]),
     ),

@@ -2,7 +2,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ensureLeaseTable } from '../../functions/lease-table.js';
+import { defaultSemaphoreTableName } from '../../functions/config.js';
+import { ensureLeaseTable, ensureSemaphoreTable } from '../../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
 import { checkHistory } from '../checker/index.js';
 import type { CheckSummary } from '../checker/report.js';
@@ -14,6 +15,7 @@ import { JobProducer, countUnchargedJobs, createJobsTable, dumpFinalJobs } from 
 import { mergeJournals, openJournal } from './journal.js';
 import { initialOffsets, planFaults, warmupMs } from './nemesis.js';
 import { NemesisRunner } from './nemesis-runner.js';
+import { createOperator } from './operator.js';
 import type { HarnessOptions } from './options.js';
 import { renderRunReport, type RunFacts } from './report.js';
 import type { WorkerMessage } from './worker.js';
@@ -28,6 +30,8 @@ import type { WorkerMessage } from './worker.js';
 /** With `--batch`, every lease name starts with this, the workers' batch prefix. */
 const BATCH_PREFIX = 'batch.';
 const LEASE_NAMES = ['orders', 'invoices', 'payments', 'refunds', 'emails', 'reports', 'payouts', 'exports', 'imports', 'backups'];
+/** The semaphore whose permits every worker holds now and then (`--semaphore-limit`). */
+const SEMAPHORE_NAME = 'sem.workers';
 const LEASE_TABLE = 'leasehold-leases';
 
 export interface RunResult {
@@ -46,6 +50,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
   mkdirSync(logDir, { recursive: true });
 
   const leases = LEASE_NAMES.slice(0, options.leases).map((name) => (options.batch ? `${BATCH_PREFIX}${name}` : name));
+  const semaphore = options.semaphoreLimit > 0 ? { name: SEMAPHORE_NAME, limit: options.semaphoreLimit } : undefined;
   const t0 = performance.now();
   const elapsed = () => `[${((performance.now() - t0) / 1000).toFixed(1).padStart(6)}s]`;
   const log = (line: string) => {
@@ -80,7 +85,8 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
 
   print(
     `leasehold chaos: seed ${options.seed}, ${seconds(options.durationMs)} of faults, ${options.workers} workers, ` +
-      `leases ${leases.join(', ')}, ttl ${options.ttlMs} ms, skew bound ${options.clockSkewBoundMs} ms, ${options.fenceMode} fencing${options.batch ? ', batched renewals' : ''}, ${plan.length} faults planned`,
+      `leases ${leases.join(', ')}, ${semaphore === undefined ? 'no semaphore' : `semaphore ${semaphore.name} (limit ${semaphore.limit})`}, ` +
+      `ttl ${options.ttlMs} ms, skew bound ${options.clockSkewBoundMs} ms, ${options.fenceMode} fencing${options.batch ? ', batched renewals' : ''}, ${plan.length} faults planned`,
   );
   if (options.unsafeNoFence) print('UNSAFE: workers write WITHOUT the fence (--unsafe-no-fence): the checker must report violations');
   if (options.unsafeClockOffsetMs !== undefined) {
@@ -101,6 +107,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
 
   const leaders = new Map<string, { index: number; name: string; token: number }>();
   let elections = 0;
+  let permitsGranted = 0;
   let charged = 0;
   let staleRejected = 0;
   const onMessage = (node: WorkerNode, message: WorkerMessage) => {
@@ -110,6 +117,8 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     } else if (message.type === 'lost') {
       const current = leaders.get(message.lease);
       if (current?.name === message.name && current.token === message.token) leaders.delete(message.lease);
+    } else if (message.type === 'permit') {
+      if (message.holding) permitsGranted += 1;
     } else if (message.type === 'charged') charged += 1;
     else if (message.type === 'stale') staleRejected += 1;
   };
@@ -145,6 +154,8 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     raw = new DynamoDBClient({ endpoint: db.endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
     doc = DynamoDBDocumentClient.from(raw);
     await ensureLeaseTable(raw, LEASE_TABLE);
+    // The API instances serve the semaphore routes from the table their configuration names by default.
+    await ensureSemaphoreTable(raw, defaultSemaphoreTableName(LEASE_TABLE));
     await createJobsTable(raw);
     log(`DynamoDB Local on ${db.endpoint} (data in ${join(outDir, 'dynamodb')})`);
 
@@ -161,6 +172,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
       leaderOf: (lease) => leaders.get(lease),
       event,
       log,
+      revoke: createOperator(harnessJournal, options.ttlMs),
       ...(pinnedOffsetInstance !== undefined ? { pinnedOffsetInstance } : {}),
     });
     for (let i = 0; i < options.workers; i += 1) {
@@ -176,6 +188,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
           fenceMode: options.fenceMode,
           unsafeNoFence: options.unsafeNoFence,
           ...(options.batch ? { batchPrefix: BATCH_PREFIX } : {}),
+          ...(semaphore === undefined ? {} : { semaphore }),
           onMessage,
           onExit,
           onRequestBytes: (node, data, via) => nemesis?.onRequestBytes(node, data, via),
@@ -185,7 +198,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     await Promise.all(workers.map((w) => w.openProxies()));
     await Promise.all(workers.map((w) => w.start()));
     timings.setupMs = performance.now() - t0;
-    log(`${workers.length} workers up (each behind its own proxies), campaigning for ${leases.join(', ')}`);
+    log(`${workers.length} workers up (each behind its own proxies), campaigning for ${leases.join(', ')}${semaphore === undefined ? '' : ` and a permit of ${semaphore.name}`}`);
 
     // 2. The fault phase.
     producer = new JobProducer(doc, leases, options.jobRate);
@@ -200,7 +213,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     });
     const status = setInterval(() => {
       const who = leases.map((l) => `${l}=${leaders.get(l)?.name ?? '—'}`).join(' ');
-      log(`status: leaders ${who} · ${elections} elections · ${charged} charges acked · ${staleRejected} stale writes fenced off`);
+      log(`status: leaders ${who} · ${elections} elections · ${permitsGranted} permits granted · ${charged} charges acked · ${staleRejected} stale writes fenced off`);
     }, 5_000);
     log(`fault phase: ${plan.length} faults over ${seconds(options.durationMs)} (first after ${seconds(warmupMs(options.ttlMs))})`);
     void nemesis.run(plan, phaseStart);
@@ -239,7 +252,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     // 4. History, check, report.
     const runText =
       `seed ${options.seed}, ${seconds(options.durationMs)} of faults, ${options.workers} workers, ttl ${options.ttlMs} ms, ` +
-      `api offsets ${offsets.map(signed).join('/')} ms, ${options.fenceMode} fencing${options.unsafeNoFence ? ', UNSAFE no fence' : ''}` +
+      `api offsets ${offsets.map(signed).join('/')} ms, ${options.fenceMode} fencing${semaphore === undefined ? '' : `, semaphore limit ${semaphore.limit}`}${options.unsafeNoFence ? ', UNSAFE no fence' : ''}` +
       `${options.unsafeClockOffsetMs !== undefined ? `, UNSAFE api-1 offset ${options.unsafeClockOffsetMs} ms` : ''}`;
     const meta: MetaRecord = { type: 'meta', ttlMs: options.ttlMs, clockSkewMs: options.clockSkewBoundMs, run: runText };
     const merged = mergeJournals([harnessJournalPath, ...workers.flatMap((w) => w.journals)], meta);

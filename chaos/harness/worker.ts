@@ -4,6 +4,7 @@ import { dynamodbEpoch, isFencedOut, type DynamoDBEpoch } from '../../client/src
 import type { Fence, FenceClaimOptions } from '../../client/src/fence.js';
 import { createLeader, type Leader } from '../../client/src/leader.js';
 import { LeaseClient } from '../../client/src/lease-client.js';
+import { createSemaphore, type Semaphore } from '../../client/src/semaphore.js';
 import type { TermInfo } from '../../client/src/term-events.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
 import { harnessNowMs, monotonicToHarnessMs, timeOriginErrorMs } from '../harness-clock.js';
@@ -20,6 +21,10 @@ import { networkCode, recordingFetch } from './recording-fetch.js';
  * invoke and completion times on the harness clock, the outcome, the token, and the worker's
  * fail-closed deadline. Both the lease API and DynamoDB are reached through this worker's own
  * fault proxies, so a partition cuts it off from both, as a network partition of its host would.
+ *
+ * With a semaphore, the worker also campaigns for one of its permits (the SDK's createSemaphore),
+ * holds it a while, gives it back and asks again, so permits keep changing hands; every permit
+ * operation is journalled like a lease operation.
  */
 
 export interface WorkerConfig {
@@ -37,6 +42,8 @@ export interface WorkerConfig {
   unsafeNoFence: boolean;
   /** Renew through batched requests for names under this prefix (`--batch`). */
   batchPrefix?: string;
+  /** A semaphore every worker holds a permit of now and then (`--semaphore-limit`). */
+  semaphore?: { name: string; limit: number };
 }
 
 /** Messages to the harness (IPC). */
@@ -44,6 +51,7 @@ export type WorkerMessage =
   | { type: 'ready'; name: string }
   | { type: 'elected'; name: string; lease: string; token: number }
   | { type: 'lost'; name: string; lease: string; token: number; reason: string }
+  | { type: 'permit'; name: string; semaphore: string; token: number; holding: boolean }
   | { type: 'charged'; name: string; lease: string; job: string }
   | { type: 'stale'; name: string; lease: string; job: string };
 
@@ -61,8 +69,10 @@ const journal = openJournal(config.journalPath);
 journal.note(name, { kind: 'start', pid: process.pid, timeOriginErrorMs: timeOriginErrorMs() });
 
 const leaders = new Map<string, Leader>();
-const deadlineOf = (lease: string): number | null => {
-  const remaining = leaders.get(lease)?.remainingMs() ?? 0;
+let semaphore: Semaphore | undefined;
+/** The fail-closed deadline of this worker's term of a lease, or of its permit of the semaphore. */
+const deadlineOf = (leaseOrSemaphore: string): number | null => {
+  const remaining = (leaseOrSemaphore === semaphore?.name ? semaphore.remainingMs() : leaders.get(leaseOrSemaphore)?.remainingMs()) ?? 0;
   return remaining > 0 ? monotonicToHarnessMs(performance.now() + remaining) : null;
 };
 const client = new LeaseClient({
@@ -113,12 +123,51 @@ for (const lease of config.leases) {
       workLoops.add(loop);
       void loop.finally(() => workLoops.delete(loop));
     },
-    onLost: (reason, term) => send({ type: 'lost', name, lease, token: term.token, reason }),
+    onLost: (reason, term) => {
+      send({ type: 'lost', name, lease, token: term.token, reason });
+      // An operator's revoke stops the Leader's campaign until `start()` (leader.ts): come back
+      // after a while, as the service's supervisor would, or the lease would run out of candidates.
+      if (reason !== 'revoked') return;
+      setTimeout(
+        () => {
+          if (!stopping) leader.start();
+        },
+        Math.round(ttlMs * (0.25 + Math.random() * 0.5)),
+      );
+    },
   });
   leaders.set(lease, leader);
   leader.start();
 }
+if (config.semaphore !== undefined) semaphore = holdPermits(config.semaphore);
 send({ type: 'ready', name });
+
+/**
+ * Campaigns for a permit of the semaphore through the same journalled client; holds each permit
+ * for 1.5–3 ttl (while it lasts), releases it, and asks again a moment later, so that the permits
+ * change hands even when no fault takes them away.
+ */
+function holdPermits(options: { name: string; limit: number }): Semaphore {
+  const holder: Semaphore = createSemaphore(client, {
+    name: options.name,
+    limit: options.limit,
+    holder: name,
+    ttlMs,
+    requestTimeoutMs: ttlMs,
+    onAcquired: (term) => {
+      send({ type: 'permit', name, semaphore: options.name, token: term.token, holding: true });
+      void pause(ttlMs * (1.5 + Math.random() * 1.5), term.signal).then(async (held) => {
+        if (!held || stopping) return;
+        await holder.release();
+        await new Promise((resolve) => setTimeout(resolve, Math.round(ttlMs * Math.random() * 0.5)));
+        if (!stopping) holder.start();
+      });
+    },
+    onLost: (_reason, term) => send({ type: 'permit', name, semaphore: options.name, token: term.token, holding: false }),
+  });
+  holder.start();
+  return holder;
+}
 
 /** Now and then, look at a lease from the outside (describe), for the linearizability check. */
 const describeTimer = setInterval(() => {
@@ -278,7 +327,7 @@ function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 process.once('SIGTERM', () => {
   stopping = true;
   clearInterval(describeTimer);
-  const stopped = Promise.all([...leaders.values()].map((l) => l.stop())).then(() => Promise.all([...workLoops]));
+  const stopped = Promise.all([...[...leaders.values()].map((l) => l.stop()), semaphore?.stop()]).then(() => Promise.all([...workLoops]));
   const limit = new Promise((resolve) => setTimeout(resolve, ttlMs * 3));
   void Promise.race([stopped, limit]).finally(() => {
     journal.note(name, { kind: 'exit', timeOriginErrorMs: timeOriginErrorMs() });

@@ -5,7 +5,14 @@ import type { OpRecord } from '../../chaos/history.js';
 import { GrantsWhileHeldServer, LateRenewMovesExpiryBackServer, ReleaseIgnoresTokenServer } from './support/broken-lease-servers.js';
 import { ReferenceLeaseServer } from './support/reference-lease-server.js';
 import type { FinalJobRow } from '../../chaos/checker/final-jobs.js';
-import { simulate, simulateWithJobs, simulationConfig, type SimStep, type SimulationConfig } from './support/simulated-history.js';
+import {
+  simulate,
+  simulateWithJobs,
+  simulationConfig,
+  simulationConfigWithRevokes,
+  type SimStep,
+  type SimulationConfig,
+} from './support/simulated-history.js';
 
 const ALL: InvariantId[] = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'CLOCK'];
 
@@ -18,6 +25,24 @@ describe('checker properties', () => {
   it('a history a correct server and fail-closed writers produced, with concurrency, lost answers and clock skew within the bound, passes every invariant', () => {
     fc.assert(
       fc.property(simulationConfig, (config) => {
+        const { records, finalJobs } = simulateWithJobs(config);
+        expect(statuses(records, finalJobs, config.clockSkewMs, config.ttlMs)).toEqual({
+          I1: 'pass',
+          I2: 'pass',
+          I3: 'pass',
+          I4: 'pass',
+          I5: 'pass',
+          I6: 'pass',
+          CLOCK: 'pass',
+        });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('so does one with an operator revoking the lease now and then, safe or forced (the holders learning of it only from their renews)', () => {
+    fc.assert(
+      fc.property(simulationConfigWithRevokes, (config) => {
         const { records, finalJobs } = simulateWithJobs(config);
         expect(statuses(records, finalJobs, config.clockSkewMs, config.ttlMs)).toEqual({
           I1: 'pass',

@@ -73,6 +73,25 @@ describe('nemesis schedule', () => {
     for (const f of plan) expect([...f.fallback!].sort()).toEqual([0, 1, 2, 3, 4]);
   });
 
+  it('plans revokes forced or safe at random, each aimed at a lease with every lease to try instead', () => {
+    const revokes = planFaults({ ...base, durationMs: 600_000 }).filter((f) => f.kind === 'revoke');
+    expect(revokes.length).toBeGreaterThan(5);
+    expect(new Set(revokes.map((f) => f.force))).toEqual(new Set([true, false]));
+    for (const f of revokes) {
+      expect([...f.leases!].sort()).toEqual([0, 1, 2]);
+      expect(f.instance).toBeGreaterThanOrEqual(0);
+      expect(f.instance).toBeLessThan(base.apiInstances);
+    }
+  });
+
+  it('plans a safe and a forced revoke for the bounded run with revokes and semaphores in npm test', () => {
+    // The settings of test/chaos/harness-run.test.ts's run with --faults revoke,stop,partition,kill.
+    const plan = planFaults({ ...base, seed: 20261143, durationMs: 20_000, faultEveryMs: 2_000, faults: ['revoke', 'stop', 'partition', 'kill'] });
+    const revokes = plan.filter((f) => f.kind === 'revoke');
+    expect(revokes.some((f) => f.force === true)).toBe(true);
+    expect(revokes.some((f) => f.force === false)).toBe(true);
+  });
+
   it('keeps DynamoDB restarts at least ten ttls apart', () => {
     const restarts = planFaults({ ...base, durationMs: 1_800_000 })
       .filter((f) => f.kind === 'restart-db')

@@ -91,8 +91,47 @@ describe('the recording fetch', () => {
     expect(recorded().map((r) => (r.type === 'op' ? r.outcome : r.type))).toEqual(['fail', 'ok']);
   });
 
+  it('records an operator’s revoke with what it asked and the record it got back', async () => {
+    const revoked = { ...lease, holder: null, expiresAt: 10_500, remainingMs: 0, revoked: { at: 10_500, by: 'local', reason: 'drill', force: true } };
+    await client(() => json(200, { lease: revoked })).revoke('orders', { reason: 'drill', force: true });
+    expect(recorded()).toEqual([
+      expect.objectContaining({ op: 'revoke', lease: 'orders', force: true, outcome: 'ok', token: 42, revokedForce: true, revokedAtMs: 10_500, serverExpiresAtMs: 10_500 }),
+    ]);
+  });
+
+  it('records a revoke of a lease nobody holds as a refusal with the current token', async () => {
+    const notHeld = { error: { code: 'LEASE_NOT_HELD', message: 'not held', lease: { ...lease, holder: null } } };
+    await expect(client(() => json(409, notHeld)).revoke('orders', { reason: 'drill' })).rejects.toThrow();
+    expect(recorded()).toEqual([expect.objectContaining({ op: 'revoke', force: false, outcome: 'fail', error: 'LEASE_NOT_HELD', token: 42 })]);
+  });
+
+  it('records the reason of a LEASE_LOST answer (a revoked grant)', async () => {
+    const lost = { error: { code: 'LEASE_LOST', message: 'lost', lease: null, reason: 'revoked', revoked: { at: 10_500, by: 'local', reason: 'drill', force: false } } };
+    await expect(client(() => json(409, lost), 9_000).renew('orders', { leaseId: 'a'.repeat(32), token: 42 })).rejects.toThrow();
+    expect(recorded()).toEqual([expect.objectContaining({ op: 'renew', outcome: 'fail', error: 'LEASE_LOST', reason: 'revoked' })]);
+  });
+
+  it('records a semaphore’s permit operations with the permit’s token, the limit asked and the deadline relied on', async () => {
+    const permit = { name: 'sem.workers', holder: 'w1', permitId: 'b'.repeat(32), token: 7, ttlMs: 2_000, expiresAt: 12_000, remainingMs: 1_990, limit: 2, metadata: null };
+    const lost = { error: { code: 'PERMIT_LOST', message: 'lost', semaphore: null, reason: 'expired' } };
+    const released = { released: true, semaphore: { name: 'sem.workers', limit: 2, available: 2, holders: [] } };
+    const answers = [json(200, { permit }), json(409, lost), json(200, released)];
+    const sdk = client(() => answers.shift()!, 9_000);
+    await sdk.acquirePermit('sem.workers', { holder: 'w1', ttlMs: 2_000, limit: 2 });
+    await expect(sdk.renewPermit('sem.workers', { permitId: permit.permitId, token: 7 })).rejects.toThrow();
+    await sdk.releasePermit('sem.workers', permit);
+    expect(recorded()).toEqual([
+      expect.objectContaining({ op: 'permit-acquire', lease: 'sem.workers', holder: 'w1', limit: 2, ttlMs: 2_000, outcome: 'ok', token: 7, serverExpiresAtMs: 12_000 }),
+      expect.objectContaining({ op: 'permit-renew', token: 7, localDeadlineMs: 9_000, outcome: 'fail', error: 'PERMIT_LOST', reason: 'expired' }),
+      expect.objectContaining({ op: 'permit-release', token: 7, localDeadlineMs: 9_000, outcome: 'ok' }),
+    ]);
+  });
+
   it('names the operation from the method and path, and leaves other requests unrecorded', () => {
     expect(operationOf('POST', new URL('http://h/v1/leases/orders/renew'))).toEqual({ op: 'renew', lease: 'orders' });
+    expect(operationOf('POST', new URL('http://h/v1/leases/orders/revoke'))).toEqual({ op: 'revoke', lease: 'orders' });
+    expect(operationOf('POST', new URL('http://h/v1/semaphores/sem.workers/acquire'))).toEqual({ op: 'permit-acquire', lease: 'sem.workers' });
+    expect(operationOf('GET', new URL('http://h/v1/semaphores/sem.workers'))).toBeUndefined();
     expect(operationOf('GET', new URL('http://h/stage/v1/leases/a%3Ab'))).toEqual({ op: 'describe', lease: 'a:b' });
     expect(operationOf('POST', new URL('http://h/v1/leases/orders/handoff'))).toBeUndefined();
     expect(operationOf('GET', new URL('http://h/v1/leases'))).toBeUndefined();

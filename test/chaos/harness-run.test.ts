@@ -4,14 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readHistory } from '../../chaos/history.js';
+import { readHistory, type LocatedRecord, type OpKind, type OpRecord } from '../../chaos/history.js';
 import { FAULT_CHOICES } from '../../chaos/harness/nemesis.js';
 
 /**
  * The chaos harness end to end: real worker processes, API servers, DynamoDB Local (killed -9
- * on purpose), fault proxies, real time. Two bounded runs with fixed seeds: a correct one, which
- * must inject every kind of fault and find nothing, and one with the fence switched off, which
- * the checker must catch. Durations are short for CI; `npm run chaos -- --duration 30m` is the
+ * on purpose), fault proxies, real time. Bounded runs with fixed seeds: a correct one, which must
+ * inject every kind of fault and find nothing; others that stress one feature each (epoch fencing,
+ * batched renewals, revokes and semaphores); and runs with the fence switched off, which the
+ * checker must catch. Durations are short for CI; `npm run chaos -- --duration 30m` is the
  * long run (see docs/chaos.md).
  */
 
@@ -88,7 +89,7 @@ describe('a bounded chaos run with a fixed seed', () => {
     expect(history.length).toBeGreaterThan(run.summary.operations.total);
     expect(history.some((e) => e.record.type === 'event' && e.record.kind === 'restart-db')).toBe(true);
     expect(JSON.parse(readFileSync(join(run.out, 'final-jobs.json'), 'utf8'))).toHaveLength(run.summary.jobs.enqueued);
-    expect(readFileSync(join(run.out, 'summary.txt'), 'utf8')).toMatch(/VERDICT: PASS — 7 invariants .* checked over \d+ operations/);
+    expect(readFileSync(join(run.out, 'summary.txt'), 'utf8')).toMatch(/VERDICT: PASS — 10 invariants .* checked over \d+ operations/);
     expect(readFileSync(join(run.out, 'timeline.svg'), 'utf8')).toMatch(/^<svg[\s\S]*class="lead"[\s\S]*<\/svg>\n$/);
   });
 });
@@ -156,6 +157,51 @@ describe('a bounded chaos run with batched renewals (--batch)', () => {
     expect(renewals.length).toBeGreaterThan(10);
     expect(renewals.every((e) => (e.record as { lease: string }).lease.startsWith('batch.'))).toBe(true);
     const { jobs } = run.summary;
+    expect(jobs).toMatchObject({ chargedOnce: jobs.enqueued, chargedMoreThanOnce: 0, neverCharged: 0 });
+  });
+});
+
+describe('a bounded chaos run with revokes and a semaphore', () => {
+  let run: HarnessRun;
+  let history: LocatedRecord[];
+  const ops = (kind: OpKind, outcome: OpRecord['outcome']): OpRecord[] =>
+    history.flatMap((e) => (e.record.type === 'op' && e.record.op === kind && e.record.outcome === outcome ? [e.record] : []));
+  beforeAll(async () => {
+    // Seed 20261143 plans two safe and two forced revokes of leaders among kills, stops and a
+    // partition; meanwhile every worker takes turns at the two permits of the semaphore.
+    run = await runHarness(['--duration', '20s', '--seed', '20261143', '--faults', 'revoke,stop,partition,kill', '--fault-every', '2s', '--semaphore-limit', '2']);
+    history = await readHistory(join(run.out, 'history.jsonl'));
+  }, RUN_TIMEOUT_MS);
+  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+
+  it('ends with exit status 0 and the verdict PASS: every invariant, the semaphore ones included, checked and none violated', () => {
+    expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
+    for (const [id, report] of Object.entries(run.summary.invariants)) {
+      expect({ id, status: report.status, violations: report.violations }).toEqual({ id, status: 'pass', violations: 0 });
+      expect(report.checked, id).toBeGreaterThan(0);
+    }
+  });
+
+  it('revoked leaders’ leases both ways: a safe revoke and a forced one took effect', () => {
+    const revoked = ops('revoke', 'ok');
+    expect(revoked.filter((r) => r.revokedForce === false).length, 'safe revokes').toBeGreaterThanOrEqual(1);
+    expect(revoked.filter((r) => r.revokedForce === true).length, 'forced revokes').toBeGreaterThanOrEqual(1);
+    // A revoked holder's next renew is refused with the reason, and the lease is led again afterwards.
+    expect(ops('renew', 'fail').some((r) => r.error === 'LEASE_LOST' && r.reason === 'revoked')).toBe(true);
+    const lastRevokeMs = Math.max(...revoked.map((r) => r.completeMs as number));
+    expect(ops('acquire', 'ok').some((r) => r.invokeMs > lastRevokeMs)).toBe(true);
+  });
+
+  it('had several workers acquire, renew and release permits of the semaphore', () => {
+    const holders = new Set(ops('permit-acquire', 'ok').map((r) => r.process));
+    expect(holders.size).toBeGreaterThanOrEqual(2);
+    expect(ops('permit-renew', 'ok').length).toBeGreaterThan(5);
+    expect(new Set(ops('permit-release', 'ok').map((r) => r.process)).size).toBeGreaterThanOrEqual(2);
+  });
+
+  it('charges every job it enqueued exactly once', () => {
+    const { jobs } = run.summary;
+    expect(jobs.enqueued).toBeGreaterThan(20);
     expect(jobs).toMatchObject({ chargedOnce: jobs.enqueued, chargedMoreThanOnce: 0, neverCharged: 0 });
   });
 });

@@ -111,7 +111,15 @@ describe('history validation names the line and the field', () => {
   });
 
   it('rejects an unknown operation kind and lists the known ones', () => {
-    expect(parseError(line({ op: 'lock' })).message).toContain('must be one of acquire, renew, release, describe, write');
+    expect(parseError(line({ op: 'lock' })).message).toContain('must be one of acquire, renew, release, describe, revoke, write, claim, permit-acquire');
+  });
+
+  it('rejects a revoke that does not say whether it was forced', () => {
+    expect(parseError(line({ op: 'revoke', outcome: 'fail', error: 'LEASE_NOT_HELD' })).message).toContain('`force` (got undefined) is required on revoke');
+  });
+
+  it('rejects an ok revoke without the record it answered', () => {
+    expect(parseError(line({ op: 'revoke', outcome: 'ok', token: 5, force: true })).message).toContain('`revokedForce` (got undefined) is required on ok revoke');
   });
 
   it('rejects a write whose accepted flag contradicts its outcome', () => {

@@ -3,7 +3,8 @@ import type { EventRecord, FaultKind, OpRecord } from '../../../chaos/history.js
 /**
  * Short builders for hand-written histories. Times are harness ms; `[invoke, complete]` pairs read
  * like the intervals they are. Every lease is "orders" unless a test says otherwise, every holder id
- * is the process name, and every acquire asks for TTL (1,000 ms).
+ * is the process name, and every acquire asks for TTL (1,000 ms). Revokes are the operator's;
+ * permits are of the semaphore "sem", limit 2.
  */
 export const LEASE = 'orders';
 export const TTL = 1_000;
@@ -62,3 +63,71 @@ export const write = (
 });
 
 export const event = (kind: FaultKind, target: string, atMs: number): EventRecord => ({ type: 'event', kind, target, atMs });
+
+/** The operator's process name, as the harness journals its revokes. */
+export const OPERATOR = 'operator';
+
+type RevokeAnswer = { revokedAtMs: number; serverExpiresAtMs?: number; revokedForce?: boolean };
+
+/** The operator's revoke of `lease`'s grant `token`, answered with its record (forced iff `force`, unless `revokedForce` says otherwise). */
+export const revokeOk = (span: Span, token: number, force: boolean, answer: RevokeAnswer, extra: Extra = {}): OpRecord => ({
+  type: 'op',
+  process: OPERATOR,
+  lease: LEASE,
+  op: 'revoke',
+  invokeMs: span[0],
+  completeMs: span[1],
+  outcome: 'ok',
+  force,
+  token,
+  revokedForce: force,
+  ...answer,
+  ...extra,
+});
+
+/** A revoke refused with LEASE_NOT_HELD (nobody holds the lease) or LEASE_NOT_FOUND (never acquired). */
+export const revokeRefused = (span: Span, force: boolean, error: 'LEASE_NOT_HELD' | 'LEASE_NOT_FOUND', extra: Extra = {}): OpRecord => ({
+  type: 'op',
+  process: OPERATOR,
+  lease: LEASE,
+  op: 'revoke',
+  invokeMs: span[0],
+  completeMs: span[1],
+  outcome: 'fail',
+  force,
+  error,
+  ...extra,
+});
+
+export const revokeUnknown = (span: Span, force: boolean): OpRecord => ({
+  type: 'op',
+  process: OPERATOR,
+  lease: LEASE,
+  op: 'revoke',
+  invokeMs: span[0],
+  completeMs: span[1],
+  outcome: 'unknown',
+  force,
+  error: 'ETIMEDOUT',
+});
+
+/** Semaphore operations: every permit is of SEMAPHORE, limit SEMAPHORE_LIMIT, ttl TTL. */
+export const SEMAPHORE = 'sem';
+export const SEMAPHORE_LIMIT = 2;
+
+function permitOp(process: string, kind: OpRecord['op'], span: Span, outcome: OpRecord['outcome'], extra: Extra): OpRecord {
+  return { ...op(process, kind, span, outcome, extra), lease: SEMAPHORE };
+}
+
+export const permitAcquireOk = (process: string, span: Span, token: number, extra: Extra = {}) =>
+  permitOp(process, 'permit-acquire', span, 'ok', { token, ttlMs: TTL, limit: SEMAPHORE_LIMIT, ...extra });
+
+/** A renew of the permit while its holder relied on it until `localDeadlineMs`. */
+export const permitRenewOk = (process: string, span: Span, token: number, localDeadlineMs: number | null, extra: Extra = {}) =>
+  permitOp(process, 'permit-renew', span, 'ok', { token, localDeadlineMs, ...extra });
+
+export const permitRenewLost = (process: string, span: Span, token: number, reason: string, extra: Extra = {}) =>
+  permitOp(process, 'permit-renew', span, 'fail', { token, error: 'PERMIT_LOST', reason, ...extra });
+
+export const permitReleaseOk = (process: string, span: Span, token: number, localDeadlineMs: number | null, extra: Extra = {}) =>
+  permitOp(process, 'permit-release', span, 'ok', { token, localDeadlineMs, ...extra });

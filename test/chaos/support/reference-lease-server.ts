@@ -15,6 +15,8 @@ export interface RefItem {
   acquiredAt: number;
   renewedAt: number;
   releasedAt: number | undefined;
+  /** An operator's revoke of this grant (cleared by the next acquire). */
+  revoked: { at: number; force: boolean } | undefined;
 }
 
 export interface RefGrant {
@@ -57,19 +59,20 @@ export class ReferenceLeaseServer {
         acquiredAt: now,
         renewedAt: now,
         releasedAt: undefined,
+        revoked: undefined,
       };
       this.items.set(name, next);
       return { acquired: true, grant: grantOf(next) };
     }
     const sameGrantRetry =
-      req.requestId !== undefined && item.requestId === req.requestId && item.holder === req.holder && isHeld(item, now);
+      req.requestId !== undefined && item.requestId === req.requestId && item.holder === req.holder && item.revoked === undefined && isHeld(item, now);
     if (sameGrantRetry) return { acquired: true, grant: grantOf(item) };
     return { acquired: false, lease: publicOf(item, now) };
   }
 
   renew(name: string, req: { leaseId: string; token: number; ttlMs?: number }, now: number): RefGrant | 'LEASE_LOST' {
     const item = this.items.get(name);
-    if (!item || item.leaseId !== req.leaseId || item.token !== req.token || item.holder === undefined || item.expiresAt < now) {
+    if (!item || item.leaseId !== req.leaseId || item.token !== req.token || item.holder === undefined || item.revoked !== undefined || item.expiresAt < now) {
       return 'LEASE_LOST';
     }
     // A later renew already landed (this one read its clock earlier): answer with the current
@@ -91,6 +94,31 @@ export class ReferenceLeaseServer {
     item.availableAt = now;
     item.releasedAt = now;
     return publicOf(item, now);
+  }
+
+  /**
+   * An operator's revoke of the current grant. Safe: no more renews, available at its expiry
+   * (no lock-delay). Forced: ended now, as by a release. Again: the same record, unless force
+   * upgrades a safe revoke of a grant still held.
+   */
+  revoke(name: string, force: boolean, now: number): (RefPublic & { revoked: { at: number; force: boolean } }) | 'LEASE_NOT_HELD' | 'LEASE_NOT_FOUND' {
+    const item = this.items.get(name);
+    if (!item) return 'LEASE_NOT_FOUND';
+    const revocable = isHeld(item, now) && (item.revoked === undefined || (force && !item.revoked.force));
+    if (revocable) {
+      item.revoked = { at: now, force };
+      if (force) {
+        item.holder = undefined;
+        item.requestId = undefined;
+        item.availableAt = now;
+        item.releasedAt = now;
+      } else {
+        item.availableAt = item.expiresAt;
+      }
+    } else if (item.revoked === undefined) {
+      return 'LEASE_NOT_HELD';
+    }
+    return { ...publicOf(item, now), revoked: { ...(item.revoked as { at: number; force: boolean }) } };
   }
 
   describe(name: string, now: number): RefPublic | 'LEASE_NOT_FOUND' {

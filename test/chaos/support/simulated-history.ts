@@ -15,6 +15,9 @@ import { ReferenceLeaseServer } from './reference-lease-server.js';
  * or renew + what the answer says is left of the ttl, with no drift margin at all: the hardest
  * case), records it on renews, releases and writes, and writes to a fenced resource only before
  * it: a write sets a job's fence to the actor's token if the stored fence is not newer.
+ *
+ * With `simulationConfigWithRevokes`, an operator also revokes the lease now and then, safe or
+ * forced; the actors learn of it only when their renew is refused, as the SDK does.
  */
 
 export interface SimulationConfig {
@@ -27,7 +30,9 @@ export interface SimulationConfig {
 export interface SimStep {
   gapMs: number;
   actor: number;
-  action: 'acquire' | 'retry-acquire' | 'renew' | 'release' | 'describe' | 'write';
+  action: 'acquire' | 'retry-acquire' | 'renew' | 'release' | 'describe' | 'write' | 'revoke';
+  /** revoke: forced (the lease free at once) or safe (free at the grant's expiry). */
+  force?: boolean;
   /** write: which of three jobs. */
   job: number;
   beforeMs: number;
@@ -44,11 +49,13 @@ export interface SimStep {
   gaveUp: boolean;
 }
 
-const stepArbitrary = (ttlMs: number): fc.Arbitrary<SimStep> =>
+const ACTIONS: SimStep['action'][] = ['acquire', 'acquire', 'retry-acquire', 'renew', 'renew', 'release', 'describe', 'write'];
+
+const stepArbitrary = (ttlMs: number, actions = ACTIONS): fc.Arbitrary<SimStep> =>
   fc.record({
     gapMs: fc.oneof(fc.integer({ min: 0, max: Math.round(ttlMs / 4) }), fc.integer({ min: 0, max: Math.round(ttlMs * 1.6) })),
     actor: fc.integer({ min: 0, max: 3 }),
-    action: fc.constantFrom('acquire', 'acquire', 'retry-acquire', 'renew', 'renew', 'release', 'describe', 'write'),
+    action: fc.constantFrom(...actions),
     job: fc.integer({ min: 0, max: 2 }),
     beforeMs: fc.integer({ min: 0, max: 120 }),
     afterMs: fc.integer({ min: 0, max: 120 }),
@@ -71,6 +78,25 @@ export const simulationConfig: fc.Arbitrary<SimulationConfig> = fc
       lockDelayMs: fc.constant(base.lockDelayMs),
       clockSkewMs: fc.constant(base.clockSkewMs),
       steps: fc.array(stepArbitrary(base.ttlMs), { minLength: 1, maxLength: 80, size: 'medium' }),
+    }),
+  );
+
+/** The same, with an operator's revokes (safe or forced) among the steps. */
+export const simulationConfigWithRevokes: fc.Arbitrary<SimulationConfig> = fc
+  .record({
+    ttlMs: fc.constantFrom(300, 1_000),
+    lockDelayMs: fc.constantFrom(0, 0, 150),
+    clockSkewMs: fc.constantFrom(0, 5, 40),
+  })
+  .chain((base) =>
+    fc.record({
+      ttlMs: fc.constant(base.ttlMs),
+      lockDelayMs: fc.constant(base.lockDelayMs),
+      clockSkewMs: fc.constant(base.clockSkewMs),
+      steps: fc.array(
+        fc.tuple(stepArbitrary(base.ttlMs, [...ACTIONS, 'revoke']), fc.boolean()).map(([step, force]) => ({ ...step, force })),
+        { minLength: 1, maxLength: 80, size: 'medium' },
+      ),
     }),
   );
 
@@ -199,6 +225,26 @@ export function simulateWithJobs(config: SimulationConfig, server = new Referenc
         if (applies && accepted) fences.set(job, token);
         if (!answered) records.push({ ...fields, ...unknown });
         else records.push({ ...fields, completeMs, outcome: accepted ? 'ok' : 'fail', accepted, ...(accepted ? {} : { error: 'STALE_TOKEN' }) });
+        break;
+      }
+      case 'revoke': {
+        // The operator's, not the actor's: it knows no grant, and the actors learn of it only from their renews.
+        const force = step.force === true;
+        const fields = { ...base, process: 'operator', op: 'revoke' as const, force };
+        const result = applies ? server.revoke(LEASE_NAME, force, decidedAt) : 'LEASE_NOT_FOUND';
+        if (!answered) records.push({ ...fields, ...unknown });
+        else if (typeof result === 'string') records.push({ ...fields, completeMs, outcome: 'fail', error: result });
+        else {
+          records.push({
+            ...fields,
+            completeMs,
+            outcome: 'ok',
+            token: result.token,
+            revokedForce: result.revoked.force,
+            revokedAtMs: result.revoked.at,
+            ...(step.reported ? { serverExpiresAtMs: result.expiresAt } : {}),
+          });
+        }
         break;
       }
       case 'describe': {
