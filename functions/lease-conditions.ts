@@ -42,10 +42,34 @@ export const ACQUIRE_SET = [
   'renewedAt = :now',
   'expireItemAt = :expireItemAt',
   `${LAST_OP_ATTRIBUTE} = :lastOp`,
+  '#priority = :priority',
 ] as const;
 
-/** What every acquire removes: the previous grant's end, reservation and revoke (plus absent optional fields). */
-export const ACQUIRE_REMOVE = ['releasedAt', 'reservedFor', 'reservedUntil', 'revokedAt', 'revokedBy', 'revokedReason', 'revokedForce'] as const;
+/** What every acquire removes: the previous grant's end, reservation, revoke and claim (plus absent optional fields). */
+export const ACQUIRE_REMOVE = [
+  'releasedAt',
+  'reservedFor',
+  'reservedUntil',
+  'revokedAt',
+  'revokedBy',
+  'revokedReason',
+  'revokedForce',
+  'claimHolder',
+  'claimPriority',
+  'claimExpiresAt',
+  'claimedAt',
+] as const;
+
+// claim: the grant the refused acquire saw is still the current one and held, its priority is
+// lower than the candidate's, and any live claim is the candidate's own (a refresh) or lower.
+//   held(priority 1) ── acquire(priority 2) refused ── claim {holder, 2, expiresAt} ── grant clears it
+export const claimIsWanted =
+  'leaseId = :leaseId AND #token = :token AND attribute_exists(holder) AND expiresAt >= :now AND ' +
+  '(attribute_not_exists(#priority) OR #priority < :priority) AND ' +
+  '(attribute_not_exists(claimHolder) OR claimExpiresAt < :now OR claimHolder = :holder OR claimPriority < :priority)';
+
+/** What a claim sets. It does not touch the grant: the holder's renewals and expiry are unchanged. */
+export const CLAIM_SET = ['claimHolder = :holder', 'claimPriority = :priority', 'claimExpiresAt = :claimExpiresAt', 'claimedAt = :now', `${LAST_OP_ATTRIBUTE} = :lastOp`] as const;
 
 // revoke: a grant that is held right now (granted, not released, not past expiry) and not revoked
 // yet; a forced revoke may also upgrade a safe one. Revoking again otherwise changes nothing.

@@ -1,4 +1,4 @@
-import { LeaseLostReason, type Grant, type JsonValue, type KnownLeaseLostReason, type PublicLease, type RevokedRecord } from '../client/src/protocol/index.js';
+import { LeaseLostReason, type Grant, type JsonValue, type KnownLeaseLostReason, type LeaseClaim, type PublicLease, type RevokedRecord } from '../client/src/protocol/index.js';
 
 /**
  * The lease item as stored in DynamoDB, and the pure rules that read it at a given instant.
@@ -47,6 +47,18 @@ export interface LeaseRecord {
   revokedBy?: string;
   revokedReason?: string;
   revokedForce?: boolean;
+  /** The priority of the latest grant's acquire (absent on items granted before priorities: 0). */
+  priority?: number;
+  /**
+   * A candidate's claim on the held lease (coordinated leadership): set by a refused acquire whose
+   * priority outranks the holder's and any live claim, refreshed by that candidate's next refused
+   * acquire, lapsing at `claimExpiresAt`, removed by the next grant.
+   */
+  claimHolder?: string;
+  claimPriority?: number;
+  claimExpiresAt?: number;
+  /** When the claim was last written (recorded or refreshed): the `claimed` event's time. */
+  claimedAt?: number;
   /** Epoch seconds at which DynamoDB TTL may delete the idle item. */
   expireItemAt: number;
   /** Which operation wrote the item last (see functions/watch/stream-filter.ts for why). */
@@ -56,7 +68,8 @@ export interface LeaseRecord {
 /** The item attribute naming the operation that wrote it last. */
 export const LAST_OP_ATTRIBUTE = 'lastOp';
 
-export type LastOp = 'acquire' | 'renew' | 'release' | 'handoff' | 'revoke';
+/** `claim`: a candidate's claim was recorded or refreshed; `proclaim`: a renew that also changed the metadata. */
+export type LastOp = 'acquire' | 'renew' | 'release' | 'handoff' | 'revoke' | 'claim' | 'proclaim';
 
 /** Someone holds the lease at `nowMs`: granted, not released, not past expiry. */
 export function isHeld(record: LeaseRecord, nowMs: number): boolean {
@@ -138,8 +151,27 @@ export function toPublicLease(record: LeaseRecord, nowMs: number): PublicLease {
     renewedAt: record.renewedAt,
     transitions: record.transitions,
     metadata: record.metadataJson === undefined ? null : (JSON.parse(record.metadataJson) as JsonValue),
+    priority: record.priority ?? 0,
+    ...(held && liveClaim(record, nowMs) !== undefined ? { claim: liveClaim(record, nowMs) as LeaseClaim } : {}),
     ...(record.revokedAt === undefined ? {} : { revoked: revokedRecord(record) }),
   };
+}
+
+/** The claim on the item, if it has not lapsed at `nowMs`. */
+export function liveClaim(record: LeaseRecord, nowMs: number): LeaseClaim | undefined {
+  if (record.claimHolder === undefined || record.claimExpiresAt === undefined || record.claimExpiresAt < nowMs) return undefined;
+  return { holder: record.claimHolder, priority: record.claimPriority ?? 0, expiresAt: record.claimExpiresAt };
+}
+
+/**
+ * Whether a refused acquire by `holder` at `priority` records (or refreshes) a claim: the lease is
+ * held by a lower priority, and any live claim is this candidate's own or of a lower priority.
+ * The store's claim write asks DynamoDB the same (`claimIsWanted` in lease-conditions.ts).
+ */
+export function claimWanted(record: LeaseRecord, holder: string, priority: number, nowMs: number): boolean {
+  if (!isHeld(record, nowMs) || record.holder === holder || priority <= (record.priority ?? 0)) return false;
+  const claim = liveClaim(record, nowMs);
+  return claim === undefined || claim.holder === holder || priority > claim.priority;
 }
 
 /** The operator's revoke of the latest grant, if there was one (undefined otherwise). */

@@ -8,6 +8,7 @@ import {
 import {
   LIMITS,
   REQUEST_FIELDS,
+  RENEW_GRANT_FIELDS,
   pickFields,
   LeaseLostError,
   LeaseNotFoundError,
@@ -23,6 +24,7 @@ import {
   type AcquireRequest,
   type Grant,
   type HandoffRequest,
+  type LeaseClaim,
   type ListRequest,
   type ListResponse,
   type PublicLease,
@@ -41,8 +43,10 @@ import {
   RENEW_COMMON_SET,
   RENEW_NEW_TTL_SET,
   RENEW_SAME_TTL_SET,
+  CLAIM_SET,
   GRANT_END_SET,
   REVOKE_SAFE_SET,
+  claimIsWanted,
   REVOKE_SET,
   grantIsCurrent,
   grantIsCurrentAndLive,
@@ -51,7 +55,9 @@ import {
   leaseIsAvailable,
 } from './lease-conditions.js';
 import {
+  claimWanted,
   isSameGrantRetry,
+  liveClaim,
   leaseLostReason,
   retryAfterMs,
   revokedRecord,
@@ -94,7 +100,8 @@ export interface LeaseStoreOptions {
 
 export type AcquireResult =
   | { acquired: true; lease: Grant }
-  | { acquired: false; lease: PublicLease; retryAfterMs: number };
+  /** `claim`: the live claim on the lease after this acquire (the caller's own if its priority won). */
+  | { acquired: false; lease: PublicLease; retryAfterMs: number; claim?: LeaseClaim };
 
 export class LeaseStore {
   private readonly client: DynamoDBDocumentClient;
@@ -134,6 +141,7 @@ export class LeaseStore {
       ':availableAt': expiresAt + lockDelayMs,
       ':expireItemAt': this.expireItemAt(expiresAt + lockDelayMs),
       ':lastOp': 'acquire' satisfies LastOp,
+      ':priority': request.priority ?? 0,
     };
     if (request.metadata !== undefined && request.metadata !== null) {
       set.push('metadataJson = :metadataJson');
@@ -155,7 +163,7 @@ export class LeaseStore {
           Key: { pk: name },
           UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
           ConditionExpression: leaseIsAvailable,
-          ExpressionAttributeNames: { '#token': 'token' },
+          ExpressionAttributeNames: { '#token': 'token', '#priority': 'priority' },
           ExpressionAttributeValues: values,
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -171,22 +179,83 @@ export class LeaseStore {
       }
       // Counted from the instant the condition was evaluated, not from now: the follower aims its next
       // acquire at `retryAfterMs` after its send (client/src/timing.ts followerWaitMs).
-      return { acquired: false, lease: toPublicLease(current, at), retryAfterMs: retryAfterMs(current, request.holder, now) };
+      const waitMs = retryAfterMs(current, request.holder, now);
+      // A higher priority asks the holder to yield: one more conditional write, only then, and only
+      // when the server will not wait for the lease itself (acquire-wait.ts).
+      const priority = request.priority ?? 0;
+      if (waitMs > (request.serverWaitMs ?? 0) && claimWanted(current, request.holder, priority, at)) {
+        const claimed = await this.claim(name, current, request.holder, priority, request.ttlMs);
+        if (claimed !== undefined) {
+          const after = this.clock.nowMs();
+          return { acquired: false, lease: toPublicLease(claimed, after), retryAfterMs: waitMs, ...claimOf(claimed, after) };
+        }
+      }
+      return { acquired: false, lease: toPublicLease(current, at), retryAfterMs: waitMs, ...claimOf(current, at) };
+    }
+  }
+
+  /**
+   * Records (or refreshes) `holder`'s claim on the grant seen in `current`: one conditional
+   * UpdateItem that leaves the grant itself alone. Undefined when the condition no longer holds (the
+   * grant changed, or a higher claim landed first): the refused acquire then answers as it was.
+   */
+  private async claim(name: string, current: LeaseRecord, holder: string, priority: number, ttlMs: number): Promise<LeaseRecord | undefined> {
+    const now = this.clock.nowMs();
+    try {
+      const out = await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: name },
+          UpdateExpression: `SET ${CLAIM_SET.join(', ')}`,
+          ConditionExpression: claimIsWanted,
+          ExpressionAttributeNames: { '#token': 'token', '#priority': 'priority' },
+          ExpressionAttributeValues: {
+            ':leaseId': current.leaseId,
+            ':token': current.token,
+            ':now': now,
+            ':holder': holder,
+            ':priority': priority,
+            ':claimExpiresAt': now + ttlMs,
+            ':lastOp': 'claim' satisfies LastOp,
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return out.Attributes as LeaseRecord;
+    } catch (error) {
+      if (isConditionFailure(error)) return undefined;
+      throw translate(error, name);
     }
   }
 
   async renew(name: string, input: RenewRequest): Promise<Grant> {
-    validateName(name);
+    return this.renewWith(name, validateRenewRequest(pickFields(input, RENEW_GRANT_FIELDS)));
+  }
+
+  /**
+   * Proclaim: a renewal that also replaces the lease's metadata (`null` removes it), with the same
+   * token, in the same one conditional write. The watch pushes it as `proclaimed` (lastOp).
+   */
+  async proclaim(name: string, input: RenewRequest & { metadata: RenewRequest['metadata'] }): Promise<Grant> {
     const request = validateRenewRequest(pickFields(input, REQUEST_FIELDS.renew));
+    if (request.metadata === undefined) throw new ValidationError('metadata', 'is required');
+    return this.renewWith(name, request);
+  }
+
+  /** A validated renewal, or a proclaim when it has `metadata`. */
+  private async renewWith(name: string, request: RenewRequest): Promise<Grant> {
+    validateName(name);
     const now = this.clock.nowMs();
     const values: Record<string, unknown> = {
       ':now': now,
       ':leaseId': request.leaseId,
       ':token': request.token,
       ':expireItemAt': this.expireItemAt(now + MAX_HOLD_MS),
-      ':lastOp': 'renew' satisfies LastOp,
+      // A renew with metadata is a proclaim: the watch tells it apart by this (stream-filter.ts).
+      ':lastOp': (request.metadata === undefined ? 'renew' : 'proclaim') satisfies LastOp,
     };
     let set: string[];
+    let remove = '';
     if (request.ttlMs === undefined) {
       set = [...RENEW_SAME_TTL_SET];
     } else {
@@ -195,13 +264,19 @@ export class LeaseStore {
       values[':expiresAt'] = now + request.ttlMs;
     }
     set.push(...RENEW_COMMON_SET);
+    if (request.metadata === null) {
+      remove = ' REMOVE metadataJson';
+    } else if (request.metadata !== undefined) {
+      set.push('metadataJson = :metadataJson');
+      values[':metadataJson'] = JSON.stringify(request.metadata);
+    }
 
     try {
       const out = await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { pk: name },
-          UpdateExpression: `SET ${set.join(', ')}`,
+          UpdateExpression: `SET ${set.join(', ')}${remove}`,
           ConditionExpression: grantIsCurrentAndLive,
           ExpressionAttributeNames: { '#token': 'token' },
           ExpressionAttributeValues: values,
@@ -411,6 +486,12 @@ function withRevoked(lease: PublicLease): PublicLease & { revoked: RevokedRecord
 /** The lease item as it was when the condition failed (undefined if there was none). */
 function conflictItem(error: Parameters<typeof conflictRecord>[0]): LeaseRecord | undefined {
   return conflictRecord(error) as LeaseRecord | undefined;
+}
+
+/** `{ claim }` when a claim is live on the item, for a refused acquire's answer. */
+function claimOf(record: LeaseRecord, nowMs: number): { claim?: LeaseClaim } {
+  const claim = liveClaim(record, nowMs);
+  return claim === undefined ? {} : { claim };
 }
 
 function isCurrentGrant(record: LeaseRecord, request: { leaseId: string; token: number }): boolean {

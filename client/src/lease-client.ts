@@ -3,7 +3,9 @@ import { observe, type LeaderChange, type ObserveOptions } from './observe.js';
 import {
   LeaseHeldError,
   REQUEST_FIELDS,
+  RENEW_GRANT_FIELDS,
   SemaphoreFullError,
+  ValidationError,
   validateSemaphoreAcquireRequest,
   validateSemaphoreReleaseRequest,
   validateSemaphoreRenewRequest,
@@ -34,6 +36,7 @@ import {
   type DescribeResponse,
   type Grant,
   type GrantResponse,
+  type LeaseClaim,
   type HandoffRequest,
   type HandoffResponse,
   type ListRequest,
@@ -78,10 +81,13 @@ export interface LeaseClientOptions {
   batch?: BatchOptions;
 }
 
-/** Losing the race is a result, not an error: it says who holds the lease and when to try again. */
+/**
+ * Losing the race is a result, not an error: it says who holds the lease and when to try again, and
+ * (`claim`) the live claim on it: the caller's own when its `priority` outranked the holder's.
+ */
 export type AcquireResult =
   | { acquired: true; lease: Grant }
-  | { acquired: false; lease: PublicLease; retryAfterMs: number };
+  | { acquired: false; lease: PublicLease; retryAfterMs: number; claim?: LeaseClaim };
 
 /** A full semaphore is a result too: who holds its permits, and when one may be free. */
 export type PermitResult =
@@ -155,7 +161,7 @@ export class LeaseClient implements LeaseApi, SemaphoreApi {
       )) as GrantResponse;
       return { acquired: true, lease: out.lease };
     } catch (error) {
-      if (error instanceof LeaseHeldError) return { acquired: false, lease: error.lease, retryAfterMs: error.retryAfterMs };
+      if (error instanceof LeaseHeldError) return { acquired: false, lease: error.lease, retryAfterMs: error.retryAfterMs, ...(error.claim === undefined ? {} : { claim: error.claim }) };
       throw error;
     }
   }
@@ -163,8 +169,24 @@ export class LeaseClient implements LeaseApi, SemaphoreApi {
   /** Extends the grant by its ttl (or `request.ttlMs`). Rejects with LeaseLostError if it is no longer yours. */
   async renew(name: string, request: RenewRequest, call?: CallOptions): Promise<Grant> {
     validateName(name);
-    const body = validateRenewRequest(pickFields(request, REQUEST_FIELDS.renew));
+    const body = validateRenewRequest(pickFields(request, RENEW_GRANT_FIELDS));
     if (this.batcher?.covers(name)) return this.batcher.renew(name, body, call);
+    const out = (await this.transport.send(
+      { operation: 'renew', ...routeRequest('renew', name), body, leaseName: name, idempotent: true },
+      call,
+    )) as GrantResponse;
+    return out.lease;
+  }
+
+  /**
+   * Proclaim: renews the grant and, in the same write, replaces the lease's metadata with `metadata`
+   * (`null` removes it), keeping the token. Watchers get a `proclaimed` event. Rejects with
+   * LeaseLostError if the grant is no longer yours. Never batched.
+   */
+  async proclaim(name: string, request: RenewRequest & { metadata: RenewRequest['metadata'] }, call?: CallOptions): Promise<Grant> {
+    validateName(name);
+    const body = validateRenewRequest(pickFields(request, REQUEST_FIELDS.renew));
+    if (body.metadata === undefined) throw new ValidationError('metadata', 'is required');
     const out = (await this.transport.send(
       { operation: 'renew', ...routeRequest('renew', name), body, leaseName: name, idempotent: true },
       call,
@@ -211,7 +233,7 @@ export class LeaseClient implements LeaseApi, SemaphoreApi {
   async renewBatch(prefix: string, grants: readonly BatchRenewEntry[], call?: CallOptions): Promise<BatchRenewResult[]> {
     validateBatchPrefix(prefix);
     const body = validateBatchRenewRequest(prefix, {
-      grants: grants.map((g) => ({ ...pickFields(g, REQUEST_FIELDS.renew), name: g.name })),
+      grants: grants.map((g) => ({ ...pickFields(g, RENEW_GRANT_FIELDS), name: g.name })),
     });
     const out = (await this.transport.send(
       { operation: 'renew-batch', ...routeRequest('renew-batch', prefix), body, idempotent: true },

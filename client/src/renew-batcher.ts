@@ -2,7 +2,7 @@ import type { MonotonicClock, CancelTimer } from './clock.js';
 import {
   InternalError,
   LIMITS,
-  REQUEST_FIELDS,
+  RENEW_GRANT_FIELDS,
   errorFromBody,
   pickFields,
   type BatchRenewEntry,
@@ -98,7 +98,7 @@ export class RenewBatcher {
       }
       const askedAtMs = this.clock.nowMs();
       const pending: Pending = {
-        entry: { ...pickFields(request, REQUEST_FIELDS.renew), name },
+        entry: { ...pickFields(request, RENEW_GRANT_FIELDS), name },
         call,
         askedAtMs,
         sendByMs: askedAtMs + this.windowFor(request),

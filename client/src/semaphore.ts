@@ -227,6 +227,7 @@ function toGrant(permit: Permit): Grant {
     renewedAt: permit.expiresAt - permit.ttlMs,
     transitions: 0,
     metadata: permit.metadata,
+    priority: 0,
   };
 }
 
@@ -258,6 +259,7 @@ function fullAsLease(name: string, holders: PermitHolder[]): PublicLease {
     renewedAt: 0,
     transitions: 0,
     metadata: null,
+    priority: 0,
   };
 }
 

@@ -13,8 +13,8 @@ export function createAcquireHandler(deps: HandlerDeps) {
     const result = await acquireWithServerWait(store, name, request);
     if (!result.acquired) {
       metrics.addMetric(OUTCOME.held, MetricUnit.Count, 1);
-      logger.info('lease held', { lease: name, holder: result.lease.holder, retryAfterMs: result.retryAfterMs });
-      throw new LeaseHeldError(result.lease, result.retryAfterMs);
+      logger.info('lease held', { lease: name, holder: result.lease.holder, retryAfterMs: result.retryAfterMs, ...(result.claim ? { claim: result.claim } : {}) });
+      throw new LeaseHeldError(result.lease, result.retryAfterMs, { claim: result.claim });
     }
     metrics.addMetric(OUTCOME.acquired, MetricUnit.Count, 1);
     logger.info('lease acquired', { lease: name, holder: result.lease.holder, token: result.lease.token });

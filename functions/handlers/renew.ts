@@ -9,7 +9,11 @@ export function createRenewHandler(deps: HandlerDeps) {
   return leaseRoute(deps, { jsonBody: true }, async (event, { store, logger, metrics }) => {
     const name = leaseName(event);
     const request = validateRenewRequest(event.body);
-    const lease = await countingLoss(deps, 'renew', name, request.token, () => store.renew(name, request));
+    // A renew with metadata is a proclaim: the same write, which also replaces the metadata.
+    const proclaim = request.metadata !== undefined;
+    const lease = await countingLoss(deps, 'renew', name, request.token, () =>
+      proclaim ? store.proclaim(name, request as typeof request & { metadata: unknown }) : store.renew(name, request),
+    );
     metrics.addMetric(OUTCOME.renewed, MetricUnit.Count, 1);
     logger.debug('lease renewed', { lease: name, token: lease.token, expiresAt: lease.expiresAt });
     return jsonResponse(200, { lease });

@@ -1,8 +1,8 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
-import type { LeaseEvent } from '../../client/src/protocol/index.js';
-import { revokedRecord, type LeaseRecord } from '../lease-record.js';
+import type { JsonValue, LeaseEvent } from '../../client/src/protocol/index.js';
+import { liveClaim, revokedRecord, type LeaseRecord } from '../lease-record.js';
 
 /**
  * Turns one lease-table stream record (NEW_AND_OLD_IMAGES) into the leader events it means.
@@ -13,6 +13,8 @@ import { revokedRecord, type LeaseRecord } from '../lease-record.js';
  *   any         │ yes         │ yes           │ acquired
  *   yes         │ yes         │ no            │ renewed (if expiry moved)
  *   (written by a revoke: lastOp 'revoke')      │ revoked (safe: holder kept; forced: removed)
+ *   (written by a claim: lastOp 'claim')        │ claimed, unless it refreshed the same live claim
+ *   (written by a proclaim: lastOp 'proclaim')  │ proclaimed (the new metadata)
  *   yes         │ no          │ –             │ handoff (if reserved) else released
  *   –           │ (item removed by TTL)       │ nothing: the lease was idle for days
  */
@@ -28,8 +30,22 @@ export function leaseEventsFrom(record: DynamoDBRecord): LeaseEvent[] {
     const expiresAt = revoked.force ? newItem.availableAt : newItem.expiresAt;
     return [{ type: 'revoked', name, holder: oldItem?.holder ?? newItem.holder ?? null, token: newItem.token, expiresAt, revoked, atMs: revoked.at }];
   }
+  const priority = newItem.priority ?? 0;
+  if (newItem.lastOp === 'claim' && newItem.claimHolder !== undefined && newItem.claimedAt !== undefined) {
+    const claim = liveClaim(newItem, newItem.claimedAt);
+    // A refresh of the claim that was live when it was written is no news.
+    const before = oldItem === undefined ? undefined : liveClaim(oldItem, newItem.claimedAt);
+    if (claim === undefined || before?.holder === claim.holder) return [];
+    return [{ type: 'claimed', name, holder: newItem.holder ?? null, token: newItem.token, priority, claim, expiresAt: newItem.expiresAt, atMs: newItem.claimedAt }];
+  }
+  const claim = liveClaim(newItem, newItem.renewedAt);
+  const claimField = claim === undefined ? {} : { claim };
+  const metadata = newItem.metadataJson === undefined ? null : (JSON.parse(newItem.metadataJson) as JsonValue);
   if (newItem.holder !== undefined && (oldItem === undefined || oldItem.token !== newItem.token)) {
-    return [{ type: 'acquired', name, holder: newItem.holder, token: newItem.token, expiresAt: newItem.expiresAt, atMs: newItem.acquiredAt }];
+    return [{ type: 'acquired', name, holder: newItem.holder, token: newItem.token, expiresAt: newItem.expiresAt, priority, metadata, atMs: newItem.acquiredAt }];
+  }
+  if (newItem.lastOp === 'proclaim' && newItem.holder !== undefined) {
+    return [{ type: 'proclaimed', name, holder: newItem.holder, token: newItem.token, expiresAt: newItem.expiresAt, priority, metadata, ...claimField, atMs: newItem.renewedAt }];
   }
   if (oldItem?.holder !== undefined && newItem.holder === undefined && oldItem.token === newItem.token) {
     const atMs = newItem.releasedAt ?? newItem.availableAt;
@@ -39,7 +55,7 @@ export function leaseEventsFrom(record: DynamoDBRecord): LeaseEvent[] {
     return [{ type: 'released', name, holder: oldItem.holder, token: newItem.token, atMs }];
   }
   if (oldItem?.holder !== undefined && newItem.holder !== undefined && oldItem.expiresAt !== newItem.expiresAt) {
-    return [{ type: 'renewed', name, holder: newItem.holder, token: newItem.token, expiresAt: newItem.expiresAt, atMs: newItem.renewedAt }];
+    return [{ type: 'renewed', name, holder: newItem.holder, token: newItem.token, expiresAt: newItem.expiresAt, priority, ...claimField, atMs: newItem.renewedAt }];
   }
   return [];
 }

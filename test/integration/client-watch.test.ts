@@ -122,6 +122,21 @@ describe('WatchClient against the local server', () => {
     await expect(events.next((e) => e.type === 'released')).resolves.toMatchObject({ name, holder: 'worker-a', token: result.lease.token });
   });
 
+  it('pushes a claimed event when a higher priority first claims the held lease (not on its refresh), and a proclaimed one with the new metadata', async () => {
+    const name = uniqueName('claims');
+    const { events } = await liveSubscription(watch(), [name]);
+    const held = await client.acquire(name, { holder: 'old', ttlMs: 10_000, priority: 1 });
+    if (!held.acquired) throw new Error('expected to acquire');
+    await expect(events.next((e) => e.type === 'acquired')).resolves.toMatchObject({ priority: 1, metadata: null });
+    const claimed = await client.acquire(name, { holder: 'new', ttlMs: 8_000, priority: 2 });
+    expect(claimed).toMatchObject({ acquired: false, claim: { holder: 'new', priority: 2 } });
+    await expect(events.next((e) => e.type === 'claimed')).resolves.toMatchObject({ name, holder: 'old', token: held.lease.token, priority: 1, claim: { holder: 'new', priority: 2 } });
+    await client.acquire(name, { holder: 'new', ttlMs: 8_000, priority: 2 }); // a refresh: no event
+    await client.proclaim(name, { leaseId: held.lease.leaseId, token: held.lease.token, metadata: { addr: '10.0.0.9:80' } });
+    const next = await events.next((e) => e.type === 'claimed' || e.type === 'proclaimed');
+    expect(next).toMatchObject({ type: 'proclaimed', holder: 'old', token: held.lease.token, metadata: { addr: '10.0.0.9:80' } });
+  });
+
   it('after the connection is cut, reconnects with backoff, subscribes again and delivers events again', async () => {
     const proxy = await startTcpProxy(server.url);
     proxies.push(proxy);

@@ -190,6 +190,9 @@ describe('bad input gets a 4xx with a stable code and changes nothing', () => {
     ['a lock-delay over 60 s', '{"holder":"x","ttlMs":1000,"lockDelayMs":60001}', 'lockDelayMs'],
     ['a server wait over 100 ms', '{"holder":"x","ttlMs":1000,"serverWaitMs":101}', 'serverWaitMs'],
     ['a negative server wait', '{"holder":"x","ttlMs":1000,"serverWaitMs":-1}', 'serverWaitMs'],
+    ['a negative priority', '{"holder":"x","ttlMs":1000,"priority":-1}', 'priority'],
+    ['a priority over 1,000,000', '{"holder":"x","ttlMs":1000,"priority":1000001}', 'priority'],
+    ['a fractional priority', '{"holder":"x","ttlMs":1000,"priority":1.5}', 'priority'],
   ])('acquire with %s answers 400 VALIDATION_ERROR naming the field', async (_label, body, field) => {
     const answer = await call('POST', acquirePath(), { body, headers: { 'content-type': 'application/json' } });
     expect(answer.status).toBe(400);

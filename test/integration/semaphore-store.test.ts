@@ -1,4 +1,4 @@
-import { DeleteCommand, GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../functions/clock.js';
@@ -12,7 +12,7 @@ import {
   isPermitLostError,
   type Permit,
 } from '../../client/src/protocol/index.js';
-import { createTestSemaphoreTable, type TestTable } from '../support/dynamodb.js';
+import { countingClient, createTestSemaphoreTable, type TestTable } from '../support/dynamodb.js';
 
 let table: TestTable;
 let seq = 0;
@@ -20,26 +20,6 @@ let seq = 0;
 beforeAll(async () => {
   table = await createTestSemaphoreTable('sem-store');
 });
-
-/**
- * The document client with a count of the requests it sends: the real client, every call passed
- * through (the cost rules are about requests, so the test counts them where they leave).
- */
-function countingClient(doc: DynamoDBDocumentClient): { client: DynamoDBDocumentClient; sent: () => number; reset: () => void } {
-  let sent = 0;
-  const client = new Proxy(doc, {
-    get(target, key, receiver) {
-      if (key === 'send') {
-        return (command: Parameters<DynamoDBDocumentClient['send']>[0]) => {
-          sent += 1;
-          return target.send(command);
-        };
-      }
-      return Reflect.get(target, key, receiver);
-    },
-  });
-  return { client, sent: () => sent, reset: () => (sent = 0) };
-}
 
 function storeAt(clock = new ManualClock(Date.now())) {
   const counting = countingClient(table.doc);

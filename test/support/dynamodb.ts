@@ -34,3 +34,28 @@ export async function createTestSemaphoreTable(prefix = 'semaphores'): Promise<T
   await ensureSemaphoreTable(raw, tableName);
   return { tableName, raw, doc: createDocumentClient(config) };
 }
+
+/**
+ * The document client with a count of the requests it sends: the real client, every call passed
+ * through (cost rules such as "one request per renew" are about requests, so tests count them where
+ * they leave).
+ */
+export function countingClient(doc: DynamoDBDocumentClient): { client: DynamoDBDocumentClient; sent: () => number; reset: () => void } {
+  let sent = 0;
+  const client = new Proxy(doc, {
+    get(target, key, receiver) {
+      if (key !== 'send') return Reflect.get(target, key, receiver);
+      return (command: Parameters<DynamoDBDocumentClient['send']>[0]) => {
+        sent += 1;
+        return target.send(command);
+      };
+    },
+  });
+  return {
+    client,
+    sent: () => sent,
+    reset: () => {
+      sent = 0;
+    },
+  };
+}

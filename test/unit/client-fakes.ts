@@ -113,6 +113,7 @@ export function publicLease(overrides: Partial<PublicLease> = {}): PublicLease {
     renewedAt: 1_000_000_000,
     transitions: 1,
     metadata: null,
+    priority: 0,
     ...overrides,
   };
 }
@@ -381,6 +382,7 @@ export class InMemoryLeaseServer implements LeaseApi {
       renewedAt: lease.renewedAt,
       transitions: lease.transitions,
       metadata: null,
+      priority: 0,
     };
   }
 

@@ -15,9 +15,32 @@ function record(oldItem: object | undefined, newItem: object | undefined) {
 }
 
 describe('lease events from stream records', () => {
+  const held = { ...base, holder: 'w1', priority: 1 };
+  const claim = { claimHolder: 'w9', claimPriority: 2, claimExpiresAt: 9_000, claimedAt: 3_000, lastOp: 'claim' };
+
+  it('a claim first recorded is a claimed event naming the claimant, its priority and the holder asked to yield', () => {
+    expect(leaseEventsFrom(record(held, { ...held, ...claim }))).toEqual([
+      { type: 'claimed', name: 'app:job', holder: 'w1', token: 7, priority: 1, claim: { holder: 'w9', priority: 2, expiresAt: 9_000 }, expiresAt: 11_000, atMs: 3_000 },
+    ]);
+  });
+
+  it('a refresh of the same live claim is no event; a new claimant, or a claim after the last one lapsed, is', () => {
+    const before = { ...held, ...claim };
+    expect(leaseEventsFrom(record(before, { ...before, claimExpiresAt: 10_000, claimedAt: 4_000 }))).toEqual([]);
+    expect(leaseEventsFrom(record(before, { ...before, claimHolder: 'w8', claimPriority: 3, claimedAt: 4_000 }))).toMatchObject([{ type: 'claimed', claim: { holder: 'w8', priority: 3 } }]);
+    expect(leaseEventsFrom(record(before, { ...before, claimExpiresAt: 20_000, claimedAt: 9_500 }))).toMatchObject([{ type: 'claimed', claim: { holder: 'w9' }, atMs: 9_500 }]);
+  });
+
+  it('a proclaim is a proclaimed event with the new metadata and the same token', () => {
+    const after = { ...held, metadataJson: JSON.stringify({ addr: '10.0.0.9:80' }), renewedAt: 5_000, expiresAt: 15_000, lastOp: 'proclaim' };
+    expect(leaseEventsFrom(record(held, after))).toEqual([
+      { type: 'proclaimed', name: 'app:job', holder: 'w1', token: 7, expiresAt: 15_000, priority: 1, metadata: { addr: '10.0.0.9:80' }, atMs: 5_000 },
+    ]);
+  });
+
   it('a first grant is an acquired event with holder and token', () => {
     expect(leaseEventsFrom(record(undefined, { ...base, holder: 'w1' }))).toEqual([
-      { type: 'acquired', name: 'app:job', holder: 'w1', token: 7, expiresAt: 11_000, atMs: 1_000 },
+      { type: 'acquired', name: 'app:job', holder: 'w1', token: 7, expiresAt: 11_000, priority: 0, metadata: null, atMs: 1_000 },
     ]);
   });
 

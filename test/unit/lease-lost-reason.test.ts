@@ -38,6 +38,7 @@ function lease(overrides: Partial<PublicLease> = {}): PublicLease {
     renewedAt: 10_000,
     transitions: 2,
     metadata: null,
+    priority: 0,
     ...overrides,
   };
 }

@@ -16,6 +16,7 @@ function lease(name: string, overrides: Partial<PublicLease> = {}): PublicLease 
     renewedAt: NOW - 70_000,
     transitions: 1,
     metadata: null,
+    priority: 0,
     ...overrides,
   };
 }

@@ -1,5 +1,5 @@
 import { ErrorCode, STATUS_BY_CODE, isErrorCode, type LeaseLostReason, type PermitLostReason } from './codes.js';
-import type { ErrorBody, PermitHolder, PublicLease, PublicSemaphore, RevokedRecord } from './types.js';
+import type { ErrorBody, LeaseClaim, PermitHolder, PublicLease, PublicSemaphore, RevokedRecord } from './types.js';
 
 interface LeaseholdErrorOptions {
   leaseName?: string;
@@ -65,16 +65,19 @@ export class LeaseHeldError extends LeaseholdError {
   constructor(
     readonly lease: PublicLease,
     readonly retryAfterMs: number,
-    options: LeaseholdErrorOptions = {},
+    options: LeaseholdErrorOptions & { claim?: LeaseClaim | undefined } = {},
   ) {
     super(
       ErrorCode.LEASE_HELD,
       `Lease "${lease.name}" ${lease.holder === null ? 'is not available yet (lock-delay after an expiry, or reserved by a handoff)' : `is held by "${lease.holder}"`} (token ${lease.token}); it may be acquired in ${retryAfterMs} ms.`,
       { ...options, leaseName: lease.name },
     );
+    this.claim = options.claim;
   }
+  /** The live claim on the lease, if any: the caller's own when its priority outranked the holder's. */
+  readonly claim: LeaseClaim | undefined;
   override toBody(): ErrorBody['error'] {
-    return { ...super.toBody(), lease: this.lease, retryAfterMs: this.retryAfterMs };
+    return { ...super.toBody(), lease: this.lease, retryAfterMs: this.retryAfterMs, ...(this.claim === undefined ? {} : { claim: this.claim }) };
   }
 }
 
@@ -314,6 +317,11 @@ export class InternalError extends LeaseholdError {
   }
 }
 
+function isLeaseClaim(value: unknown): value is LeaseClaim {
+  const c = value as Partial<LeaseClaim> | null | undefined;
+  return typeof c === 'object' && c !== null && typeof c.holder === 'string' && typeof c.priority === 'number' && typeof c.expiresAt === 'number';
+}
+
 function isRevokedRecord(value: unknown): value is RevokedRecord {
   const r = value as Partial<RevokedRecord> | null | undefined;
   return typeof r === 'object' && r !== null && typeof r.at === 'number' && typeof r.by === 'string' && typeof r.reason === 'string' && typeof r.force === 'boolean';
@@ -349,7 +357,7 @@ export function errorFromBody(body: ErrorBody['error'], leaseName?: string): Lea
     case ErrorCode.LEASE_NOT_FOUND:
       return new LeaseNotFoundError(leaseName ?? body.lease?.name ?? '(unknown)');
     case ErrorCode.LEASE_HELD:
-      if (body.lease) return new LeaseHeldError(body.lease, body.retryAfterMs ?? 0);
+      if (body.lease) return new LeaseHeldError(body.lease, body.retryAfterMs ?? 0, isLeaseClaim(body.claim) ? { claim: body.claim } : {});
       return new LeaseholdError(ErrorCode.LEASE_HELD, message, opts);
     case ErrorCode.LEASE_LOST:
       // The reason is read from its field, never parsed out of the message; any string is kept.

@@ -45,6 +45,8 @@ export const LIMITS = {
   handoffWindowMaxMs: 60_000,
   /** A revoke's `reason`, in characters (code points). */
   revokeReasonMaxLength: 256,
+  /** The highest acquire `priority` (the lowest, and the default, is 0). */
+  priorityMax: 1_000_000,
   /** The most permits a semaphore may grant at once. */
   semaphoreLimitMax: 100,
   /** A permit's metadata: every permit of a semaphore shares one item's size and write cost. */
@@ -134,8 +136,8 @@ export function validateMetadata(value: unknown, field = 'metadata', maxBytes: n
 
 /** The body fields of each write route: its validator refuses any other field, and `pickFields` keeps only these. */
 export const REQUEST_FIELDS = {
-  acquire: ['holder', 'ttlMs', 'metadata', 'requestId', 'lockDelayMs', 'serverWaitMs'],
-  renew: ['leaseId', 'token', 'ttlMs'],
+  acquire: ['holder', 'ttlMs', 'metadata', 'requestId', 'lockDelayMs', 'serverWaitMs', 'priority'],
+  renew: ['leaseId', 'token', 'ttlMs', 'metadata'],
   release: ['leaseId', 'token'],
   handoff: ['leaseId', 'token', 'to', 'windowMs'],
   revoke: ['reason', 'force'],
@@ -144,6 +146,13 @@ export const REQUEST_FIELDS = {
   'semaphore-renew': ['permitId', 'token', 'ttlMs'],
   'semaphore-release': ['permitId', 'token'],
 } as const;
+
+/**
+ * The fields a plain renewal takes from a grant. A whole Grant may be passed to renew; its
+ * `metadata` is the lease's current value, not a new one, so it is never picked: changing the
+ * metadata is a proclaim, asked for explicitly (`LeaseStore.proclaim`, `LeaseClient.proclaim`).
+ */
+export const RENEW_GRANT_FIELDS = ['leaseId', 'token', 'ttlMs'] as const;
 
 /** The fields of one entry of a batched renew. */
 export const BATCH_ENTRY_FIELDS = ['name', 'leaseId', 'token', 'ttlMs'] as const;
@@ -221,6 +230,7 @@ function renewFields(input: Record<string, unknown>, at = ''): RenewRequest {
     token: validateToken(requireField(input, 'token', at), `${at}token`),
   };
   if (input.ttlMs !== undefined) request.ttlMs = validateTtlMs(input.ttlMs, `${at}ttlMs`);
+  if (input.metadata !== undefined) request.metadata = validateMetadata(input.metadata, `${at}metadata`);
   return request;
 }
 
@@ -234,7 +244,13 @@ export function validateAcquireRequest(body: unknown): AcquireRequest {
   if (input.requestId !== undefined) request.requestId = validateRequestId(input.requestId);
   if (input.lockDelayMs !== undefined) request.lockDelayMs = validateLockDelayMs(input.lockDelayMs);
   if (input.serverWaitMs !== undefined) request.serverWaitMs = validateServerWaitMs(input.serverWaitMs);
+  if (input.priority !== undefined) request.priority = validatePriority(input.priority);
   return request;
+}
+
+/** An acquire's `priority`: an integer from 0 to 1,000,000. */
+export function validatePriority(value: unknown, field = 'priority'): number {
+  return requireInteger(value, field, 0, LIMITS.priorityMax);
 }
 
 export function validateRenewRequest(body: unknown): RenewRequest {

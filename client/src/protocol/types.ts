@@ -19,8 +19,24 @@ export interface PublicLease {
   /** How many times the lease has been granted (each acquire adds one). */
   transitions: number;
   metadata: JsonValue | null;
+  /** The priority the latest grant was acquired with (0 to 1,000,000; default 0). */
+  priority: number;
+  /** A live claim of a higher-priority candidate on the held lease (see `LeaseClaim`); absent otherwise. */
+  claim?: LeaseClaim;
   /** Present from a revoke of the latest grant until the next grant (see `RevokedRecord`). */
   revoked?: RevokedRecord;
+}
+
+/**
+ * A candidate that asked for a held lease with a higher priority than the holder's (and than any
+ * other live claim): the holder is asked to yield to it. Lapses at `expiresAt` unless the
+ * claimant's next acquire refreshes it; cleared when the lease is next granted.
+ */
+export interface LeaseClaim {
+  holder: string;
+  priority: number;
+  /** Server epoch ms. */
+  expiresAt: number;
 }
 
 /**
@@ -56,6 +72,11 @@ export interface AcquireRequest {
   requestId?: string;
   lockDelayMs?: number;
   /**
+   * 0-1,000,000, default 0. A candidate that finds the lease held by a lower priority records a
+   * claim on it (`LeaseClaim`), so the holder can yield to it.
+   */
+  priority?: number;
+  /**
    * If the lease is held but becomes available within this many ms, the server waits until then and
    * tries once more, so an acquire sent a little early takes the lease the moment it is free
    * instead of costing a second request. 0–100; default 0 (answer at once).
@@ -67,6 +88,11 @@ export interface RenewRequest {
   leaseId: string;
   token: number;
   ttlMs?: number;
+  /**
+   * Proclaim: replace the lease's metadata during the term, with the same token, in the renewal's
+   * own write (`null` removes it). Watchers see a `proclaimed` event.
+   */
+  metadata?: JsonValue;
 }
 
 export interface ReleaseRequest {
@@ -219,6 +245,8 @@ export interface ErrorBody {
     lease?: PublicLease | null;
     /** Present with LEASE_HELD and SEMAPHORE_FULL: when the lease (a permit) may next be acquired. */
     retryAfterMs?: number;
+    /** Present with LEASE_HELD while a claim is live: the claimant (the caller itself, if its priority won). */
+    claim?: LeaseClaim;
     /**
      * Present with LEASE_LOST: why the grant is not current (see `LeaseLostReason`), and with
      * PERMIT_LOST: why the permit is not (see `PermitLostReason`). Accept unknown values.

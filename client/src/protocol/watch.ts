@@ -1,21 +1,25 @@
 import { ValidationError } from './errors.js';
 import { validateName, PREFIX_PATTERN } from './rules.js';
-import type { RevokedRecord } from './types.js';
+import type { JsonValue, LeaseClaim, RevokedRecord } from './types.js';
 
 /**
  * The watch protocol: leader changes pushed over a WebSocket, from the lease table's stream.
  *
- * What is pushed: a grant (`acquired`), a `released`, a `handoff`, an operator's `revoked` (and, on
- * request, `renewed`).
+ * What is pushed: a grant (`acquired`), a `released`, a `handoff`, an operator's `revoked`, a
+ * higher-priority candidate's `claimed` (when a claim is first recorded or its claimant changes, not
+ * on a refresh), the holder's `proclaimed` metadata (and, on request, `renewed`).
  * What is NOT pushed: an expiry. Expiry writes nothing to the table, so no stream record and no
  * event exist for it; followers keep their scheduled retry at `retryAfterMs` for crash failover.
  */
-export type LeaseEventType = 'acquired' | 'released' | 'handoff' | 'renewed' | 'revoked';
+export type LeaseEventType = 'acquired' | 'released' | 'handoff' | 'renewed' | 'revoked' | 'claimed' | 'proclaimed';
+
+/** Every event type this version knows; a newer server may push others, which clients ignore. */
+export const LEASE_EVENT_TYPES: readonly LeaseEventType[] = ['acquired', 'released', 'handoff', 'renewed', 'revoked', 'claimed', 'proclaimed'];
 
 export interface LeaseEvent {
   type: LeaseEventType;
   name: string;
-  /** The new holder for `acquired`/`renewed`; the previous holder for `released`/`handoff`. */
+  /** The new holder for `acquired`/`renewed`; the previous holder for `released`/`handoff`; the holder asked to yield for `claimed`. */
   holder: string | null;
   token: number;
   /** `handoff` only: the holder the lease is reserved for, and until when (server epoch ms). */
@@ -28,6 +32,12 @@ export interface LeaseEvent {
   expiresAt?: number;
   /** `revoked` only: the operator's record (a forced one frees the lease at once). */
   revoked?: RevokedRecord;
+  /** `acquired`, `renewed`, `claimed`, `proclaimed`: the grant's priority. */
+  priority?: number;
+  /** `claimed` (and `acquired`/`renewed`/`proclaimed` while one is live): the candidate asking the holder to yield. */
+  claim?: LeaseClaim;
+  /** `acquired`, `proclaimed`: the lease's metadata (`proclaimed`: the new value). */
+  metadata?: JsonValue | null;
   /** Server epoch ms of the change. */
   atMs: number;
 }
@@ -127,11 +137,12 @@ export function isLeaseEvent(value: unknown): value is LeaseEvent {
   if (typeof value !== 'object' || value === null) return false;
   const e = value as Partial<Record<keyof LeaseEvent, unknown>>;
   return (
-    (e.type === 'acquired' || e.type === 'released' || e.type === 'handoff' || e.type === 'renewed' || e.type === 'revoked') &&
+    LEASE_EVENT_TYPES.includes(e.type as LeaseEventType) &&
     typeof e.name === 'string' &&
     typeof e.token === 'number' &&
     (e.holder === null || typeof e.holder === 'string') &&
     (e.type !== 'handoff' || typeof e.to === 'string') &&
-    (e.type !== 'revoked' || (typeof e.revoked === 'object' && e.revoked !== null && typeof (e.revoked as { force?: unknown }).force === 'boolean'))
+    (e.type !== 'revoked' || (typeof e.revoked === 'object' && e.revoked !== null && typeof (e.revoked as { force?: unknown }).force === 'boolean')) &&
+    (e.type !== 'claimed' || (typeof e.claim === 'object' && e.claim !== null && typeof (e.claim as { holder?: unknown }).holder === 'string'))
   );
 }

@@ -1,0 +1,160 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../functions/clock.js';
+import { LeaseStore, type AcquireResult } from '../../functions/lease-store.js';
+import type { Grant } from '../../client/src/protocol/index.js';
+import { countingClient, createTestLeaseTable, type TestTable } from '../support/dynamodb.js';
+
+// Coordinated leadership (issue #17), the store's half: priorities, claims and proclaim, against
+// DynamoDB Local on a manual clock.
+
+let table: TestTable;
+let seq = 0;
+
+beforeAll(async () => {
+  table = await createTestLeaseTable('priority');
+});
+
+function storeAt(clock = new ManualClock(Date.now())) {
+  const count = countingClient(table.doc);
+  return { clock, count, store: new LeaseStore({ client: count.client, tableName: table.tableName, clock }) };
+}
+
+function uniqueName(label: string): string {
+  seq += 1;
+  return `prio:${label}-${seq}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+async function grant(store: LeaseStore, name: string, holder: string, priority = 0, ttlMs = 10_000): Promise<Grant> {
+  const result = await store.acquire(name, { holder, ttlMs, priority });
+  if (!result.acquired) throw new Error(`expected ${holder} to acquire ${name}`);
+  return result.lease;
+}
+
+function refused(result: AcquireResult): Extract<AcquireResult, { acquired: false }> {
+  if (result.acquired) throw new Error('expected the acquire to be refused');
+  return result;
+}
+
+async function rawItem(name: string) {
+  return (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: { pk: name }, ConsistentRead: true }))).Item;
+}
+
+describe('priority and claims', () => {
+  it('stores the priority with the grant and shows it; 0 by default', async () => {
+    const { store } = storeAt();
+    const name = uniqueName('shown');
+    expect((await grant(store, name, 'old', 7)).priority).toBe(7);
+    expect((await store.describe(name)).priority).toBe(7);
+    const other = uniqueName('default');
+    await grant(store, other, 'w');
+    expect((await store.describe(other)).priority).toBe(0);
+  });
+
+  it('an equal or lower priority records no claim and costs one request', async () => {
+    const { store, count } = storeAt();
+    const name = uniqueName('lower');
+    await grant(store, name, 'holder', 5);
+    for (const priority of [0, 5]) {
+      count.reset();
+      const result = refused(await store.acquire(name, { holder: 'candidate', ttlMs: 10_000, priority }));
+      expect(result.claim).toBeUndefined();
+      expect(count.sent()).toBe(1);
+    }
+    expect((await rawItem(name))?.claimHolder).toBeUndefined();
+  });
+
+  it('a higher priority records a claim in one more write; LEASE_HELD then names it, and describe and renew show it', async () => {
+    const { clock, store, count } = storeAt();
+    const name = uniqueName('claim');
+    const held = await grant(store, name, 'old', 1);
+    clock.advance(1_000);
+    count.reset();
+    const result = refused(await store.acquire(name, { holder: 'new', ttlMs: 6_000, priority: 2 }));
+    expect(count.sent()).toBe(2);
+    const claim = { holder: 'new', priority: 2, expiresAt: clock.nowMs() + 6_000 };
+    expect(result.claim).toEqual(claim);
+    expect(result.lease.claim).toEqual(claim);
+    expect(result.lease.holder).toBe('old');
+    expect((await store.describe(name)).claim).toEqual(claim);
+    const renewed = await store.renew(name, held);
+    expect(renewed.claim).toEqual(claim);
+    expect(renewed.token).toBe(held.token);
+    expect((await rawItem(name))?.lastOp).toBe('renew');
+  });
+
+  it('keeps at most one live claim: a lower claimant leaves it, a higher one replaces it, the claimant itself refreshes it', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('one');
+    await grant(store, name, 'old', 1);
+    refused(await store.acquire(name, { holder: 'b', ttlMs: 5_000, priority: 3 }));
+    expect(refused(await store.acquire(name, { holder: 'c', ttlMs: 5_000, priority: 2 })).claim).toMatchObject({ holder: 'b', priority: 3 });
+    clock.advance(2_000);
+    expect(refused(await store.acquire(name, { holder: 'b', ttlMs: 5_000, priority: 3 })).claim).toEqual({ holder: 'b', priority: 3, expiresAt: clock.nowMs() + 5_000 });
+    expect(refused(await store.acquire(name, { holder: 'd', ttlMs: 5_000, priority: 4 })).claim).toMatchObject({ holder: 'd', priority: 4 });
+    expect((await store.describe(name)).claim?.holder).toBe('d');
+  });
+
+  it('a claim lapses at its expiry, after which a lower candidate may claim', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('lapse');
+    await grant(store, name, 'old', 1, 60_000);
+    refused(await store.acquire(name, { holder: 'high', ttlMs: 2_000, priority: 9 }));
+    clock.advance(2_001);
+    expect((await store.describe(name)).claim).toBeUndefined();
+    expect(refused(await store.acquire(name, { holder: 'mid', ttlMs: 2_000, priority: 5 })).claim).toMatchObject({ holder: 'mid', priority: 5 });
+  });
+
+  it('the next grant clears the claim', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('cleared');
+    const held = await grant(store, name, 'old', 1);
+    refused(await store.acquire(name, { holder: 'new', ttlMs: 5_000, priority: 2 }));
+    await store.release(name, held);
+    clock.advance(1);
+    const next = await grant(store, name, 'new', 2);
+    expect(next.claim).toBeUndefined();
+    expect(next.token).toBe(held.token + 1);
+    const item = await rawItem(name);
+    expect([item?.claimHolder, item?.claimPriority, item?.claimExpiresAt, item?.claimedAt]).toEqual([undefined, undefined, undefined, undefined]);
+  });
+
+  it('a claim never touches the grant: the holder keeps renewing to its own expiry', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('untouched');
+    const held = await grant(store, name, 'old', 1, 10_000);
+    const before = await rawItem(name);
+    refused(await store.acquire(name, { holder: 'new', ttlMs: 5_000, priority: 2 }));
+    const after = await rawItem(name);
+    for (const key of ['holder', 'leaseId', 'token', 'expiresAt', 'availableAt', 'renewedAt', 'transitions'] as const) expect(after?.[key]).toEqual(before?.[key]);
+    clock.advance(3_000);
+    expect((await store.renew(name, held)).expiresAt).toBe(clock.nowMs() + 10_000);
+  });
+});
+
+describe('proclaim', () => {
+  it('a renew with metadata changes it with the same token in the one write; null removes it', async () => {
+    const { clock, store, count } = storeAt();
+    const name = uniqueName('proclaim');
+    const held = await grant(store, name, 'old', 0);
+    clock.advance(500);
+    count.reset();
+    const proclaimed = await store.proclaim(name, { leaseId: held.leaseId, token: held.token, metadata: { addr: '10.0.0.9:8080' } });
+    expect(count.sent()).toBe(1);
+    expect(proclaimed).toMatchObject({ token: held.token, metadata: { addr: '10.0.0.9:8080' }, expiresAt: clock.nowMs() + 10_000 });
+    expect((await rawItem(name))?.lastOp).toBe('proclaim');
+    expect((await store.proclaim(name, { leaseId: held.leaseId, token: held.token, metadata: null })).metadata).toBeNull();
+    // A whole grant passed to renew carries the lease's metadata as it was: a plain renewal, never a proclaim.
+    await store.proclaim(name, { leaseId: held.leaseId, token: held.token, metadata: 'kept' });
+    await store.renew(name, { ...held, metadata: 'stale' });
+    expect((await store.describe(name)).metadata).toBe('kept');
+    expect((await rawItem(name))?.lastOp).toBe('renew');
+  });
+
+  it('refuses metadata over 2,048 bytes before any write', async () => {
+    const { store, count } = storeAt();
+    count.reset();
+    await expect(store.proclaim(uniqueName('big'), { leaseId: 'a'.repeat(32), token: 1, metadata: 'x'.repeat(3_000) })).rejects.toMatchObject({ code: 'VALIDATION_ERROR', field: 'metadata' });
+    expect(count.sent()).toBe(0);
+  });
+});
