@@ -52,9 +52,10 @@ export class RawLeaseRequests {
           // The store's acquire with a requestId and no metadata.
           UpdateExpression: `SET ${[...ACQUIRE_SET, 'requestId = :requestId'].join(', ')} REMOVE ${[...ACQUIRE_REMOVE, 'metadataJson'].join(', ')}`,
           ConditionExpression: leaseIsAvailable,
-          ExpressionAttributeNames: { '#token': 'token' },
+          ExpressionAttributeNames: { '#token': 'token', '#priority': 'priority' },
           ExpressionAttributeValues: {
             ':now': now,
+            ':priority': 0,
             ':holder': holder,
             ':leaseId': randomBytes(16).toString('hex'),
             ':tokenBase': now * 1000,

@@ -24,12 +24,19 @@ export const LEASE_TABLE_SCHEMA = {
  */
 export async function ensureLeaseTable(client: DynamoDBClient, tableName: string): Promise<void> {
   await ensureTable(client, {
-    TableName: tableName,
-    BillingMode: 'PAY_PER_REQUEST',
-    AttributeDefinitions: [{ AttributeName: LEASE_TABLE_SCHEMA.partitionKey, AttributeType: 'S' }],
-    KeySchema: [{ AttributeName: LEASE_TABLE_SCHEMA.partitionKey, KeyType: 'HASH' }],
+    ...keyedByName(tableName, LEASE_TABLE_SCHEMA.partitionKey),
     StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' },
   }, LEASE_TABLE_SCHEMA.ttlAttribute);
+}
+
+/** An on-demand table keyed by one string attribute: the lease table and the semaphore table. */
+function keyedByName(tableName: string, partitionKey: string): CreateTableCommandInput {
+  return {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [{ AttributeName: partitionKey, AttributeType: 'S' }],
+    KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
+  };
 }
 
 /**
@@ -40,12 +47,7 @@ export const SEMAPHORE_TABLE_SCHEMA = LEASE_TABLE_SCHEMA;
 
 /** Creates the semaphore table (on-demand, TTL on, no stream) if it does not exist. */
 export async function ensureSemaphoreTable(client: DynamoDBClient, tableName: string): Promise<void> {
-  await ensureTable(client, {
-    TableName: tableName,
-    BillingMode: 'PAY_PER_REQUEST',
-    AttributeDefinitions: [{ AttributeName: SEMAPHORE_TABLE_SCHEMA.partitionKey, AttributeType: 'S' }],
-    KeySchema: [{ AttributeName: SEMAPHORE_TABLE_SCHEMA.partitionKey, KeyType: 'HASH' }],
-  }, SEMAPHORE_TABLE_SCHEMA.ttlAttribute);
+  await ensureTable(client, keyedByName(tableName, SEMAPHORE_TABLE_SCHEMA.partitionKey), SEMAPHORE_TABLE_SCHEMA.ttlAttribute);
 }
 
 /** Creates the watch subscriptions table (see functions/watch/subscriptions.ts) if it does not exist. */

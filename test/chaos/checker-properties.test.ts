@@ -22,27 +22,12 @@ function statuses(records: OpRecord[], finalJobs: FinalJobRow[], clockSkewMs: nu
 }
 
 describe('checker properties', () => {
-  it('a history a correct server and fail-closed writers produced, with concurrency, lost answers and clock skew within the bound, passes every invariant', () => {
+  it.each([
+    ['with concurrency, lost answers and clock skew within the bound', simulationConfig],
+    ['and an operator revoking the lease now and then, safe or forced (the holders learning of it only from their renews)', simulationConfigWithRevokes],
+  ])('a history a correct server and fail-closed writers produced, %s, passes every invariant', (_label, configs) => {
     fc.assert(
-      fc.property(simulationConfig, (config) => {
-        const { records, finalJobs } = simulateWithJobs(config);
-        expect(statuses(records, finalJobs, config.clockSkewMs, config.ttlMs)).toEqual({
-          I1: 'pass',
-          I2: 'pass',
-          I3: 'pass',
-          I4: 'pass',
-          I5: 'pass',
-          I6: 'pass',
-          CLOCK: 'pass',
-        });
-      }),
-      { numRuns: 300 },
-    );
-  });
-
-  it('so does one with an operator revoking the lease now and then, safe or forced (the holders learning of it only from their renews)', () => {
-    fc.assert(
-      fc.property(simulationConfigWithRevokes, (config) => {
+      fc.property(configs, (config) => {
         const { records, finalJobs } = simulateWithJobs(config);
         expect(statuses(records, finalJobs, config.clockSkewMs, config.ttlMs)).toEqual({
           I1: 'pass',

@@ -695,6 +695,8 @@ describe('the bundled watch functions behave exactly as the source handlers do',
       holder: 'worker-a',
       token: 1_767_225_600_000_001,
       expiresAt: 1_767_225_615_000,
+      priority: 0,
+      metadata: null,
       atMs: 1_767_225_600_000,
     };
     expect(bundle.posts).toEqual(

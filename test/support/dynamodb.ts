@@ -18,21 +18,21 @@ export interface TestTable {
 }
 
 /** A fresh lease table in DynamoDB Local, unique to the caller. */
-export async function createTestLeaseTable(prefix = 'leases'): Promise<TestTable> {
+export function createTestLeaseTable(prefix = 'leases'): Promise<TestTable> {
+  return createTestTable(prefix, ensureLeaseTable);
+}
+
+async function createTestTable(prefix: string, ensure: (raw: DynamoDBClient, tableName: string) => Promise<void>): Promise<TestTable> {
   const config = localDynamoConfig();
   const raw = new DynamoDBClient(config);
   const tableName = `${prefix}-${randomUUID()}`;
-  await ensureLeaseTable(raw, tableName);
+  await ensure(raw, tableName);
   return { tableName, raw, doc: createDocumentClient(config) };
 }
 
 /** A fresh semaphore table in DynamoDB Local, unique to the caller. */
-export async function createTestSemaphoreTable(prefix = 'semaphores'): Promise<TestTable> {
-  const config = localDynamoConfig();
-  const raw = new DynamoDBClient(config);
-  const tableName = `${prefix}-${randomUUID()}`;
-  await ensureSemaphoreTable(raw, tableName);
-  return { tableName, raw, doc: createDocumentClient(config) };
+export function createTestSemaphoreTable(prefix = 'semaphores'): Promise<TestTable> {
+  return createTestTable(prefix, ensureSemaphoreTable);
 }
 
 /**
