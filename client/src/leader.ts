@@ -44,7 +44,17 @@ import { FollowerSignals } from './follower.js';
 import { HealthMonitor, resolveHealth, type HealthOptions } from './health.js';
 import { InvocationGate, type InvocationDeadlineError } from './lambda.js';
 import type { AcquireResult, LeaseApi } from './lease-client.js';
-import { LeaseLostError, isLeaseLostError, validateHandoffRequest, type Grant, type HandoffResponse } from './protocol/index.js';
+import {
+  LIMITS,
+  LeaseLostError,
+  isLeaseLostError,
+  validateHandoffRequest,
+  validateMetadata,
+  type Grant,
+  type HandoffResponse,
+  type JsonValue,
+  type LeaseClaim,
+} from './protocol/index.js';
 import { Term } from './term.js';
 import { createTermContext, releaseQuietly, type TermContext, type TermOptions } from './term-context.js';
 import type { LossReason, TermInfo } from './term-events.js';
@@ -67,6 +77,21 @@ export interface LeaderOptions extends TermOptions, HealthOptions, FencingOption
   onLost?: (reason: LossReason, term: TermInfo) => void | Promise<void>;
   /** Aborting it is `stop()`. Default: none. */
   signal?: AbortSignal;
+  /**
+   * What to do when a candidate with a higher `priority` claims the lease this process leads (the
+   * claim arrives with a renewal's answer, or pushed by the watch): `'higher-priority'` (the
+   * default) yields to it: the `yieldRequested` event, then `onYield`, then the lease is handed off
+   * to the claimant (it is granted the lease at once) and the term ends with loss reason `yielded`;
+   * this Leader keeps campaigning as a follower. `'never'`: keep the lease.
+   */
+  yieldTo?: 'higher-priority' | 'never';
+  /**
+   * Called before yielding, so the work can reach a safe point: the handoff waits for it, at most
+   * `yieldTimeoutMs` (default: one ttl). `signal` aborts if the term ends first. Errors are reported
+   * as `error` events (operation `onYield`) and the yield goes on.
+   */
+  onYield?: (context: { claimant: LeaseClaim; signal: AbortSignal }) => void | Promise<void>;
+  yieldTimeoutMs?: number;
 }
 
 export interface Leader {
@@ -103,6 +128,12 @@ export interface Leader {
   readonly lease: Grant | undefined;
   /** Milliseconds until the local deadline; 0 when not leading. */
   remainingMs(): number;
+  /**
+   * Changes the lease's metadata during the term (`null` removes it), with the same token, in one
+   * renewal (`client.proclaim`); watchers see a `proclaimed` event. Rejects if not leading, or with
+   * LeaseLostError if the grant is gone.
+   */
+  proclaim(metadata: JsonValue): Promise<Grant>;
 }
 
 /** Creates a leader; validates its settings at once. Nothing is sent until `start()` or `campaign()`. */
@@ -141,6 +172,12 @@ class LeaderImpl implements Leader {
   private readonly follower: FollowerSignals;
   private readonly fence: Fence | undefined;
   private readonly invocation: InvocationGate | undefined;
+  /** The term being yielded (between `yieldRequested` and the handoff), so a claim is acted on once. */
+  private yielding: Term | undefined;
+  /** The handoff of a yield in flight: the next campaign starts after it. */
+  private yieldHandoff: Promise<void> | undefined;
+  private readonly priority: number;
+  private readonly yieldTimeoutMs: number;
 
   constructor(client: LeaseApi, options: LeaderOptions) {
     if (typeof options !== 'object' || options === null) throw new TypeError('Expected leader options with `name` and `holder`.');
@@ -153,6 +190,12 @@ class LeaderImpl implements Leader {
     this.health = health === undefined ? undefined : new HealthMonitor(this.ctx, health);
     this.follower = new FollowerSignals(this.ctx.clock, this.holder, this.ctx.random);
     this.fence = validateFence(options.fence);
+    this.priority = this.ctx.request.priority ?? 0;
+    if (options.yieldTo !== undefined && options.yieldTo !== 'higher-priority' && options.yieldTo !== 'never') {
+      throw new TypeError(`Expected \`yieldTo\` to be 'higher-priority' or 'never', got ${String(options.yieldTo)}.`);
+    }
+    this.yieldTimeoutMs = options.yieldTimeoutMs ?? this.timing.ttlMs;
+    if (!(Number.isFinite(this.yieldTimeoutMs) && this.yieldTimeoutMs >= 0)) throw new RangeError(`Expected \`yieldTimeoutMs\` to be a number ≥ 0, got ${String(options.yieldTimeoutMs)}.`);
     this.invocation = InvocationGate.of(this.ctx, (error) => this.endCampaigns(error));
     const watch = options.watch;
     this.ownsWatch = typeof watch === 'string' || watch instanceof URL;
@@ -191,6 +234,69 @@ class LeaderImpl implements Leader {
 
   remainingMs(): number {
     return this.term?.remainingMs() ?? 0;
+  }
+
+  async proclaim(metadata: JsonValue): Promise<Grant> {
+    const send = this.ctx.client.proclaim;
+    if (typeof send !== 'function') throw new TypeError('Expected the client to have a `proclaim` method (LeaseClient has one).');
+    validateMetadata(metadata);
+    const term = this.term;
+    if (term === undefined || !term.isValid()) throw new Error(`Cannot proclaim on lease "${this.name}": this process is not leading it.`);
+    const grant = await send.call(this.ctx.client, this.name, { leaseId: term.lease.leaseId, token: term.token, metadata }, { timeoutMs: this.timing.requestTimeoutMs });
+    term.adopt(grant);
+    return grant;
+  }
+
+  /**
+   * A claim on the lease this process leads (from a renewal's answer or the watch): with `yieldTo`
+   * 'higher-priority', a claimant that outranks this Leader gets the lease: `yieldRequested`, then
+   * `onYield` (bounded by yieldTimeoutMs), then the term ends (`yielded`, its signal aborts first)
+   * and the lease is handed off to the claimant. Campaigning goes on, so the lease is never left
+   * without candidates if the claimant vanishes (its reservation then lapses).
+   */
+  private considerYield(term: Term, claimant: LeaseClaim): void {
+    if ((this.options.yieldTo ?? 'higher-priority') === 'never' || claimant.priority <= this.priority || claimant.holder === this.holder) return;
+    if (this.yielding !== undefined || this.term !== term || !term.isValid()) return;
+    this.yielding = term;
+    this.ctx.emit({ type: 'yieldRequested', name: this.name, holder: this.holder, token: term.token, claimant });
+    void this.track(this.yieldTo(term, claimant));
+  }
+
+  private async yieldTo(term: Term, claimant: LeaseClaim): Promise<void> {
+    try {
+      const onYield = this.options.onYield;
+      if (onYield !== undefined) {
+        try {
+          const reached = Promise.resolve(onYield({ claimant, signal: term.signal }));
+          await Promise.race([reached, delay(this.ctx.clock, this.yieldTimeoutMs, term.signal)]);
+        } catch (error) {
+          this.ctx.emit({ type: 'error', name: this.name, holder: this.holder, operation: 'onYield', error });
+        }
+      }
+      if (this.term !== term || !term.isValid()) return;
+      const grant = term.lease;
+      // The handoff's reservation gives the claimant one ttl to come: at once with the watch, within
+      // its next refresh of the claim without.
+      const windowMs = Math.min(LIMITS.handoffWindowMaxMs, Math.max(LIMITS.handoffWindowMinMs, this.timing.ttlMs));
+      this.yieldHandoff = this.handOffQuietly(grant, claimant.holder, windowMs);
+      term.end('yielded');
+      await this.yieldHandoff;
+    } finally {
+      if (this.yielding === term) this.yielding = undefined;
+    }
+  }
+
+  /** A handoff of an ended term's grant; if it fails, a plain release so nobody waits for the expiry. */
+  private async handOffQuietly(grant: Grant, to: string, windowMs: number): Promise<void> {
+    const send = this.ctx.client.handoff;
+    try {
+      if (typeof send !== 'function') throw new TypeError('Expected the client to have a `handoff` method (LeaseClient has one).');
+      await send.call(this.ctx.client, this.name, { leaseId: grant.leaseId, token: grant.token, to, windowMs }, { timeoutMs: this.timing.requestTimeoutMs });
+    } catch (error) {
+      if (isLeaseLostError(error)) return;
+      this.ctx.emit({ type: 'error', name: this.name, holder: this.holder, operation: 'handoff', error });
+      await releaseQuietly(this.ctx, grant);
+    }
   }
 
   start(): void {
@@ -332,6 +438,7 @@ class LeaderImpl implements Leader {
             // Our own grant revoked: end the term now rather than at the next renewal's refusal.
             const term = this.term;
             if (event.type === 'revoked' && term !== undefined && event.token === term.token) term.end('revoked', 'revoked');
+            if (event.type === 'claimed' && event.claim !== undefined && term !== undefined && event.token === term.token) this.considerYield(term, event.claim);
             this.follower.onEvent(event);
           },
           live: () => {
@@ -405,7 +512,10 @@ class LeaderImpl implements Leader {
       }
       failures = 0;
       this.ctx.emit({ type: 'following', name: this.name, holder: this.holder, leader: result.lease.holder, token: result.lease.token, retryAfterMs: result.retryAfterMs });
-      const waitMs = followerWaitMs(result.retryAfterMs, clock.nowMs() - sendTimeMs, random);
+      let waitMs = followerWaitMs(result.retryAfterMs, clock.nowMs() - sendTimeMs, random);
+      // Our own claim: ask again at least every renewal interval, which refreshes the claim before it
+      // lapses (it lives one ttl) and finds the holder's handoff to us within its reservation window.
+      if (result.claim?.holder === this.holder) waitMs = Math.min(waitMs, this.timing.renewEveryMs);
       if (!(await this.follower.wait(waitMs, signal))) return;
     }
   }
@@ -429,7 +539,12 @@ class LeaderImpl implements Leader {
       grant,
       sendTimeMs,
       (ended, reason) => this.onTermEnded(ended, reason),
-      health ? { beforeRenew: (signal, limitMs, token) => health.keepLeading(signal, limitMs, token) } : {},
+      {
+        ...(health ? { beforeRenew: (signal: AbortSignal, limitMs: number, token: number) => health.keepLeading(signal, limitMs, token) } : {}),
+        onClaim: (claim: LeaseClaim) => {
+          if (this.term !== undefined) this.considerYield(this.term, claim);
+        },
+      },
     );
     if (term === undefined) {
       void this.track(releaseQuietly(this.ctx, grant));
@@ -448,6 +563,11 @@ class LeaderImpl implements Leader {
     this.lastSignal = term.signal;
     this.callback('onLost', () => this.options.onLost?.(reason, term.info()));
     if (reason === 'released' || reason === 'stopped') return;
+    // Yielded: the handoff gives the lease away (no release); campaign again once it is done.
+    if (reason === 'yielded') {
+      if (this.wantCampaign) this.runCampaign(this.yieldHandoff);
+      return;
+    }
     // With a Lambda context, the invocation is over (a pause means Lambda froze the sandbox after it
     // returned): release (below), but campaign no more; the next invocation starts from scratch.
     if (reason === 'deadline' || reason === 'paused') this.invocation?.end();

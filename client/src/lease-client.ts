@@ -115,8 +115,10 @@ export interface LeaseApi {
   acquire(name: string, request: AcquireRequest, call?: CallOptions): Promise<AcquireResult>;
   renew(name: string, request: RenewRequest, call?: CallOptions): Promise<Grant>;
   release(name: string, grant: GrantRef, call?: CallOptions): Promise<PublicLease>;
-  /** Needed only by `leader.handoff()`. */
+  /** Needed only by `leader.handoff()` and by yielding to a claimant (`yieldTo`). */
   handoff?(name: string, request: HandoffRequest, call?: CallOptions): Promise<HandoffResponse>;
+  /** Needed only by `leader.proclaim()`. */
+  proclaim?(name: string, request: RenewRequest & { metadata: RenewRequest['metadata'] }, call?: CallOptions): Promise<Grant>;
   /** How requests are signed; a leader given a watch URL signs its socket with it too. Default: unsigned. */
   readonly signer?: RequestSigner | undefined;
 }

@@ -24,7 +24,7 @@ interface LeaseCounters {
 }
 
 // A record, so that a new LossReason does not compile until it is listed here (keys keep this order).
-const LABELLED: Record<LossReason, true> = { superseded: true, expired: true, released: true, releasedElsewhere: true, stopped: true, paused: true, unhealthy: true, deadline: true, revoked: true };
+const LABELLED: Record<LossReason, true> = { superseded: true, expired: true, released: true, releasedElsewhere: true, stopped: true, paused: true, unhealthy: true, deadline: true, revoked: true, yielded: true };
 const REASONS = Object.keys(LABELLED) as LossReason[];
 
 const FAMILIES: ReadonlyArray<{

@@ -8,6 +8,7 @@ import {
   validateLockDelayMs,
   validateMetadata,
   validateName,
+  validatePriority,
   type AcquireRequest,
   type Grant,
   type JsonValue,
@@ -40,6 +41,11 @@ export interface TermOptions extends TimingOptions, LambdaOptions {
   holder: string;
   /** Published with every grant, e.g. an address followers forward to. Default: none. */
   metadata?: JsonValue;
+  /**
+   * 0-1,000,000, default 0. A candidate that outranks the holder records a claim on the lease, and a
+   * Leader holding it yields to the claimant (see `yieldTo` on createLeader).
+   */
+  priority?: number;
   /** After an expiry, keep the lease unavailable this long (a release is not delayed). Default 0. */
   lockDelayMs?: number;
   /** Every state change and background failure, for logs and metrics (`LeaderMetrics.record`). Default: none. */
@@ -59,6 +65,7 @@ export function createTermContext(client: LeaseApi, name: string, options: TermO
   const request: AcquireRequest = { holder, ttlMs: timing.ttlMs, serverWaitMs: FOLLOWER_SERVER_WAIT_MS };
   if (options.metadata !== undefined) request.metadata = validateMetadata(options.metadata);
   if (options.lockDelayMs !== undefined) request.lockDelayMs = validateLockDelayMs(options.lockDelayMs);
+  if (options.priority !== undefined) request.priority = validatePriority(options.priority);
   const onEvent = options.onEvent;
   const clock = options.clock ?? systemClock;
   const invocation = invocationDeadline(options, clock);

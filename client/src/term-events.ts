@@ -1,4 +1,4 @@
-import { LeaseLostError, type Grant, type LeaseLostReason } from './protocol/index.js';
+import { LeaseLostError, type Grant, type LeaseClaim, type LeaseLostReason } from './protocol/index.js';
 
 /**
  * What a term tells the world: why it ended (`LossReason`, `LeadershipLostError`), the events a
@@ -42,13 +42,20 @@ export type LossReason =
    * error's `revoked` says who and why). A Leader releases the lease and stops campaigning: call
    * `start()` to campaign again.
    */
-  | 'revoked';
+  | 'revoked'
+  /**
+   * A higher-priority candidate claimed the lease and this Leader yielded to it (`yieldTo`): after
+   * `onYield` it handed the lease off to the claimant, and it keeps campaigning as a follower.
+   */
+  | 'yielded';
 
 export type LeaderEvent =
   | { type: 'elected'; name: string; holder: string; token: number }
   | { type: 'renewed'; name: string; holder: string; token: number }
   | { type: 'renewFailed'; name: string; holder: string; token: number; error: unknown }
   | { type: 'lost'; name: string; holder: string; token: number; reason: LossReason }
+  /** A higher-priority candidate claimed the lease this process leads, and it will yield (after `onYield`). */
+  | { type: 'yieldRequested'; name: string; holder: string; token: number; claimant: LeaseClaim }
   /** An acquire lost the race: who leads (null while reserved or in lock-delay), and when the next try is due. */
   | { type: 'following'; name: string; holder: string; leader: string | null; token: number; retryAfterMs: number }
   /** A health check failed; `consecutive` counts failures in a row, `token` is set while leading. */
@@ -60,7 +67,7 @@ export type LeaderEvent =
       name: string;
       holder: string;
       /** `fence`: claiming a won grant's token in the `fence` failed; that grant was released. */
-      operation: 'acquire' | 'release' | 'handoff' | 'healthCheck' | 'onElected' | 'onLost' | 'fence';
+      operation: 'acquire' | 'release' | 'handoff' | 'healthCheck' | 'onElected' | 'onLost' | 'fence' | 'onYield';
       error: unknown;
     };
 
@@ -81,6 +88,7 @@ const LOSS_TEXT: Record<LossReason, string> = {
   unhealthy: 'its health check failed too many times in a row, so it stepped down and released it',
   deadline: 'the Lambda invocation was about to end (its remaining time fell below lambdaMarginMs), so it stopped and released it',
   revoked: 'an operator revoked the grant',
+  yielded: 'it yielded to a higher-priority candidate and handed the lease off to it',
 };
 
 /**

@@ -1,5 +1,5 @@
 import type { CancelTimer } from './clock.js';
-import { isLeaseLostError, type Grant, type LeaseLostReason } from './protocol/index.js';
+import { isLeaseLostError, type Grant, type LeaseClaim, type LeaseLostReason } from './protocol/index.js';
 import { grantDeadlineMs, validForMs, type TermContext } from './term-context.js';
 import { LeadershipLostError, lossReasonFor, type LossReason, type TermInfo } from './term-events.js';
 import { backoffMs } from './timing.js';
@@ -21,6 +21,8 @@ export interface TermHooks {
    * term's signal and the time left to the deadline. Resolving false ends the term as `unhealthy`.
    */
   beforeRenew?: (signal: AbortSignal, limitMs: number, token: number) => Promise<boolean>;
+  /** After each successful renewal whose answer carries a live claim on the lease (`grant.claim`). */
+  onClaim?: (claim: LeaseClaim) => void;
 }
 
 export class Term {
@@ -246,6 +248,12 @@ export class Term {
     this.armDeadline();
     this.ctx.emit({ type: 'renewed', name, holder, token: this.token });
     this.scheduleRenew(sendTimeMs + timing.renewEveryMs - clock.nowMs());
+    if (grant.claim !== undefined) this.hooks.onClaim?.(grant.claim);
+  }
+
+  /** A proclaim's answer: the same grant (same token) with its new metadata and expiry. */
+  adopt(grant: Grant): void {
+    if (grant.token === this.token && this.endedWith === undefined) this.grant = grant;
   }
 
   /** The deadline check before handling any answer: ends the term as expired if it has passed. */
