@@ -241,6 +241,26 @@ describe('leasehold run', { timeout: 60_000 }, () => {
     }
   });
 
+  it('with --priority, a new version takes leadership from the old one once: the old command stops, the new one starts', async () => {
+    const name = unique('priority');
+    const s = newScratch();
+    const old = run(name, 'OLD', worker(s.log, 'OLD'), ['--forever', '--priority', '1'], server.url, '6s');
+    await waitFor('the old version to start', () => s.lines().some((l) => l.startsWith('start OLD')));
+    run(name, 'NEW', worker(s.log, 'NEW'), ['--forever', '--priority', '2'], server.url, '6s');
+    await waitFor('the new version to start', () => s.lines().some((l) => l.startsWith('start NEW')), 20_000);
+    const lines = s.lines();
+    expect(lines.indexOf('stop OLD')).toBeGreaterThan(-1);
+    expect(lines.indexOf('stop OLD')).toBeLessThan(lines.findIndex((l) => l.startsWith('start NEW')));
+    expect(old.stderr()).toContain('(yielded)');
+    expect(Number(lines.find((l) => l.startsWith('start NEW'))?.split(' ')[3])).toBe(Number(lines[0]?.split(' ')[3]) + 1);
+    expect((await describeLease(name)).priority).toBe(2);
+    for (const bad of ['1000001', 'x', '1.5']) {
+      const result = await cli(['run', name, '--priority', bad, '--', 'true']);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('--priority must be an integer from 0 to 1000000');
+    }
+  });
+
   it('refuses a grace period that would outlast the lease, explaining the bound (exit 2)', async () => {
     const result = await cli(['run', 'x', '--ttl', '3s', '--grace', '2s', '--', 'true']);
     expect(result.code).toBe(2);

@@ -50,6 +50,9 @@ export function campaignApi(client: LeaseApi, retryEveryMs: number, hooks: Campa
     },
     renew: (name, request, call) => client.renew(name, request, call),
     release: (name, grant, call) => client.release(name, grant, call),
+    // A Leader yielding to a higher-priority claimant hands the lease off to it.
+    ...(client.handoff ? { handoff: client.handoff.bind(client) } : {}),
+    ...(client.proclaim ? { proclaim: client.proclaim.bind(client) } : {}),
   };
 }
 

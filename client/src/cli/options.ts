@@ -82,6 +82,15 @@ export function parseTtl(value: string, command: string): number {
   return ms;
 }
 
+/** `--priority N`: an integer from 0 to 1,000,000, written in digits. */
+export function parsePriority(value: string, command: string): number {
+  const priority = /^[0-9]{1,7}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(priority >= 0 && priority <= LIMITS.priorityMax)) {
+    throw new UsageError(`--priority must be an integer from 0 to ${LIMITS.priorityMax}, got "${value}".`, command);
+  }
+  return priority;
+}
+
 export function requireName(positionals: string[], command: string): string {
   const [name, ...rest] = positionals;
   if (name === undefined) throw new UsageError('the lease NAME is missing.', command);

@@ -16,6 +16,7 @@ import {
   defaultHolder,
   parseCommandLine,
   parseDuration,
+  parsePriority,
   parseTtl,
   requireName,
   watchFrom,
@@ -100,6 +101,9 @@ Options:
   --grace D         SIGTERM to SIGKILL (default ttl/5, at most 10s). Must end before the server-side
                     expiry: at most ttl - ttl/3 - skew margin (5% of ttl, >= 100 ms) - 250 ms
   --holder H        identity shown as the lease holder (default hostname:pid)
+  --priority N      campaign with this priority (0 to 1000000, default 0): a leader of a lower
+                    priority yields to this process (its command is stopped, the lease handed
+                    over); with --forever, a higher one makes this one yield. Not with --limit
   --limit N         use the semaphore NAME with at most N holders (1 to 100) instead of the lease;
                     every holder of NAME must pass the same N (another one exits 2 while permits
                     are live). No --watch: followers retry at the earliest permit's expiry
@@ -149,6 +153,7 @@ export const runCommand: Command = async (argv) => {
     grace: { type: 'string' },
     holder: { type: 'string' },
     limit: { type: 'string' },
+    priority: { type: 'string' },
     forever: { type: 'boolean' },
     wait: { type: 'string' },
     'retry-every': { type: 'string' },
@@ -167,6 +172,8 @@ export const runCommand: Command = async (argv) => {
   if (retryEveryMs <= 0) throw new UsageError('--retry-every must be more than 0.', 'run');
   const limit = values.limit === undefined ? undefined : parseLimit(values.limit);
   if (limit !== undefined && values.watch !== undefined) throw new UsageError('--watch does not apply to --limit: semaphores have no watch.', 'run');
+  const priority = values.priority === undefined ? undefined : parsePriority(values.priority, 'run');
+  if (limit !== undefined && priority !== undefined) throw new UsageError('--priority does not apply to --limit: semaphores have no priorities.', 'run');
   const connection = connect(values, 'run');
   const watch = watchFrom(values.watch, connection, 'run');
   const api = limit === undefined ? connection.client : permitsAsLeases(connection.client, limit, undefined);
@@ -177,6 +184,7 @@ export const runCommand: Command = async (argv) => {
       holder,
       ttlMs: timing.ttlMs,
       driftMarginMs: timing.driftMarginMs,
+      ...(priority === undefined ? {} : { priority }),
       ...(watch ? { watch } : {}),
       onEvent: (event) => hooks.onLeaderEvent(event),
     }),

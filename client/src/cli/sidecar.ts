@@ -17,6 +17,7 @@ import {
   defaultHolder,
   parseCommandLine,
   parseDuration,
+  parsePriority,
   parseTtl,
   requireName,
   watchFrom,
@@ -53,6 +54,8 @@ Options:
                         Kubernetes pod share it). Use 0.0.0.0 for probes or scrapes from outside
   --ttl D               lease time to live (default 15s; 1s to 1h)
   --holder H            identity shown as the lease holder (default hostname:pid)
+  --priority N          campaign with this priority (0 to 1000000, default 0): a leader of a lower
+                        priority yields to this sidecar, and this one yields to a higher one
   --health-url URL      the main container's health endpoint: checked before every renewal and
                         before every campaign attempt; a non-2xx answer, an error or a timeout is a
                         failure
@@ -81,6 +84,7 @@ export const sidecarCommand: Command = async (argv) => {
     host: { type: 'string' },
     ttl: { type: 'string' },
     holder: { type: 'string' },
+    priority: { type: 'string' },
     'health-url': { type: 'string' },
     'health-timeout': { type: 'string' },
     'unhealthy-after': { type: 'string' },
@@ -94,6 +98,7 @@ export const sidecarCommand: Command = async (argv) => {
   const host = values.host ?? '127.0.0.1';
   const holder = values.holder === undefined ? defaultHolder('sidecar') : checkHolder(values.holder, 'sidecar');
   const ttlMs = parseTtl(values.ttl ?? '15s', 'sidecar');
+  const priority = values.priority === undefined ? undefined : parsePriority(values.priority, 'sidecar');
   const renewEveryMs = ttlMs / 3;
   const retryEveryMs = values['retry-every'] === undefined ? renewEveryMs : parseDuration(values['retry-every'], 'retry-every', 'sidecar');
   if (retryEveryMs <= 0) throw new UsageError('--retry-every must be more than 0.', 'sidecar');
@@ -139,6 +144,7 @@ export const sidecarCommand: Command = async (argv) => {
       name,
       holder,
       ttlMs,
+      ...(priority === undefined ? {} : { priority }),
       ...(healthCheck ? { healthCheck } : {}),
       ...(healthCheckTimeoutMs !== undefined ? { healthCheckTimeoutMs } : {}),
       ...(unhealthyAfter !== undefined ? { unhealthyAfter } : {}),
