@@ -66,39 +66,30 @@ const stepArbitrary = (ttlMs: number, actions = ACTIONS): fc.Arbitrary<SimStep> 
     gaveUp: fc.boolean(),
   });
 
-export const simulationConfig: fc.Arbitrary<SimulationConfig> = fc
-  .record({
-    ttlMs: fc.constantFrom(300, 1_000),
-    lockDelayMs: fc.constantFrom(0, 0, 150),
-    clockSkewMs: fc.constantFrom(0, 5, 40),
-  })
-  .chain((base) =>
-    fc.record({
-      ttlMs: fc.constant(base.ttlMs),
-      lockDelayMs: fc.constant(base.lockDelayMs),
-      clockSkewMs: fc.constant(base.clockSkewMs),
-      steps: fc.array(stepArbitrary(base.ttlMs), { minLength: 1, maxLength: 80, size: 'medium' }),
-    }),
-  );
+/** A run's settings, and its steps drawn by `steps` for the run's ttl. */
+function configWith(steps: (ttlMs: number) => fc.Arbitrary<SimulationConfig['steps'][number]>): fc.Arbitrary<SimulationConfig> {
+  return fc
+    .record({
+      ttlMs: fc.constantFrom(300, 1_000),
+      lockDelayMs: fc.constantFrom(0, 0, 150),
+      clockSkewMs: fc.constantFrom(0, 5, 40),
+    })
+    .chain((base) =>
+      fc.record({
+        ttlMs: fc.constant(base.ttlMs),
+        lockDelayMs: fc.constant(base.lockDelayMs),
+        clockSkewMs: fc.constant(base.clockSkewMs),
+        steps: fc.array(steps(base.ttlMs), { minLength: 1, maxLength: 80, size: 'medium' }),
+      }),
+    );
+}
+
+export const simulationConfig: fc.Arbitrary<SimulationConfig> = configWith((ttlMs) => stepArbitrary(ttlMs));
 
 /** The same, with an operator's revokes (safe or forced) among the steps. */
-export const simulationConfigWithRevokes: fc.Arbitrary<SimulationConfig> = fc
-  .record({
-    ttlMs: fc.constantFrom(300, 1_000),
-    lockDelayMs: fc.constantFrom(0, 0, 150),
-    clockSkewMs: fc.constantFrom(0, 5, 40),
-  })
-  .chain((base) =>
-    fc.record({
-      ttlMs: fc.constant(base.ttlMs),
-      lockDelayMs: fc.constant(base.lockDelayMs),
-      clockSkewMs: fc.constant(base.clockSkewMs),
-      steps: fc.array(
-        fc.tuple(stepArbitrary(base.ttlMs, [...ACTIONS, 'revoke']), fc.boolean()).map(([step, force]) => ({ ...step, force })),
-        { minLength: 1, maxLength: 80, size: 'medium' },
-      ),
-    }),
-  );
+export const simulationConfigWithRevokes: fc.Arbitrary<SimulationConfig> = configWith((ttlMs) =>
+  fc.tuple(stepArbitrary(ttlMs, [...ACTIONS, 'revoke']), fc.boolean()).map(([step, force]) => ({ ...step, force })),
+);
 
 export const LEASE_NAME = 'sim';
 
