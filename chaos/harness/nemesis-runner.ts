@@ -302,11 +302,12 @@ export class NemesisRunner {
     this.dbBusy = true;
     try {
       const started = performance.now();
-      this.ctx.event('restart-db', 'db', { signal: 'SIGKILL' });
+      this.ctx.event('restart-db', 'db', { signal: 'SIGTERM' });
       this.injected.push({ kind: 'restart-db', target: 'db' });
-      this.ctx.log(`${'restart-db'.padEnd(14)} DynamoDB Local (kill -9, data on disk), restarting`);
-      // DynamoDB Local gives a start 30 s; a machine this loaded may need more than one.
-      await retry(() => this.ctx.db.crashAndRestart(), 6);
+      this.ctx.log(`${'restart-db'.padEnd(14)} DynamoDB Local (SIGTERM, data on disk), restarting`);
+      // DynamoDB Local gives a start 30 s; a machine this loaded may need more than one. A later
+      // attempt finds it already down (or never up) and only starts it.
+      await retry(() => this.ctx.db.outageAndRestart(), 6);
       this.ctx.log(`${'db back'.padEnd(14)} after ${seconds(performance.now() - started)}`);
     } finally {
       this.dbBusy = false;

@@ -72,7 +72,7 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
   const notes: Partial<Record<FaultChoice, string>> = {
     'stop-in-flight': `${inFlight} frozen with a request in flight`,
     kill: 'each restarted as a new incarnation',
-    'restart-db': 'kill -9, data on disk',
+    'restart-db': 'stopped (SIGTERM), data on disk',
     revoke: `${counts.revoke - forcedRevokes} safe, ${forcedRevokes} forced`,
   };
   out.push(...table(['kind', 'count', ''], FAULT_CHOICES.map((k) => [k, String(counts[k]), counts[k] > 0 ? (notes[k] ?? '') : ''])));
