@@ -113,12 +113,18 @@ export function metadataCell(metadata) {
   };
 }
 
-/** The holder (or "available"), and an operator's revoke of the latest grant while it is on record. */
+/**
+ * The holder (or "available") with its priority when it has one, a higher-priority candidate's
+ * live claim, and an operator's revoke of the latest grant while it is on record.
+ */
 function holderText(lease, held) {
-  const who = held ? lease.holder : 'available';
+  let text = held ? lease.holder : 'available';
+  if (held && typeof lease.priority === 'number' && lease.priority > 0) text += ` (priority ${lease.priority})`;
+  const claim = lease.claim;
+  if (held && claim !== undefined && claim !== null) text += ` · claimed by ${claim.holder} (priority ${claim.priority})`;
   const revoked = lease.revoked;
-  if (revoked === undefined || revoked === null) return who;
-  return `${who} · revoked${revoked.force ? ' (forced)' : ''} by ${revoked.by}: ${clip(revoked.reason, METADATA_SHORT_CHARS)}`;
+  if (revoked === undefined || revoked === null) return text;
+  return `${text} · revoked${revoked.force ? ' (forced)' : ''} by ${revoked.by}: ${clip(revoked.reason, METADATA_SHORT_CHARS)}`;
 }
 
 /**

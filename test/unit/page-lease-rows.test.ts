@@ -52,6 +52,14 @@ describe('the lease page rows (local/page/lease-rows.js)', () => {
     ]);
   });
 
+  it("shows the holder's priority when it has one, and a higher-priority candidate's live claim, beside the holder", () => {
+    expect(rowCells(held('plain', 5_000), NOW).holder).toEqual({ text: 'holder-of-plain', none: false });
+    expect(rowCells(held('prio', 5_000, { priority: 1 }), NOW).holder.text).toBe('holder-of-prio (priority 1)');
+    const claimed = held('claimed', 5_000, { priority: 1, claim: { holder: 'v2', priority: 2, expiresAt: NOW + 3_000 } });
+    expect(rowCells(claimed, NOW).holder.text).toBe('holder-of-claimed (priority 1) · claimed by v2 (priority 2)');
+    expect(rowCells(lease('free', { priority: 3 }), NOW).holder).toEqual({ text: 'available', none: true });
+  });
+
   it('shows metadata as one clipped line of JSON, and all of it in the tooltip', () => {
     const metadata = { owner: 'team-payments', note: 'x'.repeat(100) };
     const cells = rowCells(held('a', 1_000, { metadata }), NOW);
