@@ -232,32 +232,30 @@ export class LeaseService extends Construct {
     // The TTL attribute is written by the store as last write + 7 days (lease-store.ts), and
     // DynamoDB never deletes an item before its TTL time: an item is only cleaned up after a week
     // without grants, renewals or releases, and a re-created item restarts its token from the
-    // clock in µs, above every token the deleted item ever handed out.
-    this.table = new Table(this, 'Table', {
-      partitionKey: { name: LEASE_TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
+    // clock in µs, above every token the deleted item ever handed out. Both tables are kept alike:
+    // on demand, point-in-time recovery, the same encryption, retained.
+    const stored = {
       billingMode: BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       ...(props.encryptionKey
         ? { encryption: TableEncryption.CUSTOMER_MANAGED, encryptionKey: props.encryptionKey }
         : { encryption: TableEncryption.AWS_MANAGED }),
-      timeToLiveAttribute: LEASE_TABLE_SCHEMA.ttlAttribute,
       removalPolicy,
       deletionProtection: props.deletionProtection ?? removalPolicy === RemovalPolicy.RETAIN,
+    };
+    this.table = new Table(this, 'Table', {
+      ...stored,
+      partitionKey: { name: LEASE_TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
+      timeToLiveAttribute: LEASE_TABLE_SCHEMA.ttlAttribute,
       // The watch reads both images: a release is a change from "holder set" to "no holder".
       ...(watchEnabled ? { stream: StreamViewType.NEW_AND_OLD_IMAGES } : {}),
     });
 
     // Semaphores live apart, so they never appear in a lease list or the watch's stream.
     this.semaphoreTable = new Table(this, 'SemaphoreTable', {
+      ...stored,
       partitionKey: { name: SEMAPHORE_TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
-      billingMode: BillingMode.PAY_PER_REQUEST,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      ...(props.encryptionKey
-        ? { encryption: TableEncryption.CUSTOMER_MANAGED, encryptionKey: props.encryptionKey }
-        : { encryption: TableEncryption.AWS_MANAGED }),
       timeToLiveAttribute: SEMAPHORE_TABLE_SCHEMA.ttlAttribute,
-      removalPolicy,
-      deletionProtection: props.deletionProtection ?? removalPolicy === RemovalPolicy.RETAIN,
     });
 
     this.accessLogs = new LogGroup(this, 'AccessLogs', { retention: logRetention });

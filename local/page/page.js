@@ -6,6 +6,7 @@
 // The Semaphores section below the leases is semaphores.js's.
 import { orderLeases, rowCells, serverNowMs, statusText } from './lease-rows.js';
 import { startSemaphores } from './semaphores.js';
+import { cell, timeCell } from './table-cells.js';
 
 const POLL_MS = 1000;
 const TICK_MS = 250;
@@ -132,28 +133,13 @@ function watch() {
 
 // ------------------------------------------------------------------ rendering
 
-function cell(className) {
-  const td = document.createElement('td');
-  if (className) td.className = className;
-  return td;
-}
-
 /** The row's elements, the same structure as serve.ts's rowHtml (the first paint). */
 function newRow(name) {
   const row = document.createElement('tr');
   row.dataset.name = name;
   const nameCell = cell('name');
   nameCell.textContent = name;
-  const time = cell();
-  const wrap = document.createElement('div');
-  wrap.className = 'time';
-  const bar = document.createElement('progress');
-  bar.className = 'bar';
-  const left = document.createElement('span');
-  left.className = 'left';
-  wrap.append(bar, left);
-  time.append(wrap);
-  row.append(nameCell, cell('holder'), cell('token num'), cell('transitions num'), cell('metadata'), cell('change'), time);
+  row.append(nameCell, cell('holder'), cell('token num'), cell('transitions num'), cell('metadata'), cell('change'), timeCell());
   return row;
 }
 

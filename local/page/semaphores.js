@@ -11,6 +11,7 @@ import {
   refuseSemaphoreName,
   SEMAPHORES_PARAM,
 } from './semaphore-rows.js';
+import { cell, timeCell } from './table-cells.js';
 
 const POLL_MS = 1000;
 const TICK_MS = 250;
@@ -223,24 +224,9 @@ export function startSemaphores() {
   void poll();
 }
 
-function cell(className) {
-  const td = document.createElement('td');
-  if (className) td.className = className;
-  return td;
-}
-
 /** A holder's row: the lease rows' cells and time bar (page.css styles both alike). */
 function newRow() {
   const row = document.createElement('tr');
-  const time = cell('');
-  const wrap = document.createElement('div');
-  wrap.className = 'time';
-  const bar = document.createElement('progress');
-  bar.className = 'bar';
-  const left = document.createElement('span');
-  left.className = 'left';
-  wrap.append(bar, left);
-  time.append(wrap);
-  row.append(cell('holder'), cell('token num'), cell('metadata'), time);
+  row.append(cell('holder'), cell('token num'), cell('metadata'), timeCell());
   return row;
 }

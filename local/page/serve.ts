@@ -32,6 +32,7 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   '/page/lease-rows.js': { file: 'lease-rows.js', type: 'text/javascript; charset=utf-8' },
   '/page/semaphores.js': { file: 'semaphores.js', type: 'text/javascript; charset=utf-8' },
   '/page/semaphore-rows.js': { file: 'semaphore-rows.js', type: 'text/javascript; charset=utf-8' },
+  '/page/table-cells.js': { file: 'table-cells.js', type: 'text/javascript; charset=utf-8' },
   '/page/page.css': { file: 'page.css', type: 'text/css; charset=utf-8' },
 };
 
