@@ -172,8 +172,12 @@ class LeaderImpl implements Leader {
   private readonly follower: FollowerSignals;
   private readonly fence: Fence | undefined;
   private readonly invocation: InvocationGate | undefined;
-  /** The term being yielded (between `yieldRequested` and the handoff), so a claim is acted on once. */
-  private yielding: Term | undefined;
+  /**
+   * The term being yielded and to whom (between `yieldRequested` and the handoff), so a claim is
+   * acted on once, and a stop() or resign() meanwhile hands the lease to the claimant rather than
+   * releasing it to whoever races first.
+   */
+  private yielding: { term: Term; claimant: LeaseClaim } | undefined;
   /** The handoff of a yield in flight: the next campaign starts after it. */
   private yieldHandoff: Promise<void> | undefined;
   private readonly priority: number;
@@ -257,7 +261,7 @@ class LeaderImpl implements Leader {
   private considerYield(term: Term, claimant: LeaseClaim): void {
     if ((this.options.yieldTo ?? 'higher-priority') === 'never' || claimant.priority <= this.priority || claimant.holder === this.holder) return;
     if (this.yielding !== undefined || this.term !== term || !term.isValid()) return;
-    this.yielding = term;
+    this.yielding = { term, claimant };
     this.ctx.emit({ type: 'yieldRequested', name: this.name, holder: this.holder, token: term.token, claimant });
     void this.track(this.yieldTo(term, claimant));
   }
@@ -274,16 +278,21 @@ class LeaderImpl implements Leader {
         }
       }
       if (this.term !== term || !term.isValid()) return;
-      const grant = term.lease;
-      // The handoff's reservation gives the claimant one ttl to come: at once with the watch, within
-      // its next refresh of the claim without.
-      const windowMs = Math.min(LIMITS.handoffWindowMaxMs, Math.max(LIMITS.handoffWindowMinMs, this.timing.ttlMs));
-      this.yieldHandoff = this.handOffQuietly(grant, claimant.holder, windowMs);
+      this.yieldHandoff = this.handOffToClaimant(term.lease, claimant);
       term.end('yielded');
       await this.yieldHandoff;
     } finally {
-      if (this.yielding === term) this.yielding = undefined;
+      if (this.yielding?.term === term) this.yielding = undefined;
     }
+  }
+
+  /**
+   * The handoff's reservation gives the claimant one ttl to come: at once with the watch, within its
+   * next refresh of the claim without (it re-asks at least every renewal interval).
+   */
+  private handOffToClaimant(grant: Grant, claimant: LeaseClaim): Promise<void> {
+    const windowMs = Math.min(LIMITS.handoffWindowMaxMs, Math.max(LIMITS.handoffWindowMinMs, this.timing.ttlMs));
+    return this.handOffQuietly(grant, claimant.holder, windowMs);
   }
 
   /** A handoff of an ended term's grant; if it fails, a plain release so nobody waits for the expiry. */
@@ -384,7 +393,7 @@ class LeaderImpl implements Leader {
    * resign/stop/handoff: no more campaigning; if leading, stop the work first (the term's signal
    * aborts), then give the lease up (release, or `giveUp`).
    */
-  private async stepOff(reason: 'released' | 'stopped', giveUp: (grant: Grant) => Promise<void> = (grant) => releaseQuietly(this.ctx, grant)): Promise<void> {
+  private async stepOff(reason: 'released' | 'stopped', giveUp?: (grant: Grant) => Promise<void>): Promise<void> {
     this.wantCampaign = false;
     this.unfollow();
     this.campaignAbort?.abort();
@@ -394,7 +403,10 @@ class LeaderImpl implements Leader {
     }
     const term = this.term;
     const pending: Promise<void>[] = [...this.background];
-    if (term?.end(reason)) pending.push(giveUp(term.lease));
+    // Stepping off while yielding (onYield still running): the claimant gets the lease all the same.
+    const claimant = this.yielding?.term === term ? this.yielding?.claimant : undefined;
+    const defaultGiveUp = (grant: Grant) => (claimant !== undefined ? this.handOffToClaimant(grant, claimant) : releaseQuietly(this.ctx, grant));
+    if (term?.end(reason)) pending.push((giveUp ?? defaultGiveUp)(term.lease));
     if (this.campaignLoop !== undefined) pending.push(this.campaignLoop);
     await Promise.all(pending);
   }

@@ -124,6 +124,23 @@ describe('yielding to a higher priority', () => {
     expect((again as Extract<LeaderEvent, { type: 'elected' }>).token).toBe(first.token + 1);
   });
 
+  it('stopping while onYield is pending hands the lease to the claimant rather than releasing it to whoever asks first', async () => {
+    const name = uniqueName('stop-while-yielding');
+    const old = leader({ name, holder: 'v1', priority: 1, onYield: () => new Promise<void>(() => undefined) });
+    const first = await old.leader.campaign();
+    const next = leader({ name, holder: 'v2', priority: 2 });
+    next.leader.start();
+    await old.next((e) => e.type === 'yieldRequested');
+
+    await old.leader.stop();
+    // Reserved for the claimant: a third candidate asking at once is refused (a plain release would grant it).
+    const third = await client.acquire(name, { holder: 'v3', ttlMs: TTL_MS });
+    expect(third.acquired).toBe(false);
+    const elected = await next.leader.campaign();
+    expect(elected.token).toBe(first.token + 1);
+    expect(old.losses).toEqual(['stopped']);
+  });
+
   it('an equal or lower priority is never yielded to', async () => {
     const name = uniqueName('equal');
     const old = leader({ name, holder: 'v1', priority: 2 });
