@@ -28,6 +28,7 @@ import { measureFailover, measureHandover, perTarget, type ElectionTarget } from
 import { measureEpochFencing } from './epoch-fencing.js';
 import { LOCK_CLIENT_VERSION, ensureLockClientTable, measureLockClientCost } from './lock-client.js';
 import { measurePause } from './pause.js';
+import { measureRollingDeploys } from './rolling-deploy.js';
 import { measureEtcdLatency, measureOperationLatency, measureRedisLatency } from './latency.js';
 import { loadAverageNow, machineInfo } from './machine.js';
 import { ensurePeerBinaries, startEtcd, startRedis, type PeerAvailability, type PeerServer } from './peers.js';
@@ -44,6 +45,7 @@ import {
   renderMarkdown,
   renderPause,
   renderPeers,
+  renderRollingDeploys,
   renderScale,
   renderTargets,
 } from './report.js';
@@ -299,7 +301,7 @@ async function main(): Promise<void> {
     server = undefined;
 
     // Handover and request cost: the server with the watch (WebSocket /v1/watch fed by the table's stream).
-    if (only.has('handover') || only.has('cost')) {
+    if (only.has('handover') || only.has('cost') || only.has('rolling')) {
       // A fresh DynamoDB Local for the watch: it keeps one stream log for all of its tables, and
       // GetRecords slows down as that log grows (about 8 ms fresh, 40 ms after 60,000 writes to
       // another table, on this kind of machine). After the latency and scale sections it would
@@ -313,7 +315,7 @@ async function main(): Promise<void> {
       await ensureSubscriptionTable(watchRaw, tables.subscriptions);
       watchRaw.destroy();
       results.setup.push(
-        'Request cost and graceful handover ran on a second, fresh DynamoDB Local: it keeps one stream log for all its tables, and reading the stream slows down as that log grows.',
+        'Request cost, graceful handover and rolling deploys ran on a second, fresh DynamoDB Local: it keeps one stream log for all its tables, and reading the stream slows down as that log grows.',
       );
       server = await startServerProcess({
         BENCH_DYNAMODB_ENDPOINT: db.endpoint,
@@ -369,6 +371,27 @@ async function main(): Promise<void> {
           }
         });
         print(renderHandover(results));
+      }
+      if (only.has('rolling')) {
+        await section('rolling', '10. Rolling deploy', async () => {
+          results.rolling = [];
+          for (const priorities of [true, false]) {
+            log(`  ${plan.rollingDeploys} deploys of 5 candidates, ${priorities ? 'with priorities (old 1, new 2)' : 'without priorities'}…`);
+            const { deploys, disturbances } = await measureRollingDeploys({
+              script: scripts.candidate,
+              endpoint: (server as { url: string }).url,
+              ttlMs,
+              deploys: plan.rollingDeploys,
+              candidates: 5,
+              priorities,
+              random,
+              runId,
+              log,
+            });
+            results.rolling.push({ priorities, ttlMs, candidates: 5, deploys, disturbances });
+          }
+        });
+        print(renderRollingDeploys(results));
       }
       await server.stop();
       server = undefined;
@@ -469,6 +492,7 @@ const SECTION_KEYS: Record<Section, Array<keyof BenchResults>> = {
   epoch: ['epoch'],
   bundle: ['bundle'],
   pause: ['pause'],
+  rolling: ['rolling'],
 };
 
 /**

@@ -1,6 +1,6 @@
 /** What a bench run measures and how much: the sections, and the counts of a full and a quick run. */
 
-export const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart', 'epoch', 'bundle', 'pause'] as const;
+export const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart', 'epoch', 'bundle', 'pause', 'rolling'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface Plan {
@@ -20,6 +20,8 @@ export interface Plan {
   epochCount: number;
   /** Fresh-process imports of each Lambda bundle in the bundle section (median reported). */
   bundleImportRuns: number;
+  /** Rolling deploys of five candidates, with and without priorities, in the rolling section. */
+  rollingDeploys: number;
   scale: Array<{ leases: number; ttlMs: number; windowMs: number; batch?: boolean }>;
 }
 
@@ -37,6 +39,7 @@ export const FULL: Plan = {
   coldStartRuns: 7,
   epochCount: 1_000,
   bundleImportRuns: 11,
+  rollingDeploys: 20,
   scale: [
     { leases: 1_000, ttlMs: 60_000, windowMs: 60_000 },
     { leases: 10_000, ttlMs: 300_000, windowMs: 100_000 },
@@ -59,6 +62,7 @@ export const QUICK: Plan = {
   coldStartRuns: 3,
   epochCount: 200,
   bundleImportRuns: 5,
+  rollingDeploys: 3,
   scale: [
     { leases: 1_000, ttlMs: 30_000, windowMs: 30_000 },
     { leases: 1_000, ttlMs: 30_000, windowMs: 30_000, batch: true },

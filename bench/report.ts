@@ -247,6 +247,54 @@ export function renderPause(results: BenchResults): string[] {
   ];
 }
 
+export function renderRollingDeploys(results: BenchResults): string[] {
+  const rolling = results.rolling;
+  if (!rolling) return sectionError(results, 'rolling', '10. Rolling deploy');
+  const rows = rolling.map((v) => {
+    const label = v.priorities ? 'with priorities (old 1, new 2)' : 'without priorities';
+    if (v.deploys.length === 0) return [label, '0', '–', '–', '–', '–', '–', disturbedNote(v.disturbances)];
+    const changes = v.deploys.map((d) => d.leaderChanges);
+    const histogram = [...new Set(changes)]
+      .sort((a, b) => a - b)
+      .map((n) => `${n}: ${changes.filter((c) => c === n).length}`)
+      .join(', ');
+    const gap = summarize(v.deploys.map((d) => d.noLeaderMs));
+    const viaOld = v.deploys.filter((d) => d.leaders.slice(1, -1).includes('old')).length;
+    return [
+      label,
+      String(v.deploys.length),
+      `${(changes.reduce((a, b) => a + b, 0) / changes.length).toFixed(2)} (${histogram})`,
+      `${fmtMs(gap.p50)} / ${fmtMs(gap.max)}`,
+      `${v.deploys.filter((d) => d.finalLeaderNew).length} of ${v.deploys.length}`,
+      `${viaOld} of ${v.deploys.length}`,
+      fmtInt(summarize(v.deploys.map((d) => d.durationMs)).p50),
+      disturbedNote(v.disturbances),
+    ];
+  });
+  return [
+    '## 10. Rolling deploy (five candidates replaced one by one)',
+    '',
+    `TTL ${fmtInt(rolling[0]?.ttlMs ?? 0)} ms, every candidate with the watch, the local server with the watch. Five candidates of ` +
+      'the old version run, one leading. In a random order each is replaced: a new-version candidate starts; once it has ' +
+      'its first answer and one renewal interval (a health check) has passed, the old one gets SIGTERM, stops its Leader and ' +
+      "exits. A deploy ends when the last old process has exited and someone leads. From the processes' own term records on one " +
+      'clock: **leader changes** (elections during the deploy, with how many deploys had each count), **time without a leader** ' +
+      '(total per deploy, p50 / max, ms), whether the **final leader runs the new version**, and in how many deploys leadership ' +
+      'passed through another old candidate on its way.',
+    '',
+    ...table(
+      ['candidates', 'deploys', 'leader changes per deploy, mean (count: deploys)', 'time without a leader, p50 / max', 'final leader new', 'led by another old candidate meanwhile', 'deploy p50 ms', 'note'],
+      rows,
+      ['l', 'r', 'l', 'r', 'r', 'r', 'r', 'l'],
+    ),
+    '',
+    'With priorities the first new candidate outranks the leader: its refused acquire records a claim, the watch pushes ' +
+      '`claimed` to the leader, which yields and hands the lease to it (one move, one handoff round trip without a leader); ' +
+      'the other old candidates are followers when they stop. Without priorities the leader keeps the lease until its own ' +
+      'SIGTERM, then releases it and every follower races for it, old and new alike.',
+  ];
+}
+
 export function renderCost(results: BenchResults): string[] {
   const c = results.cost;
   if (!c) return sectionError(results, 'cost', '4. Request cost');
@@ -394,6 +442,7 @@ export function renderMarkdown(results: BenchResults): string {
     results.epoch || results.errors.epoch ? renderEpochFencing(results.epoch, results.errors.epoch) : [],
     renderBundle(results.bundle, results.errors.bundle),
     results.pause || results.errors.pause ? renderPause(results) : [],
+    results.rolling || results.errors.rolling ? renderRollingDeploys(results) : [],
   ].filter((p) => p.length > 0);
   return `${parts.map((p) => p.join('\n')).join('\n\n')}\n`;
 }

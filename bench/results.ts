@@ -6,6 +6,7 @@ import type { EpochFencingResult } from './epoch-fencing.js';
 import type { LatencyCell, PeerLatency } from './latency.js';
 import type { MachineInfo } from './machine.js';
 import type { PauseTrial } from './pause.js';
+import type { RollingDeploy } from './rolling-deploy.js';
 import type { ScaleResult } from './scale.js';
 
 /** The results object every bench section fills in and `npm run bench` writes as JSON. */
@@ -42,6 +43,15 @@ export interface PauseSystem {
   error?: string;
 }
 
+/** Section 10: rolling deploys of five candidates, with or without priorities. */
+export interface RollingDeployVariant {
+  priorities: boolean;
+  ttlMs: number;
+  candidates: number;
+  deploys: RollingDeploy[];
+  disturbances?: string[];
+}
+
 /** A section of this report that was measured by an earlier full run (`--only` carries the others over). */
 export interface CarriedSection {
   section: string;
@@ -72,6 +82,7 @@ export interface BenchResults {
   /** Section 8 (issue #20): the SDK's Lambda bundle size and import time. */
   bundle?: BundleResult;
   pause?: PauseSystem[];
+  rolling?: RollingDeployVariant[];
   /** Sections copied from the previous full run's JSON because this run measured only others. */
   carriedOver?: CarriedSection[];
   /** Sections that failed, with the error message: the rest of the run still reports. */

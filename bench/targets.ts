@@ -100,6 +100,17 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
       met: worst === 0 && believed === 0,
     });
   }
+  const prioritized = (results.rolling ?? []).find((v) => v.priorities && v.deploys.length > 0);
+  if (prioritized) {
+    const d = prioritized.deploys;
+    const once = d.filter((x) => x.leaderChanges === 1 && x.finalLeaderNew && x.leaders.at(-1) === 'new').length;
+    const worstGap = Math.max(...d.map((x) => x.noLeaderMs));
+    checks.push({
+      target: 'Rolling deploy with priorities: exactly one leader change per deploy, onto a new-version candidate, and at most 100 ms without a leader per deploy (issue #17)',
+      measured: `one change onto the new version in ${once} of ${d.length} deploys; time without a leader at most ${fmtMs(worstGap)} ms`,
+      met: once === d.length && worstGap <= 100,
+    });
+  }
   if (results.scale && results.scale.length > 0) {
     checks.push({
       target: 'Scale: no lease lost while one process holds them all',

@@ -12,10 +12,12 @@
  *   renewed  — a renewal succeeded (leasehold: with the server's `expiresAt`/`remainingMs`)
  *   renewing — etcd only: a keepalive was sent (to spot one in flight at a kill)
  *   released — `resign`/`handoff` returned (the old leader's side of a handover)
- *   lost     — leadership ended otherwise
+ *   handing-off, handed-off — leasehold only: a handoff request was sent / answered (also a yield's)
+ *   lost     — leadership ended otherwise (leasehold: with the loss reason, e.g. `yielded`, `stopped`)
  *   put      — lock client only: a put was sent (with its guid), to find the last heartbeat at a kill
  *   belief   — with `sampleBelief`: the candidate's own answer to "do I hold it?" changed, or was
  *              read right after a gap in sampling (`resumed`: the process was stopped)
+ *   exiting  — SIGTERM: a graceful stop (leasehold: `leader.stop()`) finished and the process exits
  * Commands on stdin: {"cmd":"resign"} and {"cmd":"handoff","to":holder} step down and stay down
  * (a resigning process in real life is usually going away) until {"cmd":"start"}; {"cmd":"stop"}.
  */
@@ -53,6 +55,8 @@ export interface CandidateConfig {
   sampleBelief?: boolean;
   /** Start idle and campaign only on {"cmd":"start"}: a process spawned ahead of time. */
   standby?: boolean;
+  /** leasehold: the candidate's `priority` (the rolling-deploy section); none when absent. */
+  priority?: number;
 }
 
 const config = JSON.parse(process.env.BENCH_WORKER_CONFIG ?? '{}') as CandidateConfig;
@@ -65,6 +69,8 @@ interface Candidate {
   start(): void;
   resign(): Promise<void>;
   handoff(to: string): Promise<void>;
+  /** A graceful stop before the process exits (SIGTERM). */
+  stop(): Promise<void>;
   /** What this process would answer, right now, to "do I hold the lease?" before doing leader work. */
   believes(): boolean;
 }
@@ -95,7 +101,12 @@ function leaseholdCandidate(): Candidate {
       return grant;
     },
     release: (name, grant, call) => client.release(name, grant, call),
-    handoff: (name, request, call) => client.handoff(name, request, call),
+    async handoff(name, request, call) {
+      report('handing-off', { to: request.to });
+      const answer = await client.handoff(name, request, call);
+      report('handed-off');
+      return answer;
+    },
   };
   const options: LeaderOptions = {
     name: config.name,
@@ -105,12 +116,14 @@ function leaseholdCandidate(): Candidate {
     onLost: (reason) => {
       if (reason !== 'released') report('lost', { reason });
     },
+    ...(config.priority !== undefined ? { priority: config.priority } : {}),
   };
   if (config.watch === 'sdk') options.watch = `${(config.endpoint as string).replace(/^http/, 'ws')}${WATCH_PATH}`;
   const leader: Leader = createLeader(api, options);
   return {
     start: () => leader.start(),
     believes: () => leader.isLeader(),
+    stop: () => leader.stop(),
     async resign() {
       await leader.resign();
       report('released');
@@ -151,6 +164,9 @@ function etcdCandidate(): Candidate {
       });
     },
     believes: () => elected,
+    async stop() {
+      if (elected) await current?.resign();
+    },
     async resign() {
       elected = false;
       await current?.resign();
@@ -215,6 +231,11 @@ function redisCandidate(): Candidate {
   return {
     start: () => void run(++generation),
     believes: () => leading,
+    async stop() {
+      generation += 1;
+      if (leading) await commands.releaseLease(key, value);
+      leading = false;
+    },
     async resign() {
       generation += 1;
       if (leading) await commands.releaseLease(key, value);
@@ -262,6 +283,12 @@ function lockClientCandidate(): Candidate {
   return {
     start: () => void run(++generation),
     believes: () => held !== undefined,
+    async stop() {
+      generation += 1;
+      const lease = held;
+      held = undefined;
+      if (lease) await new Promise<void>((resolve) => lease.release(() => resolve()));
+    },
     async resign() {
       generation += 1;
       const lease = held;
@@ -312,6 +339,16 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   else if (command.cmd === 'handoff') candidate.handoff(command.to as string).catch(fail);
   else if (command.cmd === 'start') candidate.start();
   else if (command.cmd === 'stop') process.exit(0);
+});
+// SIGTERM, as a deploy stops a task: a graceful stop, then exit.
+process.once('SIGTERM', () => {
+  candidate
+    .stop()
+    .catch((error: unknown) => report('error', { message: error instanceof Error ? error.message : String(error) }))
+    .finally(() => {
+      report('exiting');
+      process.exit(0);
+    });
 });
 // Exit with the harness.
 process.stdin.on('end', () => process.exit(0));

@@ -278,6 +278,8 @@ class LeaderImpl implements Leader {
         }
       }
       if (this.term !== term || !term.isValid()) return;
+      // Set before the term ends (its end starts the next campaign after it); the request leaves in
+      // a later tick, after the term's end in this one has already stopped the belief.
       this.yieldHandoff = this.handOffToClaimant(term.lease, claimant);
       term.end('yielded');
       await this.yieldHandoff;
@@ -291,8 +293,11 @@ class LeaderImpl implements Leader {
    * next refresh of the claim without (it re-asks at least every renewal interval).
    */
   private handOffToClaimant(grant: Grant, claimant: LeaseClaim): Promise<void> {
-    const windowMs = Math.min(LIMITS.handoffWindowMaxMs, Math.max(LIMITS.handoffWindowMinMs, this.timing.ttlMs));
-    return this.handOffQuietly(grant, claimant.holder, windowMs);
+    return this.handOffQuietly(grant, claimant.holder, this.claimantWindowMs());
+  }
+
+  private claimantWindowMs(): number {
+    return Math.min(LIMITS.handoffWindowMaxMs, Math.max(LIMITS.handoffWindowMinMs, this.timing.ttlMs));
   }
 
   /** A handoff of an ended term's grant; if it fails, a plain release so nobody waits for the expiry. */
@@ -411,8 +416,11 @@ class LeaderImpl implements Leader {
     await Promise.all(pending);
   }
 
-  /** Starts the campaign loop unless one is live; a loop being cancelled is awaited first. */
-  private runCampaign(after?: Promise<void>): void {
+  /**
+   * Starts the campaign loop unless one is live; a loop being cancelled is awaited first, then
+   * `after`, then `firstWaitMs` (cut short by a pushed release or a handoff to us).
+   */
+  private runCampaign(after?: Promise<void>, firstWaitMs = 0): void {
     if (this.stopped || (this.campaignAbort !== undefined && !this.campaignAbort.signal.aborted)) return;
     const previous = this.campaignLoop;
     const abort = new AbortController();
@@ -420,6 +428,7 @@ class LeaderImpl implements Leader {
     const loop = (async () => {
       await previous;
       await after;
+      if (firstWaitMs > 0 && !(await this.follower.wait(firstWaitMs, abort.signal))) return;
       await this.campaignUntilElected(abort.signal);
     })().finally(() => {
       if (this.campaignLoop === loop) {
@@ -575,9 +584,11 @@ class LeaderImpl implements Leader {
     this.lastSignal = term.signal;
     this.callback('onLost', () => this.options.onLost?.(reason, term.info()));
     if (reason === 'released' || reason === 'stopped') return;
-    // Yielded: the handoff gives the lease away (no release); campaign again once it is done.
+    // Yielded: the handoff gives the lease away (no release) and reserves it for the claimant; campaign
+    // again once the reservation is over (an acquire sooner would only be refused, at the moment the
+    // claimant's own acquire needs the server), or at once if the watch pushes a release.
     if (reason === 'yielded') {
-      if (this.wantCampaign) this.runCampaign(this.yieldHandoff);
+      if (this.wantCampaign) this.runCampaign(this.yieldHandoff, this.claimantWindowMs());
       return;
     }
     // With a Lambda context, the invocation is over (a pause means Lambda froze the sandbox after it

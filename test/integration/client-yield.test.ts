@@ -34,7 +34,15 @@ function leader(options: LeaderOptions) {
   const events: LeaderEvent[] = [];
   const losses: LossReason[] = [];
   const waiting: Array<{ match: (e: LeaderEvent) => boolean; resolve: (e: LeaderEvent) => void }> = [];
-  const created = createLeader(client, {
+  const acquires = { sent: 0 };
+  // The LeaseClient, counting this leader's acquire requests.
+  const api = Object.assign(Object.create(client) as LeaseClient, {
+    acquire: (...args: Parameters<LeaseClient['acquire']>) => {
+      acquires.sent += 1;
+      return client.acquire(...args);
+    },
+  });
+  const created = createLeader(api, {
     ttlMs: TTL_MS,
     ...options,
     onLost: (reason) => void losses.push(reason),
@@ -51,7 +59,7 @@ function leader(options: LeaderOptions) {
     const seen = events.find(match);
     return seen ? Promise.resolve(seen) : new Promise<LeaderEvent>((resolve) => waiting.push({ match, resolve }));
   };
-  return { leader: created, events, losses, next };
+  return { leader: created, events, losses, next, acquires };
 }
 
 describe('yielding to a higher priority', () => {
@@ -83,10 +91,13 @@ describe('yielding to a higher priority', () => {
     expect(old.leader.isLeader()).toBe(true);
     expect(next.leader.isLeader()).toBe(false);
 
+    const acquiresBeforeYield = old.acquires.sent;
     reachSafePoint();
     const elected = await next.leader.campaign();
     expect(elected.token).toBe(first.token + 1);
     expect(old.losses).toEqual(['yielded']);
+    // The yielder asks again only once the claimant's reservation is over, not while it is being used.
+    expect(old.acquires.sent).toBe(acquiresBeforeYield);
     expect(first.signal.aborted).toBe(true);
     // Still a candidate: it follows the new leader.
     await old.next((e) => e.type === 'following' && e.leader === 'v2');

@@ -1,0 +1,171 @@
+import { benchNowMs, sleep } from './clock.js';
+import { Disturbed, recordDisturbance } from './elections.js';
+import { Worker, type WorkerEvent } from './processes.js';
+import type { CandidateConfig } from './workers/candidate.js';
+
+/**
+ * Section 10: a rolling deploy (issue #17). Five candidates of the old version run, one of them
+ * leading, all with the watch. One by one, in a random order, each is replaced as a deploy tool
+ * does it: a candidate of the new version starts; once it is up (its first answer from the
+ * service) and one health-check interval has passed, the old one gets SIGTERM, stops its Leader
+ * (`leader.stop()`: a release, or the claimant's handoff) and exits. With priorities the old
+ * version runs at priority 1 and the new at 2; without, every candidate has the default.
+ *
+ * From the processes' own term records on the benchmark clock (`elected`, and `lost` with its
+ * reason), over the deploy (from the first replacement to the moment the last old process has
+ * exited and someone leads): how many times leadership moved, the total time nobody believed it
+ * led, and whether the final leader runs the new version.
+ */
+
+export interface RollingDeploy {
+  deploy: number;
+  /** Elections during the deploy (each is a move of leadership). */
+  leaderChanges: number;
+  /** Total time within the deploy when no candidate believed it led, ms. */
+  noLeaderMs: number;
+  /** The leader when the deploy ended runs the new version. */
+  finalLeaderNew: boolean;
+  /** The versions that led, in order, from the leader before the deploy ("old"/"new"). */
+  leaders: Array<'old' | 'new'>;
+  /** First replacement → the last old process exited and someone leads, ms. */
+  durationMs: number;
+}
+
+export interface RollingDeployOptions {
+  script: string;
+  /** The local server with the watch (the candidates subscribe to its /v1/watch). */
+  endpoint: string;
+  ttlMs: number;
+  deploys: number;
+  candidates: number;
+  priorities: boolean;
+  random: () => number;
+  runId: string;
+  log: (line: string) => void;
+}
+
+interface Candidate {
+  worker: Worker;
+  version: 'old' | 'new';
+}
+
+/** A term as the candidate saw it: from its `elected` to the end of its belief (`lost`), or open. */
+interface BelievedTerm {
+  version: 'old' | 'new';
+  from: number;
+  to: number;
+}
+
+function terms(candidates: Candidate[]): BelievedTerm[] {
+  const out: BelievedTerm[] = [];
+  for (const { worker, version } of candidates) {
+    let open: number | undefined;
+    for (const e of worker.events) {
+      if (e.ev === 'elected') open = e.at;
+      else if ((e.ev === 'lost' || e.ev === 'released') && open !== undefined) {
+        out.push({ version, from: open, to: e.at });
+        open = undefined;
+      }
+    }
+    if (open !== undefined) out.push({ version, from: open, to: Number.POSITIVE_INFINITY });
+  }
+  return out.sort((a, b) => a.from - b.from);
+}
+
+/** Time within [from, to] covered by no term. */
+export function uncoveredMs(spans: Array<{ from: number; to: number }>, from: number, to: number): number {
+  let covered = from;
+  let gap = 0;
+  for (const span of [...spans].sort((a, b) => a.from - b.from)) {
+    if (span.to <= covered) continue;
+    if (span.from >= to) break;
+    if (span.from > covered) gap += span.from - covered;
+    covered = Math.max(covered, span.to);
+    if (covered >= to) break;
+  }
+  if (covered < to) gap += to - covered;
+  return gap;
+}
+
+let seq = 0;
+
+function spawn(options: RollingDeployOptions, name: string, version: 'old' | 'new'): Candidate {
+  seq += 1;
+  const config: CandidateConfig = {
+    system: 'leasehold',
+    name,
+    holder: `${version}-${seq}`,
+    ttlMs: options.ttlMs,
+    endpoint: options.endpoint,
+    watch: 'sdk',
+    ...(options.priorities ? { priority: version === 'old' ? 1 : 2 } : {}),
+  };
+  return { worker: new Worker(options.script, config), version };
+}
+
+const up = (e: WorkerEvent) => e.ev === 'ready' || e.ev === 'elected';
+
+/** Runs `options.deploys` rolling deploys, each on a fresh lease name and fresh processes. */
+export async function measureRollingDeploys(options: RollingDeployOptions): Promise<{ deploys: RollingDeploy[]; disturbances: string[] }> {
+  const deploys: RollingDeploy[] = [];
+  const disturbances: string[] = [];
+  // A deploy tool's health check before it stops an old task: one renewal interval here.
+  const healthCheckMs = Math.round(options.ttlMs / 3);
+  let all: Candidate[] = [];
+  const stopAll = async () => {
+    for (const c of all) c.worker.kill();
+    await Promise.all(all.map((c) => c.worker.closed));
+    all = [];
+  };
+  try {
+    while (deploys.length < options.deploys) {
+      try {
+        const name = `bench-${options.runId}-rolling-${options.priorities ? 'p' : 'n'}-${deploys.length}-${disturbances.length}`;
+        const old = Array.from({ length: options.candidates }, () => spawn(options, name, 'old'));
+        all = [...old];
+        await Promise.all(old.map((c) => c.worker.waitFor(up, 20_000, 0, 'ready or elected (old version)')));
+        const first = old.find((c) => c.worker.events.some((e) => e.ev === 'elected'));
+        if (!first) await Promise.race(old.map((c) => c.worker.waitFor((e) => e.ev === 'elected', options.ttlMs * 3, 0, 'a first leader')));
+        const startAt = benchNowMs();
+        // A random order of replacement, as a deploy tool's.
+        const order = [...old].sort(() => options.random() - 0.5);
+        for (const outgoing of order) {
+          const incoming = spawn(options, name, 'new');
+          all.push(incoming);
+          await incoming.worker.waitFor(up, 20_000, 0, 'ready or elected (new version)');
+          await sleep(healthCheckMs);
+          outgoing.worker.kill('SIGTERM');
+          const exiting = await outgoing.worker.waitFor((e) => e.ev === 'exiting', options.ttlMs * 3, 0, 'a graceful exit after SIGTERM');
+          await outgoing.worker.closed;
+          if (outgoing.worker.events.some((e) => e.ev === 'error' && e.at <= exiting.at)) throw new Disturbed('an old candidate reported an error while stopping');
+        }
+        const lastExit = benchNowMs();
+        const current = () => terms(all).find((t) => t.from <= benchNowMs() && t.to === Number.POSITIVE_INFINITY);
+        const deadline = lastExit + options.ttlMs * 3;
+        while (current() === undefined && benchNowMs() < deadline) await sleep(5);
+        const final = current();
+        if (!final) throw new Disturbed('no leader within 3 ttl after the deploy');
+        const endAt = Math.max(lastExit, final.from);
+        const believed = terms(all);
+        const during = believed.filter((t) => t.from > startAt && t.from <= endAt);
+        const before = believed.filter((t) => t.from <= startAt).at(-1);
+        deploys.push({
+          deploy: deploys.length,
+          leaderChanges: during.length,
+          noLeaderMs: Math.round(uncoveredMs(believed, startAt, endAt) * 10) / 10,
+          finalLeaderNew: final.version === 'new',
+          leaders: [...(before ? [before.version] : []), ...during.map((t) => t.version)],
+          durationMs: Math.round(endAt - startAt),
+        });
+        const d = deploys.at(-1) as RollingDeploy;
+        options.log(`    deploy ${d.deploy + 1}: ${d.leaderChanges} leader change(s) (${d.leaders.join(' → ')}), ${d.noLeaderMs} ms without a leader`);
+        await stopAll();
+      } catch (error) {
+        await recordDisturbance(error, undefined, disturbances, options.log, stopAll);
+      }
+    }
+  } finally {
+    await stopAll();
+  }
+  return { deploys, disturbances };
+}
