@@ -1,6 +1,7 @@
 import { LeaseClient, createLeader, type Leader } from '../client/src/index.js';
 import { sleep } from './clock.js';
 import { LOCK_CLIENT_VERSION } from './lock-client.js';
+import { HOURS_PER_MONTH, PRICE_PER_REQUEST_NO_LOGS_USD, PRICE_PER_REQUEST_USD, REFERENCE_TTL_MS } from './prices.js';
 
 /**
  * Section 4: request cost. leasehold's leader and follower are measured (every HTTP attempt the SDK
@@ -8,12 +9,6 @@ import { LOCK_CLIENT_VERSION } from './lock-client.js';
  * computed from their periods and stated as such. Prices are the assumptions of docs/deploy.md ("Cost estimate per lease per month").
  */
 
-/** docs/deploy.md, "Cost estimate per lease per month": us-east-1 list prices as of 2026-11-22 (assumptions). */
-export const PRICE_PER_REQUEST_USD = 0.00000239;
-export const PRICE_PER_REQUEST_NO_LOGS_USD = 0.00000189;
-export const HOURS_PER_MONTH = 730;
-/** The TTL the hourly numbers are stated at: the SDK's default. */
-export const REFERENCE_TTL_MS = 15_000;
 
 export interface CostRow {
   system: string;

@@ -5,6 +5,7 @@ import { fmtMs, fmtInt, fmtRatio, fmtUsd, table } from './format.js';
 import type { BenchResults } from './results.js';
 import { ratio, summarize } from './stats.js';
 import { cell, failoverSummary, checkTargets } from './targets.js';
+import { REFERENCE_TTL_MS, usdPerLeaseMonth } from './prices.js';
 
 /**
  * The benchmark's markdown report, section by section: pure functions of the results (results.ts),
@@ -371,10 +372,13 @@ export function renderScale(results: BenchResults): string[] {
       'period (so the renewals are spread evenly, as in a process that has run for a while), then held for the window; ' +
       'CPU is that process\'s `process.cpuUsage()` over the window, memory is after a GC. The TTL is chosen so that the ' +
       'renewal rate stays within what the local server and DynamoDB Local sustain on this machine (section 1): the ' +
-      'limit here is that stack, not the SDK process.',
+      'limit here is that stack, not the SDK process. **$/lease/month**: the list price of a lease held at the SDK\'s ' +
+      `default ttl of 15 s with as many renewals per request as measured here (docs/deploy.md's prices; a batch shares ` +
+      'everything but the DynamoDB write; how full batches are depends on how many leases renew within 1 % of the ttl, ' +
+      'not on the ttl itself).',
     '',
     ...table(
-      ['leases', 'renewals', 'ttl', 'window', 'ramp-up', 'renewals/s (expected)', 'renew requests per lease per ttl', 'renew failures', 'lost', 'CPU µs per lease per s', 'CPU (% of a core)', 'RSS per lease', 'heap per lease', 'RSS'],
+      ['leases', 'renewals', 'ttl', 'window', 'ramp-up', 'renewals/s (expected)', 'renew requests per lease per ttl', 'renewals per request', '$/lease/month at 15 s', 'renew failures', 'lost', 'CPU µs per lease per s', 'CPU (% of a core)', 'RSS per lease', 'heap per lease', 'RSS'],
       rows.map((s) => [
         fmtInt(s.leases),
         s.batch ? 'batched' : 'one request each',
@@ -383,6 +387,10 @@ export function renderScale(results: BenchResults): string[] {
         `${(s.rampMs / 1000).toFixed(1)} s`,
         `${s.renewalsPerSec.toFixed(1)} (${s.expectedRenewalsPerSec.toFixed(1)})`,
         s.renewRequestsPerLeasePerTerm === undefined ? '—' : s.renewRequestsPerLeasePerTerm.toFixed(3),
+        ...(() => {
+          const perRequest = s.renewRequests ? s.renewals / s.renewRequests : undefined;
+          return perRequest === undefined ? ['—', '—'] : [perRequest.toFixed(1), fmtUsd(usdPerLeaseMonth(REFERENCE_TTL_MS, perRequest))];
+        })(),
         fmtInt(s.renewFailures),
         s.lostTotal === 0 ? '0' : `**${s.lostTotal}** (${Object.entries(s.lost).map(([k, v]) => `${k} ${v}`).join(', ')})`,
         s.cpuMicrosPerLeasePerSec.toFixed(2),
