@@ -59,6 +59,12 @@ export interface LeaseRecord {
   claimExpiresAt?: number;
   /** When the claim was last written (recorded or refreshed): the `claimed` event's time. */
   claimedAt?: number;
+  /**
+   * The group the latest grant joined (`AcquireRequest.group`): the partition key of the sparse
+   * group index (`GROUP_INDEX`), so a group is read without a scan. An acquire without a group
+   * removes it. Never changed by a renewal, so renewals cost the index nothing.
+   */
+  leaseGroup?: string;
   /** Epoch seconds at which DynamoDB TTL may delete the idle item. */
   expireItemAt: number;
   /** Which operation wrote the item last (see functions/watch/stream-filter.ts for why). */
@@ -154,6 +160,7 @@ export function toPublicLease(record: LeaseRecord, nowMs: number): PublicLease {
     priority: record.priority ?? 0,
     ...(held && liveClaim(record, nowMs) !== undefined ? { claim: liveClaim(record, nowMs) as LeaseClaim } : {}),
     ...(record.revokedAt === undefined ? {} : { revoked: revokedRecord(record) }),
+    ...(record.leaseGroup === undefined ? {} : { group: record.leaseGroup }),
   };
 }
 

@@ -15,6 +15,8 @@ import {
   LeaseNotHeldError,
   ValidationError,
   validateAcquireRequest,
+  validateGroupMember,
+  validateGroupRequest,
   validateHandoffRequest,
   validateListRequest,
   validateName,
@@ -23,6 +25,7 @@ import {
   validateRevokeRequest,
   type AcquireRequest,
   type Grant,
+  type GroupResponse,
   type HandoffRequest,
   type LeaseClaim,
   type ListRequest,
@@ -34,6 +37,8 @@ import {
   type RevokeRequest,
 } from '../client/src/protocol/index.js';
 import type { WallClock } from './clock.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+import { readGroup } from './lease-groups.js';
 import { conflictItem as conflictRecord, isConditionFailure, translate } from './dynamodb-errors.js';
 import {
   ACQUIRE_REMOVE,
@@ -121,6 +126,7 @@ export class LeaseStore {
   async acquire(name: string, input: AcquireRequest): Promise<AcquireResult> {
     validateName(name);
     const request = validateAcquireRequest(pickFields(input, REQUEST_FIELDS.acquire));
+    validateGroupMember(name, request.group);
     const lockDelayMs = request.lockDelayMs ?? 0;
     const now = this.clock.nowMs();
     const expiresAt = now + request.ttlMs;
@@ -154,6 +160,12 @@ export class LeaseStore {
       values[':requestId'] = request.requestId;
     } else {
       remove.push('requestId');
+    }
+    if (request.group !== undefined) {
+      set.push('leaseGroup = :group');
+      values[':group'] = request.group;
+    } else {
+      remove.push('leaseGroup');
     }
 
     try {
@@ -467,6 +479,20 @@ export class LeaseStore {
     }
   }
 
+  /**
+   * One page of a group's leases (`GET /v1/groups/{group}`), by name: the group index's keys (an
+   * eventually consistent Query), then the items themselves (strongly consistent BatchGetItem). Read
+   * units grow with the group, never with the table (functions/lease-groups.ts).
+   */
+  async describeGroup(group: string, query: Record<string, string | undefined> = {}): Promise<GroupResponse> {
+    const request = validateGroupRequest(group, stringifyQuery(query));
+    try {
+      return await readGroup(this.client, this.tableName, request, this.clock.nowMs.bind(this.clock));
+    } catch (error) {
+      throw translate(error);
+    }
+  }
+
   private expireItemAt(lastUseMs: number): number {
     return Math.ceil((lastUseMs + this.cleanupAfterMs) / 1000);
   }
@@ -504,23 +530,6 @@ function leaseLost(name: string, current: LeaseRecord | undefined, request: { le
   return new LeaseLostError(name, current ? toPublicLease(current, nowMs) : null, reason, {
     ...(reason === 'revoked' && current !== undefined ? { revoked: revokedRecord(current) } : {}),
   });
-}
-
-function encodeCursor(key: { pk: string }): string {
-  return Buffer.from(JSON.stringify({ pk: key.pk }), 'utf8').toString('base64url');
-}
-
-function decodeCursor(cursor: string): { pk: string } {
-  try {
-    const key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (typeof key === 'object' && key !== null && typeof (key as { pk?: unknown }).pk === 'string') {
-      validateName((key as { pk: string }).pk);
-      return { pk: (key as { pk: string }).pk };
-    }
-  } catch {
-    // fall through to the validation error below
-  }
-  throw new ValidationError('cursor', 'must be a cursor returned by a previous list call');
 }
 
 function stringifyQuery(input: object): Record<string, string | undefined> {

@@ -2,6 +2,7 @@ import {
   CreateTableCommand,
   DescribeTableCommand,
   ResourceInUseException,
+  UpdateTableCommand,
   UpdateTimeToLiveCommand,
   type CreateTableCommandInput,
   type DynamoDBClient,
@@ -16,17 +17,52 @@ export const LEASE_TABLE_SCHEMA = {
   partitionKey: 'pk',
   /** Epoch seconds after which DynamoDB TTL may delete an idle lease item. */
   ttlAttribute: 'expireItemAt',
+  /**
+   * The sparse group index: only items with a `leaseGroup` are in it, keyed by group then name, keys
+   * only. Its keys change only when a grant joins or leaves a group, so renewals write nothing to it.
+   */
+  groupIndex: { indexName: 'group-index', partitionKey: 'leaseGroup', sortKey: 'pk' },
 } as const;
+
+const GROUP_INDEX_SPEC = {
+  IndexName: LEASE_TABLE_SCHEMA.groupIndex.indexName,
+  KeySchema: [
+    { AttributeName: LEASE_TABLE_SCHEMA.groupIndex.partitionKey, KeyType: 'HASH' as const },
+    { AttributeName: LEASE_TABLE_SCHEMA.groupIndex.sortKey, KeyType: 'RANGE' as const },
+  ],
+  Projection: { ProjectionType: 'KEYS_ONLY' as const },
+};
 
 /**
  * Creates the lease table (on-demand, TTL on, stream of new and old images for the watch) if it
  * does not exist. For DynamoDB Local and tests; in AWS the CDK construct creates it.
  */
 export async function ensureLeaseTable(client: DynamoDBClient, tableName: string): Promise<void> {
-  await ensureTable(client, {
-    ...keyedByName(tableName, LEASE_TABLE_SCHEMA.partitionKey),
+  const keyed = keyedByName(tableName, LEASE_TABLE_SCHEMA.partitionKey);
+  const created = await ensureTable(client, {
+    ...keyed,
+    AttributeDefinitions: [...(keyed.AttributeDefinitions ?? []), { AttributeName: LEASE_TABLE_SCHEMA.groupIndex.partitionKey, AttributeType: 'S' }],
+    GlobalSecondaryIndexes: [GROUP_INDEX_SPEC],
     StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' },
   }, LEASE_TABLE_SCHEMA.ttlAttribute);
+  if (!created) await ensureGroupIndex(client, tableName);
+}
+
+/** A lease table made before groups (a kept DynamoDB Local folder) gains the group index. */
+async function ensureGroupIndex(client: DynamoDBClient, tableName: string): Promise<void> {
+  const described = await client.send(new DescribeTableCommand({ TableName: tableName }));
+  const indexes = described.Table?.GlobalSecondaryIndexes ?? [];
+  if (indexes.some((index) => index.IndexName === GROUP_INDEX_SPEC.IndexName)) return;
+  await client.send(
+    new UpdateTableCommand({
+      TableName: tableName,
+      AttributeDefinitions: [
+        { AttributeName: LEASE_TABLE_SCHEMA.partitionKey, AttributeType: 'S' },
+        { AttributeName: LEASE_TABLE_SCHEMA.groupIndex.partitionKey, AttributeType: 'S' },
+      ],
+      GlobalSecondaryIndexUpdates: [{ Create: GROUP_INDEX_SPEC }],
+    }),
+  );
 }
 
 /** An on-demand table keyed by one string attribute: the lease table and the semaphore table. */
@@ -71,12 +107,13 @@ export async function ensureSubscriptionTable(client: DynamoDBClient, tableName:
   }, s.ttlAttribute);
 }
 
-async function ensureTable(client: DynamoDBClient, input: CreateTableCommandInput, ttlAttribute: string): Promise<void> {
+/** Creates the table if it does not exist; true if it was created now. */
+async function ensureTable(client: DynamoDBClient, input: CreateTableCommandInput, ttlAttribute: string): Promise<boolean> {
   try {
     await client.send(new CreateTableCommand(input));
   } catch (error) {
     if (!(error instanceof ResourceInUseException)) throw error;
-    return;
+    return false;
   }
   for (;;) {
     const out = await client.send(new DescribeTableCommand({ TableName: input.TableName }));
@@ -89,4 +126,5 @@ async function ensureTable(client: DynamoDBClient, input: CreateTableCommandInpu
       TimeToLiveSpecification: { AttributeName: ttlAttribute, Enabled: true },
     }),
   );
+  return true;
 }

@@ -3,7 +3,7 @@ import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { HttpApi, HttpMethod, HttpRoute, HttpRouteKey, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import { AttributeType, BillingMode, StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { AttributeType, BillingMode, ProjectionType, StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Grant, PolicyStatement, type IGrantable, type IRole } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -140,6 +140,21 @@ export const DEFAULT_BURST_LIMIT = 400;
 const NAME_SEGMENT = '{name}';
 /** The path segment of the batched renew's name prefix in ROUTES. */
 const PREFIX_SEGMENT = '{prefix}';
+/** The path segment of a group's name in ROUTES (a group's leases are named under it). */
+const GROUP_SEGMENT = '{group}';
+
+/**
+ * Whether a route acts on names (a lease's `{name}`, a batch's `{prefix}`, a `{group}`, whose
+ * leases are all named under it), so a name prefix can scope it.
+ */
+function scoped(path: string): boolean {
+  return path.includes(NAME_SEGMENT) || path.includes(PREFIX_SEGMENT) || path.includes(GROUP_SEGMENT);
+}
+
+/** The route's path with its name segment replaced by `names` (`*` or `team-a.*`) for an ARN. */
+function withNames(path: string, names: string): string {
+  return path.replace(NAME_SEGMENT, names).replace(PREFIX_SEGMENT, names).replace(GROUP_SEGMENT, names);
+}
 
 /** The name of the API's only stage: the URL has no stage segment. */
 export const STAGE_NAME = '$default';
@@ -159,6 +174,8 @@ export const TABLE_ACTIONS_BY_ROUTE: Readonly<Record<RouteId, readonly string[]>
   'renew-batch': ['dynamodb:UpdateItem'],
   describe: ['dynamodb:GetItem'],
   list: ['dynamodb:Scan'],
+  // The group index's keys (Query, on the index), then the items (BatchGetItem, on the table).
+  'group-describe': ['dynamodb:Query', 'dynamodb:BatchGetItem'],
   // On the semaphore table: an acquire is one or two conditional UpdateItems, describe one GetItem.
   'semaphore-acquire': ['dynamodb:UpdateItem'],
   'semaphore-renew': ['dynamodb:UpdateItem'],
@@ -250,6 +267,15 @@ export class LeaseService extends Construct {
       // The watch reads both images: a release is a change from "holder set" to "no holder".
       ...(watchEnabled ? { stream: StreamViewType.NEW_AND_OLD_IMAGES } : {}),
     });
+    // Groups are read through a sparse, keys-only index (functions/lease-groups.ts): only items
+    // with a group are in it, and renewals never change its keys, so they write nothing to it.
+    const groupIndex = LEASE_TABLE_SCHEMA.groupIndex;
+    this.table.addGlobalSecondaryIndex({
+      indexName: groupIndex.indexName,
+      partitionKey: { name: groupIndex.partitionKey, type: AttributeType.STRING },
+      sortKey: { name: groupIndex.sortKey, type: AttributeType.STRING },
+      projectionType: ProjectionType.KEYS_ONLY,
+    });
 
     // Semaphores live apart, so they never appear in a lease list or the watch's stream.
     this.semaphoreTable = new Table(this, 'SemaphoreTable', {
@@ -299,7 +325,8 @@ export class LeaseService extends Construct {
         throw new Error(`Route "${route.id}" has no DynamoDB actions declared in TABLE_ACTIONS_BY_ROUTE (infra/lease-service.ts).`);
       }
       const fn = this.createFunction(route.id, `leasehold ${route.method} ${route.path}`, { memorySize, timeout, logRetention }, semaphores ? semaphoreEnvironment : tableEnvironment);
-      fn.addToRolePolicy(new PolicyStatement({ actions: [...tableActions], resources: [table.tableArn] }));
+      const resources = tableActions.includes('dynamodb:Query') ? [table.tableArn, `${table.tableArn}/index/${groupIndex.indexName}`] : [table.tableArn];
+      fn.addToRolePolicy(new PolicyStatement({ actions: [...tableActions], resources }));
       grantTableKey(props.encryptionKey, fn.role as IRole, tableActions.includes('dynamodb:UpdateItem'));
       new HttpRoute(this, `${pascal(route.id)}Route`, {
         httpApi: this.httpApi,
@@ -388,12 +415,12 @@ export class LeaseService extends Construct {
       validateName(namePrefix, 'namePrefix');
     }
     const names = namePrefix === undefined ? '*' : `${namePrefix}*`;
-    // Every route but the operators' (revoke). The `{name}` of a lease route and the `{prefix}` of
-    // the batched renew both become `team-a.*`: a batch prefix under team-a. may only name leases
-    // under it (the handler refuses any other name), so team A cannot batch under team-b.
-    const scoped = (path: string) => path.includes(NAME_SEGMENT) || path.includes(PREFIX_SEGMENT);
+    // Every route but the operators' (revoke). The `{name}` of a lease route, the `{prefix}` of the
+    // batched renew and a `{group}` all become `team-a.*`: a batch prefix under team-a. may only name
+    // leases under it (the handler refuses any other name), and a group's leases are named under the
+    // group, so team A can neither batch nor read a group under team-b.
     const arns = ROUTES.filter((route) => !ADMIN_ROUTE_IDS.has(route.id) && (namePrefix === undefined || scoped(route.path))).map((route) =>
-      this.routeArn(route.method, route.path.replace(NAME_SEGMENT, names).replace(PREFIX_SEGMENT, names)),
+      this.routeArn(route.method, withNames(route.path, names)),
     );
     if (this.watch) arns.push(this.watchConnectArn(grantee, namePrefix, 'grantLeases'));
     return this.grantInvoke(grantee, arns);
@@ -416,13 +443,14 @@ export class LeaseService extends Construct {
    * Lets `grantee` read leases and watch them: for dashboards, operators and observers. Without a
    * prefix: describe and list every lease, and watch every lease. With `namePrefix`: describe and
    * watch the leases under it only, and no list (it shows every name). Describing semaphores (`GET
-   * /v1/semaphores/{name}`) follows the same prefix.
+   * /v1/semaphores/{name}`) and reading a group (`GET /v1/groups/{group}`, whose leases are all
+   * named under the group) follow the same prefix.
    */
   grantRead(grantee: IGrantable, namePrefix?: string): Grant {
     if (namePrefix !== undefined) validateName(namePrefix, 'namePrefix');
     const names = namePrefix === undefined ? '*' : `${namePrefix}*`;
-    const arns = ROUTES.filter((route) => route.method === 'GET' && (namePrefix === undefined || route.path.includes(NAME_SEGMENT))).map(
-      (route) => this.routeArn(route.method, route.path.replace(NAME_SEGMENT, names)),
+    const arns = ROUTES.filter((route) => route.method === 'GET' && (namePrefix === undefined || scoped(route.path))).map((route) =>
+      this.routeArn(route.method, withNames(route.path, names)),
     );
     if (this.watch) arns.push(this.watchConnectArn(grantee, namePrefix, 'grantRead'));
     return this.grantInvoke(grantee, arns);

@@ -44,7 +44,7 @@ export interface ServiceAlarmParts {
 }
 
 /** The DynamoDB operations the functions perform, for the table's per-operation metrics. */
-const TABLE_OPERATIONS = [Operation.UPDATE_ITEM, Operation.GET_ITEM, Operation.SCAN];
+const TABLE_OPERATIONS = [Operation.UPDATE_ITEM, Operation.GET_ITEM, Operation.SCAN, Operation.QUERY, Operation.BATCH_GET_ITEM];
 /** The semaphore functions' operations on their table. */
 const SEMAPHORE_TABLE_OPERATIONS = [Operation.UPDATE_ITEM, Operation.GET_ITEM];
 

@@ -16,6 +16,7 @@ import { createReleaseHandler } from '../functions/handlers/release.js';
 import { createRenewHandler } from '../functions/handlers/renew.js';
 import { createSemaphoreAcquireHandler } from '../functions/handlers/semaphore-acquire.js';
 import { createSemaphoreDescribeHandler } from '../functions/handlers/semaphore-describe.js';
+import { createGroupDescribeHandler } from '../functions/handlers/group-describe.js';
 import { createSemaphoreReleaseHandler } from '../functions/handlers/semaphore-release.js';
 import { createSemaphoreRenewHandler } from '../functions/handlers/semaphore-renew.js';
 import { errorResponse, jsonResponse } from '../functions/http/responses.js';
@@ -117,6 +118,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     'renew-batch': createRenewBatchHandler(deps),
     describe: createDescribeHandler(deps),
     list: createListHandler(deps),
+    'group-describe': createGroupDescribeHandler(deps),
     'semaphore-acquire': createSemaphoreAcquireHandler(deps),
     'semaphore-renew': createSemaphoreRenewHandler(deps),
     'semaphore-release': createSemaphoreReleaseHandler(deps),

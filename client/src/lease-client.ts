@@ -22,6 +22,8 @@ import {
   routeRequest,
   validateAcquireRequest,
   validateHandoffRequest,
+  validateGroupMember,
+  validateGroupRequest,
   validateListRequest,
   validateName,
   validateReleaseRequest,
@@ -40,6 +42,7 @@ import {
   type HandoffRequest,
   type HandoffResponse,
   type ListRequest,
+  type GroupResponse,
   type ListResponse,
   type PublicLease,
   type ReleaseRequest,
@@ -156,6 +159,7 @@ export class LeaseClient implements LeaseApi, SemaphoreApi {
   async acquire(name: string, request: AcquireRequest, call?: CallOptions): Promise<AcquireResult> {
     validateName(name);
     const body = validateAcquireRequest({ ...pickFields(request, REQUEST_FIELDS.acquire), requestId: request.requestId ?? newRequestId() });
+    validateGroupMember(name, body.group);
     try {
       const out = (await this.transport.send(
         { operation: 'acquire', ...routeRequest('acquire', name), body, leaseName: name, idempotent: body.requestId !== undefined },
@@ -334,6 +338,17 @@ export class LeaseClient implements LeaseApi, SemaphoreApi {
     };
     validateListRequest(query);
     return (await this.transport.send({ operation: 'list', ...routeRequest('list'), query, idempotent: true }, call)) as ListResponse;
+  }
+
+  /**
+   * One page of a group's leases, by name (`GET /v1/groups/{group}`): every lease whose latest grant
+   * joined it (`acquire` with `group`). Read through an index, so it costs what the group holds.
+   * Up to `limit` (1-1,000, default 1,000) leases; pass `nextCursor` back as `cursor` for more.
+   */
+  async describeGroup(group: string, request: { limit?: number; cursor?: string } = {}, call?: CallOptions): Promise<GroupResponse> {
+    const query = { limit: request.limit === undefined ? undefined : String(request.limit), cursor: request.cursor };
+    validateGroupRequest(group, query);
+    return (await this.transport.send({ operation: 'group-describe', ...routeRequest('group-describe', group), query, idempotent: true }, call)) as GroupResponse;
   }
 
   /**

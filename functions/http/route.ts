@@ -31,6 +31,7 @@ export const OUTCOME = {
   revoked: 'revoked',
   described: 'described',
   listed: 'listed',
+  groupDescribed: 'groupDescribed',
   permitAcquired: 'permitAcquired',
   semaphoreFull: 'semaphoreFull',
   permitRenewed: 'permitRenewed',

@@ -148,6 +148,7 @@ describe('LeaseService table', () => {
       RenewBatch: readWrite,
       Describe: ['kms:Decrypt', 'kms:DescribeKey'],
       List: ['kms:Decrypt', 'kms:DescribeKey'],
+      GroupDescribe: ['kms:Decrypt', 'kms:DescribeKey'],
       SemaphoreAcquire: readWrite,
       SemaphoreRenew: readWrite,
       SemaphoreRelease: readWrite,
@@ -222,10 +223,27 @@ describe('LeaseService functions', () => {
       const fn = [...roles.keys()].find((id) => id.toLowerCase().startsWith(`leases${pascal(route.id).toLowerCase()}function`));
       const statements = withoutLogging(statementsOfRole(json, { logicalId: roles.get(fn as string) as string }));
       const table = SEMAPHORE_ROUTE_IDS.has(route.id) ? semaphoreTableId(json) : tableId;
+      // A group read queries the group index too (keys only), and nothing reaches any other index.
+      const resources = route.id === 'group-describe' ? [`{${table}.Arn}`, `{${table}.Arn}/index/group-index`] : [`{${table}.Arn}`];
       expect(statements.map((s) => ({ actions: actionsOf(s).sort(), resources: resourcesOf(s), effect: s.Effect }))).toEqual([
-        { actions: [...TABLE_ACTIONS_BY_ROUTE[route.id]], resources: [`{${table}.Arn}`], effect: 'Allow' },
+        { actions: [...TABLE_ACTIONS_BY_ROUTE[route.id]].sort(), resources, effect: 'Allow' },
       ]);
     }
+  });
+
+  it('indexes groups sparsely: keys only, by group then name, on the attribute only a group member has', () => {
+    const props = json.Resources[tableId]?.Properties as { GlobalSecondaryIndexes?: unknown[]; AttributeDefinitions?: unknown[] };
+    expect(props.GlobalSecondaryIndexes).toEqual([
+      {
+        IndexName: 'group-index',
+        KeySchema: [
+          { AttributeName: 'leaseGroup', KeyType: 'HASH' },
+          { AttributeName: 'pk', KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'KEYS_ONLY' },
+      },
+    ]);
+    expect(props.AttributeDefinitions).toContainEqual({ AttributeName: 'leaseGroup', AttributeType: 'S' });
   });
 
   it('keeps semaphores in a table of their own: on-demand, encrypted, point-in-time recovery, TTL on the cleanup attribute, no stream', () => {
@@ -240,7 +258,7 @@ describe('LeaseService functions', () => {
     expect(json.Resources[semaphoreTableId(json)]?.DeletionPolicy).toBe('Retain');
   });
 
-  it('pins the expected action per route: UpdateItem for the writes, GetItem for describe, Scan for list', () => {
+  it('pins the expected action per route: UpdateItem for the writes, GetItem for describe, Scan for list, Query and BatchGetItem for a group', () => {
     expect(TABLE_ACTIONS_BY_ROUTE).toEqual({
       acquire: ['dynamodb:UpdateItem'],
       renew: ['dynamodb:UpdateItem'],
@@ -250,6 +268,7 @@ describe('LeaseService functions', () => {
       'renew-batch': ['dynamodb:UpdateItem'],
       describe: ['dynamodb:GetItem'],
       list: ['dynamodb:Scan'],
+      'group-describe': ['dynamodb:Query', 'dynamodb:BatchGetItem'],
       'semaphore-acquire': ['dynamodb:UpdateItem'],
       'semaphore-renew': ['dynamodb:UpdateItem'],
       'semaphore-release': ['dynamodb:UpdateItem'],
@@ -447,7 +466,9 @@ describe('LeaseService alarms', () => {
     for (const name of ['ThrottledRequests', 'SystemErrors']) {
       const alarm = watched.find((metrics) => metrics.every((m) => m.metric === `AWS/DynamoDB/${name}`));
       expect(alarm?.map((m) => m.dimensions).sort((a, b) => String(a.Operation).localeCompare(String(b.Operation)))).toEqual([
+        { TableName: `{${tableId}}`, Operation: 'BatchGetItem' },
         { TableName: `{${tableId}}`, Operation: 'GetItem' },
+        { TableName: `{${tableId}}`, Operation: 'Query' },
         { TableName: `{${tableId}}`, Operation: 'Scan' },
         { TableName: `{${tableId}}`, Operation: 'UpdateItem' },
       ]);
@@ -720,6 +741,7 @@ describe('LeaseService grants', () => {
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/*/${op}`),
         `${API_ARN}/POST/v1/prefixes/*/renew`,
         ...semaphoreArns('*'),
+        `${API_ARN}/GET/v1/groups/*`,
         WATCH_CONNECT_ARN,
       ].sort(),
     );
@@ -733,6 +755,7 @@ describe('LeaseService grants', () => {
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/team-a.*/${op}`),
         `${API_ARN}/POST/v1/prefixes/team-a.*/renew`,
         ...semaphoreArns('team-a.*'),
+        `${API_ARN}/GET/v1/groups/team-a.*`,
         WATCH_CONNECT_ARN,
       ].sort(),
     );
@@ -747,7 +770,7 @@ describe('LeaseService grants', () => {
     const a = invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') });
     const b = invokeArnsOfRole(template, { logicalId: roleId(template, 'TeamBRole') });
     const routes = (arns: string[]) => arns.filter((arn) => arn !== WATCH_CONNECT_ARN);
-    const under = (team: string) => (arn: string) => ['leases', 'prefixes', 'semaphores'].some((kind) => arn.includes(`/v1/${kind}/${team}.*`));
+    const under = (team: string) => (arn: string) => ['leases', 'prefixes', 'groups', 'semaphores'].some((kind) => arn.includes(`/v1/${kind}/${team}.*`));
     expect(routes(a).every(under('team-a'))).toBe(true);
     expect(routes(b).every(under('team-b'))).toBe(true);
     expect(routes(a).filter((arn) => b.includes(arn))).toEqual([]);
@@ -767,7 +790,7 @@ describe('LeaseService grants', () => {
   it('grantRead allows describe, list and opening the watch, and no write', () => {
     const template = serviceWithRole((service, role) => service.grantRead(role));
     expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual(
-      [`${API_ARN}/GET/v1/leases`, `${API_ARN}/GET/v1/leases/*`, `${API_ARN}/GET/v1/semaphores/*`, WATCH_CONNECT_ARN].sort(),
+      [`${API_ARN}/GET/v1/leases`, `${API_ARN}/GET/v1/leases/*`, `${API_ARN}/GET/v1/groups/*`, `${API_ARN}/GET/v1/semaphores/*`, WATCH_CONNECT_ARN].sort(),
     );
   });
 
@@ -799,7 +822,7 @@ describe('LeaseService grants', () => {
   it('grantRead with a prefix allows describe and the watch under it only, and no list', () => {
     const template = serviceWithRole((service, role) => service.grantRead(role, 'team-a.'));
     expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual(
-      [`${API_ARN}/GET/v1/leases/team-a.*`, `${API_ARN}/GET/v1/semaphores/team-a.*`, WATCH_CONNECT_ARN].sort(),
+      [`${API_ARN}/GET/v1/leases/team-a.*`, `${API_ARN}/GET/v1/groups/team-a.*`, `${API_ARN}/GET/v1/semaphores/team-a.*`, WATCH_CONNECT_ARN].sort(),
     );
   });
 
@@ -830,6 +853,7 @@ describe('LeaseService grants', () => {
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/team-a.*/${op}`),
         `${API_ARN}/POST/v1/prefixes/team-a.*/renew`,
         ...semaphoreArns('team-a.*'),
+        `${API_ARN}/GET/v1/groups/team-a.*`,
         WATCH_CONNECT_ARN,
       ].sort(),
     );
@@ -845,6 +869,7 @@ describe('LeaseService grants', () => {
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/team-a.*/${op}`),
         `${API_ARN}/POST/v1/prefixes/team-a.*/renew`,
         ...semaphoreArns('team-a.*'),
+        `${API_ARN}/GET/v1/groups/team-a.*`,
         WATCH_CONNECT_ARN,
       ].sort(),
     );
@@ -853,7 +878,7 @@ describe('LeaseService grants', () => {
   it('gives a read grant with a prefix describe and the watch under it, and no list (it shows every name)', () => {
     const { template } = synthInProcess({ grants: [{ roleArn: 'arn:aws:iam::123456789012:role/dash', access: 'read', namePrefix: 'a.' }] });
     expect(invokeArnsOfRole(template.toJSON() as CfnTemplate, { roleName: 'dash' })).toEqual(
-      [`${API_ARN}/GET/v1/leases/a.*`, `${API_ARN}/GET/v1/semaphores/a.*`, WATCH_CONNECT_ARN].sort(),
+      [`${API_ARN}/GET/v1/leases/a.*`, `${API_ARN}/GET/v1/groups/a.*`, `${API_ARN}/GET/v1/semaphores/a.*`, WATCH_CONNECT_ARN].sort(),
     );
   });
 

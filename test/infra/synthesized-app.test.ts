@@ -147,11 +147,14 @@ describe('cdk synth (pinned CLI, offline)', () => {
       const grants = statementsOfRole(json, { logicalId: role })
         .filter((s) => !actionsOf(s).every((a) => a.startsWith('logs:')))
         .map((s) => ({ actions: actionsOf(s), resources: resourcesOf(s) }));
-      expect(grants).toEqual(
-        id === 'fallback'
-          ? []
-          : [{ actions: [...TABLE_ACTIONS_BY_ROUTE[id]], resources: [`{${SEMAPHORE_ROUTE_IDS.has(id) ? semaphoreTableId(json) : leaseTable}.Arn}`] }],
-      );
+      if (id === 'fallback') {
+        expect(grants).toEqual([]);
+        continue;
+      }
+      const table = `{${SEMAPHORE_ROUTE_IDS.has(id) ? semaphoreTableId(json) : leaseTable}.Arn}`;
+      // A group read also queries the table's group index.
+      const resources = id === 'group-describe' ? [table, `${table}/index/group-index`] : [table];
+      expect(grants).toEqual([{ actions: [...TABLE_ACTIONS_BY_ROUTE[id]], resources }]);
     }
   });
 
@@ -161,7 +164,10 @@ describe('cdk synth (pinned CLI, offline)', () => {
       UpdateReplacePolicy: 'Retain',
       Properties: {
         KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        AttributeDefinitions: [
+          { AttributeName: 'pk', AttributeType: 'S' },
+          { AttributeName: 'leaseGroup', AttributeType: 'S' },
+        ],
         BillingMode: 'PAY_PER_REQUEST',
         PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
         SSESpecification: { SSEEnabled: true },
@@ -179,17 +185,17 @@ describe('cdk synth (pinned CLI, offline)', () => {
   it("limits team A's task role to lease names under team-a., with the watch (scoped there) and without list", () => {
     expect(invokeArnsOfRole(json, { roleName: 'team-a-tasks' })).toEqual(
       [
-        ...ROUTES.filter((r) => /\{(name|prefix)\}/.test(r.path) && !ADMIN_ROUTE_IDS.has(r.id)).map(
-          (r) => `${API_ARN}/${r.method}${r.path.replace(/\{(name|prefix)\}/, 'team-a.*')}`,
+        ...ROUTES.filter((r) => /\{(name|prefix|group)\}/.test(r.path) && !ADMIN_ROUTE_IDS.has(r.id)).map(
+          (r) => `${API_ARN}/${r.method}${r.path.replace(/\{(name|prefix|group)\}/, 'team-a.*')}`,
         ),
         `${WATCH_ARN}/$connect`,
       ].sort(),
     );
   });
 
-  it('lets the dashboard role describe (leases and semaphores), list and open the watch only', () => {
+  it('lets the dashboard role describe (leases, groups and semaphores), list and open the watch only', () => {
     expect(invokeArnsOfRole(json, { roleName: 'dashboard' })).toEqual(
-      [`${API_ARN}/GET/v1/leases`, `${API_ARN}/GET/v1/leases/*`, `${API_ARN}/GET/v1/semaphores/*`, `${WATCH_ARN}/$connect`].sort(),
+      [`${API_ARN}/GET/v1/leases`, `${API_ARN}/GET/v1/leases/*`, `${API_ARN}/GET/v1/groups/*`, `${API_ARN}/GET/v1/semaphores/*`, `${WATCH_ARN}/$connect`].sort(),
     );
   });
 

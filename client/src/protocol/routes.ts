@@ -12,6 +12,7 @@ export const ROUTES = [
   { id: 'renew-batch', method: 'POST', path: '/v1/prefixes/{prefix}/renew' },
   { id: 'describe', method: 'GET', path: '/v1/leases/{name}' },
   { id: 'list', method: 'GET', path: '/v1/leases' },
+  { id: 'group-describe', method: 'GET', path: '/v1/groups/{group}' },
   { id: 'semaphore-acquire', method: 'POST', path: '/v1/semaphores/{name}/acquire' },
   { id: 'semaphore-renew', method: 'POST', path: '/v1/semaphores/{name}/renew' },
   { id: 'semaphore-release', method: 'POST', path: '/v1/semaphores/{name}/release' },
@@ -36,12 +37,12 @@ export function routeById<Id extends RouteId>(id: Id): Extract<Route, { id: Id }
 }
 
 /**
- * The method and path of a request to route `id`, with its one path parameter (`{name}`, or
- * `{prefix}` for the batch route) filled in. The value goes in as it is: callers pass a name or
+ * The method and path of a request to route `id`, with its one path parameter (`{name}`, `{prefix}`
+ * for the batch route, `{group}` for a group) filled in. The value goes in as it is: callers pass a name or
  * prefix that already passed its rule, whose characters (A-Z a-z 0-9 . _ : -) are all legal in a
  * path segment, so the path is the same bytes the server and SigV4 see.
  */
 export function routeRequest(id: RouteId, parameter?: string): { method: Route['method']; path: string } {
   const route = routeById(id);
-  return { method: route.method, path: parameter === undefined ? route.path : route.path.replace(/\{(name|prefix)\}/, parameter) };
+  return { method: route.method, path: parameter === undefined ? route.path : route.path.replace(/\{(name|prefix|group)\}/, parameter) };
 }

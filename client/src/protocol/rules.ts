@@ -3,6 +3,7 @@ import type { RouteId } from './routes.js';
 import type {
   AcquireRequest,
   BatchRenewRequest,
+  GroupRequest,
   HandoffRequest,
   JsonValue,
   ListRequest,
@@ -47,6 +48,8 @@ export const LIMITS = {
   revokeReasonMaxLength: 256,
   /** The highest acquire `priority` (the lowest, and the default, is 0). */
   priorityMax: 1_000_000,
+  /** The most leases one read of a group returns (and its default page): a bigger group pages with `cursor`. */
+  groupMaxLimit: 1_000,
   /** The most permits a semaphore may grant at once. */
   semaphoreLimitMax: 100,
   /** A permit's metadata: every permit of a semaphore shares one item's size and write cost. */
@@ -136,7 +139,7 @@ export function validateMetadata(value: unknown, field = 'metadata', maxBytes: n
 
 /** The body fields of each write route: its validator refuses any other field, and `pickFields` keeps only these. */
 export const REQUEST_FIELDS = {
-  acquire: ['holder', 'ttlMs', 'metadata', 'requestId', 'lockDelayMs', 'serverWaitMs', 'priority'],
+  acquire: ['holder', 'ttlMs', 'metadata', 'requestId', 'lockDelayMs', 'serverWaitMs', 'priority', 'group'],
   renew: ['leaseId', 'token', 'ttlMs', 'metadata'],
   release: ['leaseId', 'token'],
   handoff: ['leaseId', 'token', 'to', 'windowMs'],
@@ -245,7 +248,21 @@ export function validateAcquireRequest(body: unknown): AcquireRequest {
   if (input.lockDelayMs !== undefined) request.lockDelayMs = validateLockDelayMs(input.lockDelayMs);
   if (input.serverWaitMs !== undefined) request.serverWaitMs = validateServerWaitMs(input.serverWaitMs);
   if (input.priority !== undefined) request.priority = validatePriority(input.priority);
+  if (input.group !== undefined) request.group = validateGroup(input.group);
   return request;
+}
+
+/** A group's name: the lease-name alphabet; its members' names start with `<group>.`. */
+export function validateGroup(value: unknown, field = 'group'): string {
+  if (typeof value !== 'string' || !NAME_PATTERN.test(value) || value.length > LIMITS.nameMaxLength - 2) {
+    throw new ValidationError(field, `must be 1-${LIMITS.nameMaxLength - 2} characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit`);
+  }
+  return value;
+}
+
+/** An acquire that joins a group must be for a name under it (so prefix grants and list cover the group). */
+export function validateGroupMember(name: string, group: string | undefined): void {
+  if (group !== undefined && !name.startsWith(`${group}.`)) throw new ValidationError('group', `must be a prefix of the lease name followed by "." (the name is "${name}")`);
 }
 
 /** An acquire's `priority`: an integer from 0 to 1,000,000. */
@@ -341,6 +358,21 @@ export function validateSemaphoreReleaseRequest(body: unknown): SemaphoreRelease
 
 /** The query parameters of `GET /v1/leases`; every other route takes none. */
 export const LIST_QUERY_PARAMETERS = ['prefix', 'limit', 'cursor'] as const;
+export const GROUP_QUERY_PARAMETERS = ['limit', 'cursor'] as const;
+
+/** `GET /v1/groups/{group}?limit=&cursor=`: limit 1-1,000 (default 1,000), a cursor from the previous page. */
+export function validateGroupRequest(group: unknown, query: Record<string, string | undefined>): GroupRequest {
+  validateQueryParameters(query, GROUP_QUERY_PARAMETERS);
+  const request: GroupRequest = { group: validateGroup(group), limit: LIMITS.groupMaxLimit };
+  const limit = ownQueryValue(query, 'limit');
+  const cursor = ownQueryValue(query, 'cursor');
+  if (limit !== undefined) {
+    if (typeof limit !== 'string' || !/^[0-9]{1,5}$/.test(limit)) throw new ValidationError('limit', `must be an integer from 1 to ${LIMITS.groupMaxLimit}`);
+    request.limit = requireInteger(Number(limit), 'limit', 1, LIMITS.groupMaxLimit);
+  }
+  if (cursor !== undefined && cursor !== '') request.cursor = requireString(cursor, 'cursor', CURSOR_PATTERN, 'must be a cursor returned by a previous read of the group');
+  return request;
+}
 
 /**
  * Refuses any query parameter outside `allowed`. Keys are read as own properties only, so

@@ -23,6 +23,8 @@ export interface PublicLease {
   priority: number;
   /** A live claim of a higher-priority candidate on the held lease (see `LeaseClaim`); absent otherwise. */
   claim?: LeaseClaim;
+  /** The group the latest grant joined the lease to (`AcquireRequest.group`); absent otherwise. */
+  group?: string;
   /** Present from a revoke of the latest grant until the next grant (see `RevokedRecord`). */
   revoked?: RevokedRecord;
 }
@@ -76,6 +78,12 @@ export interface AcquireRequest {
    * claim on it (`LeaseClaim`), so the holder can yield to it.
    */
   priority?: number;
+  /**
+   * Makes the lease a member of this group (`GET /v1/groups/{group}` reads a group's leases without
+   * scanning the table). The lease-name alphabet, and the name must start with `<group>.`; an acquire
+   * without it takes the lease out of any group.
+   */
+  group?: string;
   /**
    * If the lease is held but becomes available within this many ms, the server waits until then and
    * tries once more, so an acquire sent a little early takes the lease the moment it is free
@@ -164,6 +172,24 @@ export interface DescribeResponse {
 export interface ListResponse {
   leases: PublicLease[];
   nextCursor?: string;
+}
+
+/**
+ * `GET /v1/groups/{group}`: every lease whose latest grant joined the group, released and expired
+ * ones included (until the table's cleanup deletes them), by name. Read through an index whose cost
+ * is proportional to the group, not the table.
+ */
+export interface GroupResponse {
+  group: { name: string; leases: PublicLease[] };
+  /** Present when more leases follow: pass it as `cursor` for the next page. */
+  nextCursor?: string;
+}
+
+export interface GroupRequest {
+  group: string;
+  /** 1-1,000, default 1,000. */
+  limit: number;
+  cursor?: string;
 }
 
 /**
