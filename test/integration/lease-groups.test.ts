@@ -1,10 +1,11 @@
-import type { ConsumedCapacity } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand, type ConsumedCapacity } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseClient } from '../../client/src/index.js';
 import { ValidationError, type Grant } from '../../client/src/protocol/index.js';
 import { ManualClock } from '../../functions/clock.js';
 import { LeaseStore } from '../../functions/lease-store.js';
+import { ensureLeaseTable } from '../../functions/lease-table.js';
 import { createTestLeaseTable, type TestTable } from '../support/dynamodb.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
 
@@ -122,6 +123,27 @@ describe('joining a group', () => {
     await expect(store.describeGroup(group, { limit: '0' })).rejects.toMatchObject({ field: 'limit' });
     await expect(store.describeGroup(group, { prefix: 'x' })).rejects.toMatchObject({ field: 'prefix' });
     expect(sent).toEqual([]);
+  });
+});
+
+describe('a lease table made before groups', () => {
+  it('gains the group index when the local server ensures its table again', async () => {
+    const tableName = `${table.tableName}-old`;
+    await table.raw.send(
+      new CreateTableCommand({
+        TableName: tableName,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      }),
+    );
+    await ensureLeaseTable(table.raw, tableName);
+    const described = await table.raw.send(new DescribeTableCommand({ TableName: tableName }));
+    expect(described.Table?.GlobalSecondaryIndexes?.map((i) => i.IndexName)).toEqual(['group-index']);
+    const store = new LeaseStore({ client: table.doc, tableName, clock: new ManualClock(Date.now()) });
+    const group = uniqueGroup('old');
+    await grant(store, `${group}.p.1`, 'w', group);
+    expect((await store.describeGroup(group)).group.leases.map((l) => l.name)).toEqual([`${group}.p.1`]);
   });
 });
 
