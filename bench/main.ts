@@ -51,7 +51,7 @@ import {
 } from './report.js';
 import type { BenchResults, HandoverVariant } from './results.js';
 import { FULL, QUICK, SECTIONS, type Section } from './plan.js';
-import { measureScale } from './scale.js';
+import { measureScale, sameScaleRow } from './scale.js';
 import { seededRandom } from './stats.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -68,6 +68,8 @@ const HELP = `Usage: npm run bench -- [--quick] [--only SECTIONS] [--trials N] [
                    sections from bench/results/latest.json and says so in the report
   --trials N       kills per system in the failover section (default: 32 full, 6 quick)
   --seed N         seed of the random kill and handover points (default: random)
+  --scale-leases L only these rows of the scale section, by lease count (e.g. 100000); the other rows
+                   are kept from bench/results/latest.json, each with the date it was measured
   --report-only    measure nothing: render BENCHMARKS.md again from bench/results/latest.json (taking
                    in a newer bench/results/bundle.json)`;
 
@@ -86,6 +88,7 @@ async function main(): Promise<void> {
       only: { type: 'string' },
       seed: { type: 'string' },
       trials: { type: 'string' },
+      'scale-leases': { type: 'string' },
       'report-only': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -111,6 +114,11 @@ async function main(): Promise<void> {
     plan.failoverTrials = Number(values.trials);
     if (!Number.isInteger(plan.failoverTrials) || plan.failoverTrials < 1) throw new Error(`--trials: expected a positive integer, got ${values.trials}`);
   }
+  if (values['scale-leases'] !== undefined) {
+    const counts = values['scale-leases'].split(',').map((n) => Number(n.trim()));
+    plan.scale = plan.scale.filter((row) => counts.includes(row.leases));
+    if (plan.scale.length === 0) throw new Error(`--scale-leases: no row of the ${quick ? 'quick' : 'full'} plan has ${values['scale-leases']} leases`);
+  }
   const only = new Set<Section>((values.only?.split(',').map((s) => s.trim()).filter(Boolean) as Section[] | undefined) ?? SECTIONS);
   for (const s of only) if (!SECTIONS.includes(s)) throw new Error(`unknown section "${s}" (expected ${SECTIONS.join(', ')})`);
   const seed = values.seed !== undefined ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
@@ -126,7 +134,7 @@ async function main(): Promise<void> {
     version: 1,
     mode: quick ? 'quick' : 'full',
     startedAt: new Date().toISOString(),
-    command: `npm run bench${quick || values.only || values.trials ? ' --' : ''}${quick ? ' --quick' : ''}${values.only ? ` --only ${values.only}` : ''}${values.trials ? ` --trials ${values.trials}` : ''}`,
+    command: `npm run bench${quick || values.only || values.trials || values['scale-leases'] ? ' --' : ''}${quick ? ' --quick' : ''}${values.only ? ` --only ${values.only}` : ''}${values.trials ? ` --trials ${values.trials}` : ''}${values['scale-leases'] ? ` --scale-leases ${values['scale-leases']}` : ''}`,
     machine: machineInfo(),
     setup: [
       'Processes: DynamoDB Local (Java), the local leasehold server (Node, the Lambda handler modules behind node:http, ' +
@@ -443,6 +451,7 @@ async function main(): Promise<void> {
 
   results.machine.loadAverageAtEnd = loadAverageNow();
   if (!quick && values.only) carryOver(results, only);
+  if (!quick && values['scale-leases'] !== undefined) carryOverScaleRows(results);
   results.finishedAt = new Date().toISOString();
   results.durationSec = (performance.now() - started) / 1000;
   print(renderTargets(results));
@@ -467,6 +476,18 @@ async function main(): Promise<void> {
     );
   }
   log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+}
+
+/** With `--scale-leases`, the scale rows not measured now are kept from the previous full results, with their dates. */
+function carryOverScaleRows(results: BenchResults): void {
+  const path = join(REPO_ROOT, 'bench/results/latest.json');
+  if (!existsSync(path)) return;
+  const previous = JSON.parse(readFileSync(path, 'utf8')) as BenchResults;
+  const measured = results.scale ?? [];
+  const kept = (previous.scale ?? [])
+    .filter((row) => !measured.some((m) => sameScaleRow(m, row)))
+    .map((row) => ({ ...row, measuredAt: row.measuredAt ?? previous.startedAt }));
+  results.scale = [...kept, ...measured].sort((a, b) => Number(a.batch === true) - Number(b.batch === true) || a.leases - b.leases);
 }
 
 /** `npm run bench:bundle` keeps its own JSON: a newer one than the report's wins, and is named as carried over. */

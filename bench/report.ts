@@ -378,9 +378,10 @@ export function renderScale(results: BenchResults): string[] {
       'not on the ttl itself).',
     '',
     ...table(
-      ['leases', 'renewals', 'ttl', 'window', 'ramp-up', 'renewals/s (expected)', 'renew requests per lease per ttl', 'renewals per request', '$/lease/month at 15 s', 'renew failures', 'lost', 'CPU µs per lease per s', 'CPU (% of a core)', 'RSS per lease', 'heap per lease', 'RSS'],
+      ['leases', 'measured', 'renewals', 'ttl', 'window', 'ramp-up', 'renewals/s (expected)', 'renew requests per lease per ttl', 'renewals per request', '$/lease/month at 15 s', 'renew failures', 'lost', 'CPU µs per lease per s', 'CPU (% of a core)', 'RSS per lease', 'heap per lease', 'RSS'],
       rows.map((s) => [
         fmtInt(s.leases),
+        (s.measuredAt ?? results.startedAt).slice(0, 10),
         s.batch ? 'batched' : 'one request each',
         `${fmtInt(s.ttlMs / 1000)} s`,
         `${fmtInt(s.windowMs / 1000)} s`,

@@ -3,6 +3,8 @@ import { Worker } from './processes.js';
 /** Section 6: one SDK process holding N leases (see bench/workers/scale.ts). */
 
 export interface ScaleResult {
+  /** When this row was measured (ISO): rows of one section may come from different runs (`--scale-leases`). */
+  measuredAt?: string;
   leases: number;
   ttlMs: number;
   renewEveryMs: number;
@@ -73,6 +75,7 @@ export async function measureScale(options: {
     const cpuMs = r.cpuUserMs + r.cpuSystemMs;
     const lostTotal = Object.values(r.lost).reduce((a, b) => a + b, 0);
     return {
+      measuredAt: new Date().toISOString(),
       leases: r.leases,
       ttlMs: r.ttlMs,
       renewEveryMs,
@@ -98,4 +101,9 @@ export async function measureScale(options: {
     worker.kill();
     await worker.closed;
   }
+}
+
+/** The same row of the scale plan: as many leases, batched or not. */
+export function sameScaleRow(a: Pick<ScaleResult, 'leases' | 'batch'>, b: Pick<ScaleResult, 'leases' | 'batch'>): boolean {
+  return a.leases === b.leases && (a.batch === true) === (b.batch === true);
 }
