@@ -22,6 +22,10 @@ export const leaseIsAvailable =
 export const grantIsCurrentAndLive =
   'leaseId = :leaseId AND #token = :token AND attribute_exists(holder) AND expiresAt >= :now AND renewedAt <= :now AND attribute_not_exists(revokedAt)';
 
+// A proclaim overtaken by a later renewal (functions/lease-store.ts proclaimOnly): the current,
+// unexpired, unrevoked grant, whatever its renewedAt.
+export const grantIsCurrentAndUnexpired = 'leaseId = :leaseId AND #token = :token AND attribute_exists(holder) AND expiresAt >= :now AND attribute_not_exists(revokedAt)';
+
 // release: only the current grant (same leaseId and token), not yet released. A release after
 // expiry but before any successor is allowed: it only ends the lock-delay early, and the
 // holder is the one that knows its work has stopped.

@@ -55,6 +55,7 @@ import {
   REVOKE_SET,
   grantIsCurrent,
   grantIsCurrentAndLive,
+  grantIsCurrentAndUnexpired,
   grantIsRevocable,
   grantIsRevocableByForce,
   leaseIsAvailable,
@@ -62,6 +63,7 @@ import {
 import {
   claimWanted,
   isSameGrantRetry,
+  LAST_OP_ATTRIBUTE,
   liveClaim,
   leaseLostReason,
   retryAfterMs,
@@ -303,10 +305,39 @@ export class LeaseStore {
       const at = this.clock.nowMs();
       if (current !== undefined && isCurrentGrant(current, request) && current.revokedAt === undefined && current.expiresAt >= now && current.renewedAt > now) {
         // A later renew already landed: the grant is live with a later expiry. Answer with it; the
-        // SDK bounds its deadline by the `remainingMs` it reports.
+        // SDK bounds its deadline by the `remainingMs` it reports. A proclaim still owes its
+        // metadata: written alone, leaving the later expiry as it is.
+        if (request.metadata !== undefined) return this.proclaimOnly(name, request, now);
         return toGrant(current, at);
       }
       throw leaseLost(name, current, request, at);
+    }
+  }
+
+  /**
+   * The metadata of a proclaim whose renewal was overtaken by a later one (a server whose clock is
+   * behind): the current, live, unrevoked grant gets the new metadata, and nothing else changes.
+   * A second write, only on this rare path.
+   */
+  private async proclaimOnly(name: string, request: RenewRequest, now: number): Promise<Grant> {
+    const metadata = request.metadata === null ? { update: 'REMOVE metadataJson SET', values: {} } : { update: 'SET metadataJson = :metadataJson,', values: { ':metadataJson': JSON.stringify(request.metadata) } };
+    try {
+      const out = await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: name },
+          UpdateExpression: `${metadata.update} ${LAST_OP_ATTRIBUTE} = :lastOp`,
+          ConditionExpression: grantIsCurrentAndUnexpired,
+          ExpressionAttributeNames: { '#token': 'token' },
+          ExpressionAttributeValues: { ':leaseId': request.leaseId, ':token': request.token, ':now': now, ':lastOp': 'proclaim' satisfies LastOp, ...metadata.values },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return toGrant(out.Attributes as LeaseRecord, this.clock.nowMs());
+    } catch (error) {
+      if (!isConditionFailure(error)) throw translate(error, name);
+      throw leaseLost(name, conflictItem(error), request, this.clock.nowMs());
     }
   }
 

@@ -151,6 +151,22 @@ describe('proclaim', () => {
     expect((await rawItem(name))?.lastOp).toBe('renew');
   });
 
+  it('overtaken by a later renewal (a server whose clock is behind) still applies its metadata, leaving the later expiry', async () => {
+    const { clock: behind, store: behindStore, count } = storeAt();
+    const name = uniqueName('proclaim-overtaken');
+    const held = await grant(behindStore, name, 'old', 0);
+    const ahead = new LeaseStore({ client: table.doc, tableName: table.tableName, clock: new ManualClock(behind.nowMs() + 2_000) });
+    const newer = await ahead.renew(name, held);
+    behind.advance(500);
+    count.reset();
+    const proclaimed = await behindStore.proclaim(name, { leaseId: held.leaseId, token: held.token, metadata: { addr: '10.0.0.7:80' } });
+    expect(proclaimed).toMatchObject({ token: held.token, metadata: { addr: '10.0.0.7:80' }, expiresAt: newer.expiresAt });
+    expect(await rawItem(name)).toMatchObject({ metadataJson: '{"addr":"10.0.0.7:80"}', expiresAt: newer.expiresAt, lastOp: 'proclaim' });
+    // The renewal's write, then the metadata alone: two requests, only on this path.
+    expect(count.sent()).toBe(2);
+    expect((await behindStore.proclaim(name, { leaseId: held.leaseId, token: held.token, metadata: null })).metadata).toBeNull();
+  });
+
   it('refuses metadata over 2,048 bytes before any write', async () => {
     const { store, count } = storeAt();
     count.reset();
