@@ -1,5 +1,6 @@
 import { createReadStream, closeSync, openSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import type { JsonValue } from '../client/src/protocol/index.js';
 
 /**
  * The chaos history: one JSON object per line (JSONL), appended by the harness as things happen
@@ -17,7 +18,9 @@ import { createInterface } from 'node:readline';
 
 /**
  * Operation kinds:
- * - `acquire`, `renew`, `release`, `describe`: the lease API, by a worker.
+ * - `acquire`, `renew`, `release`, `describe`: the lease API, by a worker. A renew with
+ *   `metadata` is a proclaim; a release with `to` is a handoff (the release that also reserves the
+ *   lease for one holder, as a Leader yielding to a higher-priority claimant sends).
  * - `revoke`: an operator's revoke of a lease (`POST /v1/leases/{name}/revoke`), by the harness
  *   (process "operator"); `force` is what it asked, the answer's record is in `token`,
  *   `revokedForce` and `revokedAtMs`.
@@ -126,6 +129,32 @@ export interface OpRecord {
   error?: string;
   /** LEASE_LOST / PERMIT_LOST: the answer's `reason` (revoked, expired, released, …). */
   reason?: string;
+  /**
+   * acquire: the `priority` sent (absent: none sent, which the server stores as 0). describe ok:
+   * the priority of the grant shown.
+   */
+  priority?: number;
+  /**
+   * acquire: the metadata sent (null: none, which removes the lease's metadata). renew: the
+   * metadata sent, only on a proclaim (a renew with metadata; null removes it). describe ok: the
+   * metadata shown. Absent: not recorded.
+   */
+  metadata?: JsonValue;
+  /** renew ok: the token and the metadata of the lease the answer carried (a proclaim keeps the token and shows its metadata). */
+  answeredToken?: number;
+  answeredMetadata?: JsonValue;
+  /**
+   * A live claim the answer showed (acquire LEASE_HELD, renew ok, describe ok): a higher-priority
+   * candidate asking the holder to yield. `expiresAt` is on the server's clock.
+   */
+  claim?: { holder: string; priority: number; expiresAt: number };
+  /**
+   * release: present on a handoff (`POST /v1/leases/{name}/handoff`), which is a release that also
+   * reserves the lease for holder `to` for `windowMs` (absent: the server's default). A Leader
+   * yielding to a claimant sends one.
+   */
+  to?: string;
+  windowMs?: number;
 }
 
 export interface EventRecord {
@@ -237,6 +266,15 @@ export function validateRecord(value: unknown, line: number, source = 'history')
   optional('revokedForce', boolean);
   optional('revokedAtMs', finite);
   optional('limit', integer);
+  optional('priority', integer);
+  optional('answeredToken', integer, true);
+  optional('to', string);
+  optional('windowMs', finite);
+  optional('claim', (k) => {
+    const c = r[k] as Record<string, unknown> | null;
+    const valid = typeof c === 'object' && c !== null && typeof c.holder === 'string' && Number.isSafeInteger(c.priority) && Number.isFinite(c.expiresAt);
+    if (!valid) fail(`${describe(k)} must be an object with a string \`holder\`, an integer \`priority\` and a number \`expiresAt\``);
+  });
 
   const op = r.op as OpKind;
   const outcome = r.outcome as Outcome;
@@ -244,6 +282,7 @@ export function validateRecord(value: unknown, line: number, source = 'history')
   const answersToken = outcome === 'ok' && ['acquire', 'describe', 'revoke', 'permit-acquire'].includes(op);
   if ((presentsToken || answersToken) && typeof r.token !== 'number') fail(`${describe('token')} is required on ${outcome} ${op}`);
   if ((op === 'acquire' || op === 'permit-acquire') && typeof r.holder !== 'string') fail(`${describe('holder')} is required on ${op}`);
+  if (r.to !== undefined && op !== 'release') fail(`${describe('to')} is recorded only on a release (a handoff)`);
   if (op === 'revoke' && typeof r.force !== 'boolean') fail(`${describe('force')} is required on revoke`);
   if (op === 'revoke' && outcome === 'ok' && typeof r.revokedForce !== 'boolean') fail(`${describe('revokedForce')} is required on ok revoke`);
   if (op === 'describe' && outcome === 'ok' && r.holder === undefined) {

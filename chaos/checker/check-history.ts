@@ -12,6 +12,7 @@ import {
   type OpKind,
 } from '../history.js';
 import { checkClockBound } from './clock-bound.js';
+import { coordinationStats } from './coordination-stats.js';
 import { checkCurrentGrant } from './current-grant.js';
 import { failoverStats } from './failover.js';
 import { checkFailClosed, checkResource } from './fenced-writes.js';
@@ -94,5 +95,6 @@ export function checkHistory(history: readonly (HistoryRecord | LocatedRecord)[]
     faults,
     invariants,
     failover: failoverStats(leaseOps, events, ttlMs),
+    coordination: coordinationStats(leaseOps),
   };
 }

@@ -18,7 +18,10 @@ export interface FailClosedOptions {
 
 /**
  * I4:
- * - every write carries the writer's local deadline and was issued before it;
+ * - every write carries the writer's local deadline and was issued before it, and not after a release
+ *   of that grant by its writer completed: giving the lease up ends the belief, whatever the deadline says.
+ *   That includes a handoff (a release with `to`), which a Leader yielding to a higher-priority
+ *   claimant sends, so a yielder's writes end before its claimant's grant begins;
  * - a worker's local deadline never outlives its grant: no other process's grant with a higher
  *   token completed more than 2ε before a deadline the worker relied on (ε: skew bound; the
  *   server hosts that set the two expiries may disagree by 2ε), unless the worker had sent a
@@ -53,6 +56,7 @@ export function checkFailClosed(ops: readonly OpEntry[], options: FailClosedOpti
     }
   }
 
+  violations.push(...writesAfterGivingUp(writes, ops));
   violations.push(...deadlinesOutlivingGrants(ops, options.clockSkewMs));
 
   for (const [key, jobWrites] of groupBy(writes, (e) => `${e.record.lease}\u0000${e.record.job}`)) {
@@ -97,12 +101,43 @@ function writesAfterNewerClaims(writes: readonly OpEntry[], claims: readonly OpE
   return violations;
 }
 
+/**
+ * Writes a process sent with a token after a release (or handoff) of that grant it had sent was
+ * answered or given up on. (After the release's completion, not its invoke: a simulated or traced
+ * process may time a request it sends next as leaving before the previous one's, but nothing it
+ * sends after an answer came can be older than that answer.)
+ */
+function writesAfterGivingUp(writes: readonly OpEntry[], ops: readonly OpEntry[]): Violation[] {
+  const gaveUp = new Map<string, OpEntry>();
+  for (const entry of ops) {
+    const r = entry.record;
+    if (r.op !== 'release' || typeof r.token !== 'number' || r.completeMs === null) continue;
+    const key = JSON.stringify([r.lease, r.process, r.token]);
+    const first = gaveUp.get(key);
+    if (first === undefined || r.completeMs < (first.record.completeMs as number)) gaveUp.set(key, entry);
+  }
+  const violations: Violation[] = [];
+  for (const w of writes) {
+    const r = w.record;
+    const release = gaveUp.get(JSON.stringify([r.lease, r.process, r.token]));
+    if (release === undefined || r.invokeMs <= (release.record.completeMs as number)) continue;
+    const how = release.record.to === undefined ? 'its release' : `its handoff to ${release.record.to}`;
+    violations.push({
+      invariant: 'I4',
+      lease: r.lease,
+      message: `${r.process} sent a write for ${r.job} with token ${r.token} at ${round(r.invokeMs)}, after ${how} had completed at ${round(release.record.completeMs as number)}`,
+      records: [release, w],
+    });
+  }
+  return violations;
+}
+
 function deadlinesOutlivingGrants(ops: readonly OpEntry[], eps: number): Violation[] {
   const found = new Map<string, Violation & { overlapMs: number }>();
   for (const [lease, leaseOps] of byLease(ops)) {
     const grants = grantsOf(leaseOps); // by completion
     const revokes = revokesOf(leaseOps);
-    // Sending a release ends the belief (the lease may be free at once), whatever its answer.
+    // Sending a release (or a handoff) ends the belief (the lease may be free at once), whatever its answer.
     const firstRelease = new Map<string, number>();
     for (const { record: r } of leaseOps) {
       if (r.op !== 'release') continue;

@@ -1,6 +1,7 @@
 import { isPermitOpKind, type OpRecord } from '../history.js';
 import { ErrorCode } from '../../client/src/protocol/index.js';
 import { effectOf, settledByMs } from './answers.js';
+import { NO_COORDINATION, afterDescribe, afterRenew, claimFits, coordinationOf, reservationEndFor, reserve, reservedForAnother, type CoordinationOp, type CoordinationState } from './lease-coordination.js';
 import type { HistoryOp, Model, StepContext } from './linearizability.js';
 
 /**
@@ -13,7 +14,9 @@ import type { HistoryOp, Model, StepContext } from './linearizability.js';
  * - renew succeeds iff the token (and leaseId) is the current grant's, it is not released, and
  *   `expiresAt >= s`; it sets expiresAt = s + ttl. The token is unchanged.
  * - release succeeds iff the token is the current grant's (released or not: a second release is a
- *   success); it sets availableAt = s. It needs no time condition.
+ *   success); it sets availableAt = s. It needs no time condition. A handoff (a release with `to`)
+ *   also reserves the lease for `to` until s + windowMs; a repeat succeeds only if the grant was
+ *   handed to the same holder. Claims, proclaims and handoffs: lease-coordination.ts.
  * - describe shows the current token, and the holder iff not released and `s <= expiresAt`.
  * - revoke (an operator's) succeeds iff the grant is held (not released, `expiresAt >= s`) and not
  *   revoked yet, or, when forced, revoked only safely. Safe: the grant can no longer be renewed (a
@@ -81,7 +84,7 @@ export interface LeaseModelOptions {
   answeredGrants?: ReadonlyMap<number, ReadonlyArray<{ holder: string | null; requestId: string | null }>>;
 }
 
-export interface LeaseOp {
+export interface LeaseOp extends CoordinationOp {
   /** Position of the record in the list given to `toLeaseHistory`. */
   index: number;
   kind: 'acquire' | 'renew' | 'release' | 'describe' | 'revoke';
@@ -108,7 +111,7 @@ export interface LeaseOp {
 /** Whether the current grant was revoked by an operator: `forced` also ended it (no holder). */
 export type Revoked = 'no' | 'safe' | 'forced';
 
-export interface LeaseState {
+export interface LeaseState extends CoordinationState {
   exists: boolean;
   /** null while the item exists but its token is unknown (the first grant's answer was lost). */
   token: number | null;
@@ -137,6 +140,7 @@ export const INITIAL_LEASE_STATE: LeaseState = {
   expHi: -Infinity,
   availLo: -Infinity,
   availHi: -Infinity,
+  ...NO_COORDINATION,
 };
 
 /**
@@ -183,6 +187,7 @@ export function toLeaseHistory(records: readonly OpRecord[], options: LeaseModel
         force: r.force === true,
         revokedForce: effect === 'ok' ? (r.revokedForce ?? null) : null,
         revokedAtMs: effect === 'ok' ? (r.revokedAtMs ?? null) : null,
+        ...coordinationOf(r, effect !== 'maybe'),
       },
     });
   });
@@ -246,7 +251,7 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
     },
     symmetryKey(op) {
       if (op.effect !== 'maybe' || op.kind === 'describe') return null;
-      return JSON.stringify([op.kind, op.holder, op.token, op.requestId, op.ttlMs, op.lockDelayMs, op.force]);
+      return JSON.stringify([op.kind, op.holder, op.token, op.requestId, op.ttlMs, op.lockDelayMs, op.force, op.priority, op.metadata, op.to, op.windowMs]);
     },
     isDead(state, op) {
       // Tokens only grow, so a renew or release of an older grant, or of a released one, can never
@@ -262,10 +267,12 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
   function acquire(s: LeaseState, op: LeaseOp, ctx: StepContext): LeaseState[] {
     const ttl = op.ttlMs as number;
     if (op.effect === 'rejected') {
-      // LEASE_HELD: availableAt >= s for some decision time s; the answer names the current token.
+      // LEASE_HELD: availableAt >= s, or a handoff reserved it for another until >= s, for some
+      // decision time s; the answer names the current token. A claim it recorded changed nothing else.
       const w = decisionWindow({ ...op, serverNowMs: null }, ctx);
-      if (!s.exists || s.availHi < w.lo) return [];
-      return keep(bindToken(s, op.token));
+      if (!s.exists || (s.availHi < w.lo && !reservedForAnother(s, op.holder, w.lo))) return [];
+      const seen = bindToken(s, op.token);
+      return seen && claimFits(seen, op) ? [seen] : [];
     }
     const out: LeaseState[] = [];
     // The same grant again: a retry with the same holder and requestId while that grant is live.
@@ -279,11 +286,12 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
     }
     // A new grant.
     const w = decisionWindow(op, ctx);
-    if (!s.exists || s.availLo < w.hi) {
+    const reservationEnd = reservationEndFor(s, op.holder);
+    if (!s.exists || (s.availLo < w.hi && reservationEnd < w.hi)) {
       const expected = s.exists && s.token !== null ? s.token + 1 : null;
       const token = op.effect === 'maybe' ? expected : op.token;
       if ((op.effect === 'maybe' && tokenFree(expected, op)) || (op.effect !== 'maybe' && (expected === null || op.token === expected))) {
-        const earliest = s.exists ? Math.max(w.lo, s.availLo) : w.lo;
+        const earliest = s.exists ? Math.max(w.lo, s.availLo, reservationEnd) : w.lo;
         let exp: Window | null = { lo: earliest + ttl, hi: w.hi + ttl };
         if (op.serverExpiresAtMs !== null) exp = intersect(exp, op.serverExpiresAtMs);
         if (exp) {
@@ -299,6 +307,9 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
             expHi: exp.hi,
             availLo: exp.lo + op.lockDelayMs,
             availHi: exp.hi + op.lockDelayMs,
+            ...NO_COORDINATION,
+            priority: op.priority ?? 0,
+            metadata: op.metadata,
           });
         }
       }
@@ -327,30 +338,26 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
     let exp: Window | null = { lo: w.lo + ttl, hi: Math.min(w.hi, s.expHi) + ttl };
     if (op.serverExpiresAtMs !== null) exp = intersect(exp, op.serverExpiresAtMs);
     if (!exp) return [];
-    return [
-      {
-        ...current,
-        ttlMs: ttl,
-        expLo: exp.lo,
-        expHi: exp.hi,
-        availLo: exp.lo + s.lockDelayMs,
-        availHi: exp.hi + s.lockDelayMs,
-      },
-    ];
+    const renewed = { ...current, ttlMs: ttl, expLo: exp.lo, expHi: exp.hi, availLo: exp.lo + s.lockDelayMs, availHi: exp.hi + s.lockDelayMs };
+    return keep(afterRenew(renewed, op));
   }
 
   function release(s: LeaseState, op: LeaseOp, ctx: StepContext): LeaseState[] {
+    // A handoff (`to`) is a release that also reserves the lease; a repeat of it answers that reservation.
+    const repeats = (ended: LeaseState) => op.to === null || ended.reservedFor === op.to;
     if (op.effect === 'rejected') {
-      // Release has no time condition: it fails only if the token is not the current grant's.
-      return !s.exists || s.token === null || s.token !== op.token ? [s] : [];
+      // Release has no time condition: it fails only if the token is not the current grant's (a
+      // handoff also if the grant ended otherwise).
+      return !s.exists || s.token === null || s.token !== op.token || (s.holder === null && !repeats(s)) ? [s] : [];
     }
     if (!s.exists) return [];
     const current = bindToken(s, op.token);
     if (!current) return [];
-    if (s.holder === null) return op.effect === 'ok' ? [current] : []; // a second release: success, no change
+    if (s.holder === null) return op.effect === 'ok' && repeats(s) ? [current] : []; // a second release: success, no change
     if (op.holder !== null && s.holder !== op.holder) return [];
     const w = decisionWindow(op, ctx);
-    return [{ ...current, holder: null, requestId: null, availLo: w.lo, availHi: w.hi }];
+    const ended = { ...current, holder: null, requestId: null, availLo: w.lo, availHi: w.hi };
+    return [op.to === null ? ended : reserve(ended, op, w)];
   }
 
   function describe(s: LeaseState, op: LeaseOp): LeaseState[] {
@@ -361,11 +368,11 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
     const w = observationWindow(op);
     if (op.holder === null) {
       // Nobody holds it: released, or expired at the observation time.
-      return s.holder === null || s.expLo < w.hi ? [current] : [];
+      return s.holder === null || s.expLo < w.hi ? keep(afterDescribe(current, op)) : [];
     }
     if (s.holder !== op.holder || s.expHi < w.lo) return [];
     const pinned = op.serverExpiresAtMs === null ? current : pinExpiry(current, op.serverExpiresAtMs);
-    return pinned ? [pinned] : [];
+    return pinned ? keep(afterDescribe(pinned, op)) : [];
   }
 
   /**
@@ -446,6 +453,11 @@ function stateKey(s: LeaseState): string {
     s.expHi,
     s.availLo,
     s.availHi,
+    s.priority,
+    s.metadata,
+    JSON.stringify(s.reservedFor),
+    s.resLo,
+    s.resHi,
   ].join('|');
 }
 
@@ -455,8 +467,9 @@ export function describeLeaseState(s: LeaseState): string {
   const token = s.token === null ? 'unknown token' : `token ${s.token}`;
   const range = (lo: number, hi: number) => (lo === hi ? `${fmt(lo)}` : `[${fmt(lo)}, ${fmt(hi)}]`);
   if (s.holder === null) {
-    const ended = s.revoked === 'forced' ? 'revoked by force' : s.revoked === 'safe' ? 'revoked, then released' : 'released';
-    return `${ended}, ${token}, available from ${range(s.availLo, s.availHi)} (server ms)`;
+    const ended = s.revoked === 'forced' ? 'revoked by force' : s.revoked === 'safe' ? 'revoked, then released' : s.reservedFor !== null ? `handed off to ${s.reservedFor}` : 'released';
+    const reserved = s.reservedFor === null ? '' : ` (to ${s.reservedFor} only until ${range(s.resLo, s.resHi)})`;
+    return `${ended}, ${token}, available from ${range(s.availLo, s.availHi)}${reserved} (server ms)`;
   }
   return `held by ${s.holder}, ${token}, expires at ${range(s.expLo, s.expHi)}${s.revoked === 'safe' ? ', revoked (no renew; available at its expiry)' : ''} (server ms)`;
 }

@@ -1,4 +1,5 @@
 import { OP_KINDS } from '../history.js';
+import { renderCoordination } from './coordination-stats.js';
 import type { CheckSummary, InvariantReport } from './report.js';
 
 /** The summary as plain text: header, operation and fault counts, one line per invariant, failover, violations. */
@@ -27,6 +28,8 @@ export function renderSummary(summary: CheckSummary): string {
   );
   out.push('');
   out.push(renderFailover(summary));
+  const coordination = renderCoordination(summary.coordination);
+  if (coordination !== null) out.push(coordination);
 
   for (const r of reports) {
     const notes = r.notes.filter((n) => !n.startsWith('checked:'));

@@ -1,4 +1,5 @@
 import type { FaultKind, LocatedRecord, OpKind } from '../history.js';
+import type { CoordinationStats } from './coordination-stats.js';
 
 /**
  * The checker's result: what was checked, what broke (with the records that show it), and how long
@@ -81,6 +82,8 @@ export interface CheckSummary {
   faults: Partial<Record<FaultKind, number>>;
   invariants: Record<InvariantId, InvariantReport>;
   failover: FailoverStats;
+  /** Claims, yields' handoffs and proclaims (issue #17), counted. */
+  coordination: CoordinationStats;
 }
 
 /** A report from its violations (status fail iff any), for checks that are never inconclusive. */

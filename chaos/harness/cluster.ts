@@ -180,6 +180,8 @@ export interface WorkerNodeOptions {
   unsafeNoFence: boolean;
   batchPrefix?: string;
   semaphore?: { name: string; limit: number };
+  /** `--priorities`: each incarnation's priority per lease. */
+  prioritiesOf?: (incarnation: string) => Record<string, number>;
   onMessage: (node: WorkerNode, message: WorkerMessage) => void;
   onExit: (node: WorkerNode, incarnation: string, code: number | null, signal: string | null) => void;
   /** Every chunk a client of this worker's proxies sends (for stop-while-in-flight). */
@@ -239,6 +241,7 @@ export class WorkerNode {
       unsafeNoFence: this.options.unsafeNoFence,
       ...(this.options.batchPrefix === undefined ? {} : { batchPrefix: this.options.batchPrefix }),
       ...(this.options.semaphore === undefined ? {} : { semaphore: this.options.semaphore }),
+      ...(this.options.prioritiesOf === undefined ? {} : { priorities: this.options.prioritiesOf(this.name) }),
     };
     const child = forkEntry('worker.ts', { CHAOS_WORKER: JSON.stringify(config) }, join(this.options.logDir, `${this.name}.log`));
     this.child = child;

@@ -40,6 +40,12 @@ export interface HarnessOptions {
    * and the checker checks the semaphore (S1–S3). 0: no semaphore. Default 2.
    */
   semaphoreLimit: number;
+  /**
+   * Coordinated leadership (issue #17): workers campaign at seeded priorities (chaos/harness/priorities.ts),
+   * so higher ones claim leases lower ones hold and the holders yield to them, and leaders proclaim
+   * new metadata now and then. Default off, so the other bounded runs keep their seeded behaviour.
+   */
+  priorities: boolean;
 }
 
 export const FENCE_MODES = ['item', 'epoch'] as const;
@@ -65,6 +71,10 @@ export const USAGE = `usage: npm run chaos -- [options]
                          the lease names then share the prefix "batch."
   --semaphore-limit N    every worker also holds, now and then, one of N permits of the semaphore
                          "sem.workers"; 0: no semaphore (default 2)
+  --priorities           workers campaign at priorities drawn from the seed (0-3 per lease and
+                         incarnation; a restarted worker draws again): higher ones claim held leases
+                         and the holders yield to them (a handoff); leaders proclaim new metadata
+                         every 0.5-1.5 ttl
   --out DIR              output folder (default .chaos/run-<seed>-<time>/)
   --quiet                no live log (the summary is still printed)
 
@@ -114,6 +124,7 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
         faults: { type: 'string' },
         fence: { type: 'string' },
         batch: { type: 'boolean', default: false },
+        priorities: { type: 'boolean', default: false },
         'semaphore-limit': { type: 'string' },
         out: { type: 'string' },
         quiet: { type: 'boolean', default: false },
@@ -184,6 +195,7 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
     unsafeClockOffsetMs,
     verbose: !v.quiet,
     batch: v.batch === true,
+    priorities: v.priorities === true,
     semaphoreLimit: v['semaphore-limit'] === undefined ? 2 : parseCount(v['semaphore-limit'], 'semaphore-limit', 0, LIMITS.semaphoreLimitMax),
   };
 }

@@ -1,4 +1,4 @@
-import { ErrorCode, type RouteId } from '../../client/src/protocol/index.js';
+import { ErrorCode, type JsonValue, type RouteId } from '../../client/src/protocol/index.js';
 import { matchRoute, type RouteMatch } from '../../functions/http/routes.js';
 import { harnessNowMs } from '../harness-clock.js';
 import { isPermitOpKind, type OpKind, type OpRecord } from '../history.js';
@@ -33,11 +33,16 @@ export interface RecordingOptions {
 
 type Start = Omit<OpRecord, 'completeMs' | 'outcome'>;
 
-/** The routes the history records, and the operation each is; handoff, list and the semaphore's describe are not part of it. */
+/**
+ * The routes the history records, and the operation each is; list and the semaphore's describe are
+ * not part of it. A handoff is recorded as the release it is, with `to` (and `windowMs`): the
+ * checker's rules for a grant's end then cover it unchanged, and its model adds the reservation.
+ */
 const OP_OF_ROUTE: Partial<Record<RouteId, OpKind>> = {
   acquire: 'acquire',
   renew: 'renew',
   release: 'release',
+  handoff: 'release',
   describe: 'describe',
   revoke: 'revoke',
   'semaphore-acquire': 'permit-acquire',
@@ -157,6 +162,8 @@ function startOf(op: OpKind, lease: string, body: Record<string, unknown>, optio
         ...(typeof body.ttlMs === 'number' ? { ttlMs: body.ttlMs } : {}),
         ...(typeof body.lockDelayMs === 'number' ? { lockDelayMs: body.lockDelayMs } : {}),
         ...(typeof body.limit === 'number' ? { limit: body.limit } : {}),
+        ...(op === 'acquire' ? { metadata: (body.metadata ?? null) as JsonValue } : {}),
+        ...(op === 'acquire' && typeof body.priority === 'number' ? { priority: body.priority } : {}),
       };
     case 'renew':
     case 'permit-renew':
@@ -165,11 +172,21 @@ function startOf(op: OpKind, lease: string, body: Record<string, unknown>, optio
         token: body.token as number,
         holder: options.process,
         ...(typeof body.ttlMs === 'number' ? { ttlMs: body.ttlMs } : {}),
+        // A proclaim: a renew that also sets the lease's metadata.
+        ...(op === 'renew' && body.metadata !== undefined ? { metadata: body.metadata as JsonValue } : {}),
         localDeadlineMs: options.deadlineOf(lease),
       };
     case 'release':
     case 'permit-release':
-      return { ...base, token: body.token as number, holder: options.process, localDeadlineMs: options.deadlineOf(lease) };
+      return {
+        ...base,
+        token: body.token as number,
+        holder: options.process,
+        localDeadlineMs: options.deadlineOf(lease),
+        // A handoff: the release that reserves the lease for `to`.
+        ...(typeof body.to === 'string' ? { to: body.to } : {}),
+        ...(typeof body.windowMs === 'number' ? { windowMs: body.windowMs } : {}),
+      };
     case 'revoke':
       return { ...base, force: body.force === true };
     default:
@@ -185,6 +202,9 @@ interface WireLease {
   acquiredAt?: number;
   renewedAt?: number;
   revoked?: { at?: number; force?: boolean };
+  metadata?: JsonValue;
+  priority?: number;
+  claim?: unknown;
 }
 
 interface WirePermit {
@@ -195,7 +215,7 @@ interface WirePermit {
 type Answer = Pick<OpRecord, 'outcome'> & Partial<OpRecord>;
 
 function answerOf(op: OpKind, status: number, text: string): Answer {
-  let parsed: { lease?: WireLease; permit?: WirePermit; error?: { code?: string; lease?: WireLease | null; reason?: unknown } } | undefined;
+  let parsed: { lease?: WireLease; permit?: WirePermit; error?: { code?: string; lease?: WireLease | null; reason?: unknown; claim?: unknown } } | undefined;
   try {
     parsed = text === '' ? undefined : (JSON.parse(text) as typeof parsed);
   } catch {
@@ -209,7 +229,14 @@ function answerOf(op: OpKind, status: number, text: string): Answer {
       case 'acquire':
         return { outcome: 'ok', token: lease.token, serverNowMs: lease.acquiredAt as number, serverExpiresAtMs: lease.expiresAt as number };
       case 'renew':
-        return { outcome: 'ok', serverNowMs: lease.renewedAt as number, serverExpiresAtMs: lease.expiresAt as number };
+        return {
+          outcome: 'ok',
+          serverNowMs: lease.renewedAt as number,
+          serverExpiresAtMs: lease.expiresAt as number,
+          answeredToken: lease.token,
+          ...(lease.metadata !== undefined ? { answeredMetadata: lease.metadata } : {}),
+          ...claimOf(lease.claim),
+        };
       case 'release':
         return { outcome: 'ok' };
       case 'revoke': {
@@ -226,6 +253,9 @@ function answerOf(op: OpKind, status: number, text: string): Answer {
           token: lease.token,
           holder,
           ...(holder !== null ? { serverNowMs: (lease.expiresAt as number) - (lease.remainingMs as number), serverExpiresAtMs: lease.expiresAt as number } : {}),
+          ...(lease.metadata !== undefined ? { metadata: lease.metadata } : {}),
+          ...(typeof lease.priority === 'number' ? { priority: lease.priority } : {}),
+          ...claimOf(lease.claim),
         };
       }
     }
@@ -245,7 +275,16 @@ function answerOf(op: OpKind, status: number, text: string): Answer {
     error: code,
     ...(reportsToken && typeof token === 'number' ? { token } : {}),
     ...(typeof reason === 'string' && reason !== '' ? { reason } : {}),
+    // A refused acquire's answer names the live claim: the caller's own when its priority won.
+    ...(op === 'acquire' && code === ErrorCode.LEASE_HELD ? claimOf(parsed?.error?.claim) : {}),
   };
+}
+
+/** `{ claim }` when an answer carried a well-formed live claim. */
+function claimOf(value: unknown): Pick<OpRecord, 'claim'> {
+  const c = value as { holder?: unknown; priority?: unknown; expiresAt?: unknown } | null | undefined;
+  if (typeof c?.holder !== 'string' || typeof c.priority !== 'number' || typeof c.expiresAt !== 'number') return {};
+  return { claim: { holder: c.holder, priority: c.priority, expiresAt: c.expiresAt } };
 }
 
 /** A semaphore route's 2xx answer: the permit (acquire, renew) or the semaphore after a release. */

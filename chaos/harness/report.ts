@@ -15,6 +15,8 @@ export interface RunFacts {
   injected: InjectedFault[];
   skipped: Array<{ kind: FaultChoice; reason: string }>;
   jobs: { enqueued: number; chargedOnce: number; chargedMoreThanOnce: number; neverCharged: number; staleWritesFencedOff: number };
+  /** Elections the workers reported, and the terms that ended because their leader yielded (`--priorities`). */
+  leadership: { elections: number; yielded: Array<{ process: string; lease: string; token: number }> };
   /** Operations whose process died (or the run ended) before their answer: recorded as unknown. */
   unansweredAtExit: number;
   /** Largest |Date.now() − (timeOrigin + performance.now())| measured in a process of the run (the harness clock corrects it). */
@@ -89,6 +91,9 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
     `jobs: ${j.enqueued} enqueued · ${j.chargedOnce} charged exactly once · ${j.chargedMoreThanOnce} charged more than once · ` +
       `${j.neverCharged} never charged · ${j.staleWritesFencedOff} stale writes fenced off`,
   );
+  if (o.priorities) {
+    out.push(`leadership: ${facts.leadership.elections} elections, ${facts.leadership.yielded.length} of whose terms ended by yielding to a higher-priority claimant`);
+  }
   out.push(`history: ${summary.records} records; ${facts.unansweredAtExit} operations never answered (their process was killed, or the run ended first)`);
   if (facts.timeOriginErrorMs !== null) {
     out.push(`clocks: the harness clock follows the system clock in every process (largest performance.timeOrigin error corrected: ${facts.timeOriginErrorMs.toFixed(1)} ms)`);
@@ -130,6 +135,7 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
       unsafeNoFence: o.unsafeNoFence,
       unsafeClockOffsetMs: o.unsafeClockOffsetMs ?? null,
       semaphoreLimit: o.semaphoreLimit,
+      priorities: o.priorities,
       interrupted: facts.interrupted,
     },
     operations: { total: totalOps, byKind: summary.operations },
@@ -147,6 +153,7 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
     ),
     failover: { count: summary.failover.count, p50Ms: summary.failover.p50Ms, p99Ms: summary.failover.p99Ms, maxMs: summary.failover.maxMs, pending: summary.failover.pending },
     jobs: facts.jobs,
+    leadership: { elections: facts.leadership.elections, yielded: facts.leadership.yielded },
     unansweredAtExit: facts.unansweredAtExit,
     timeOriginErrorMs: facts.timeOriginErrorMs,
     timings: facts.timings,

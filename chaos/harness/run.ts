@@ -17,6 +17,7 @@ import { initialOffsets, planFaults, warmupMs } from './nemesis.js';
 import { NemesisRunner } from './nemesis-runner.js';
 import { createOperator } from './operator.js';
 import type { HarnessOptions } from './options.js';
+import { prioritiesOf } from './priorities.js';
 import { renderRunReport, type RunFacts } from './report.js';
 import type { WorkerMessage } from './worker.js';
 
@@ -86,7 +87,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
   print(
     `leasehold chaos: seed ${options.seed}, ${seconds(options.durationMs)} of faults, ${options.workers} workers, ` +
       `leases ${leases.join(', ')}, ${semaphore === undefined ? 'no semaphore' : `semaphore ${semaphore.name} (limit ${semaphore.limit})`}, ` +
-      `ttl ${options.ttlMs} ms, skew bound ${options.clockSkewBoundMs} ms, ${options.fenceMode} fencing${options.batch ? ', batched renewals' : ''}, ${plan.length} faults planned`,
+      `ttl ${options.ttlMs} ms, skew bound ${options.clockSkewBoundMs} ms, ${options.fenceMode} fencing${options.batch ? ', batched renewals' : ''}${options.priorities ? ', priorities' : ''}, ${plan.length} faults planned`,
   );
   if (options.unsafeNoFence) print('UNSAFE: workers write WITHOUT the fence (--unsafe-no-fence): the checker must report violations');
   if (options.unsafeClockOffsetMs !== undefined) {
@@ -107,6 +108,8 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
 
   const leaders = new Map<string, { index: number; name: string; token: number }>();
   let elections = 0;
+  /** Terms that ended because their leader yielded to a higher-priority claimant (`--priorities`). */
+  const yielded: Array<{ process: string; lease: string; token: number }> = [];
   let permitsGranted = 0;
   let charged = 0;
   let staleRejected = 0;
@@ -115,6 +118,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
       leaders.set(message.lease, { index: node.index, name: message.name, token: message.token });
       elections += 1;
     } else if (message.type === 'lost') {
+      if (message.reason === 'yielded') yielded.push({ process: message.name, lease: message.lease, token: message.token });
       const current = leaders.get(message.lease);
       if (current?.name === message.name && current.token === message.token) leaders.delete(message.lease);
     } else if (message.type === 'permit') {
@@ -189,6 +193,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
           unsafeNoFence: options.unsafeNoFence,
           ...(options.batch ? { batchPrefix: BATCH_PREFIX } : {}),
           ...(semaphore === undefined ? {} : { semaphore }),
+          ...(options.priorities ? { prioritiesOf: (incarnation: string) => prioritiesOf(options.seed, incarnation, leases) } : {}),
           onMessage,
           onExit,
           onRequestBytes: (node, data, via) => nemesis?.onRequestBytes(node, data, via),
@@ -199,6 +204,9 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     await Promise.all(workers.map((w) => w.start()));
     timings.setupMs = performance.now() - t0;
     log(`${workers.length} workers up (each behind its own proxies), campaigning for ${leases.join(', ')}${semaphore === undefined ? '' : ` and a permit of ${semaphore.name}`}`);
+    if (options.priorities) {
+      log(`priorities (a restarted worker draws again): ${workers.map((w) => `${w.name} ${leases.map((l) => prioritiesOf(options.seed, w.name, leases)[l]).join('/')}`).join(', ')}`);
+    }
 
     // 2. The fault phase.
     producer = new JobProducer(doc, leases, options.jobRate);
@@ -213,7 +221,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     });
     const status = setInterval(() => {
       const who = leases.map((l) => `${l}=${leaders.get(l)?.name ?? '—'}`).join(' ');
-      log(`status: leaders ${who} · ${elections} elections · ${permitsGranted} permits granted · ${charged} charges acked · ${staleRejected} stale writes fenced off`);
+      log(`status: leaders ${who} · ${elections} elections${options.priorities ? ` (${yielded.length} yielded)` : ''} · ${permitsGranted} permits granted · ${charged} charges acked · ${staleRejected} stale writes fenced off`);
     }, 5_000);
     log(`fault phase: ${plan.length} faults over ${seconds(options.durationMs)} (first after ${seconds(warmupMs(options.ttlMs))})`);
     void nemesis.run(plan, phaseStart);
@@ -252,7 +260,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     // 4. History, check, report.
     const runText =
       `seed ${options.seed}, ${seconds(options.durationMs)} of faults, ${options.workers} workers, ttl ${options.ttlMs} ms, ` +
-      `api offsets ${offsets.map(signed).join('/')} ms, ${options.fenceMode} fencing${semaphore === undefined ? '' : `, semaphore limit ${semaphore.limit}`}${options.unsafeNoFence ? ', UNSAFE no fence' : ''}` +
+      `api offsets ${offsets.map(signed).join('/')} ms, ${options.fenceMode} fencing${semaphore === undefined ? '' : `, semaphore limit ${semaphore.limit}`}${options.priorities ? ', priorities' : ''}${options.unsafeNoFence ? ', UNSAFE no fence' : ''}` +
       `${options.unsafeClockOffsetMs !== undefined ? `, UNSAFE api-1 offset ${options.unsafeClockOffsetMs} ms` : ''}`;
     const meta: MetaRecord = { type: 'meta', ttlMs: options.ttlMs, clockSkewMs: options.clockSkewBoundMs, run: runText };
     const merged = mergeJournals([harnessJournalPath, ...workers.flatMap((w) => w.journals)], meta);
@@ -295,6 +303,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
         neverCharged: finalJobs.filter((j) => j.chargedCount === 0).length,
         staleWritesFencedOff: staleRejected,
       },
+      leadership: { elections, yielded },
       unansweredAtExit: merged.unanswered,
       timeOriginErrorMs: originErrors.length > 0 ? Math.max(...originErrors) : null,
       timings,

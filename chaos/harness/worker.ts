@@ -25,6 +25,10 @@ import { networkCode, recordingFetch } from './recording-fetch.js';
  * With a semaphore, the worker also campaigns for one of its permits (the SDK's createSemaphore),
  * holds it a while, gives it back and asks again, so permits keep changing hands; every permit
  * operation is journalled like a lease operation.
+ *
+ * With priorities (`--priorities`), each Leader campaigns at this incarnation's priority for its
+ * lease and yields (the SDK's default `yieldTo`) to a higher-priority claimant: its term ends with
+ * `yielded` and it hands the lease off. While it leads, it proclaims new metadata now and then.
  */
 
 export interface WorkerConfig {
@@ -44,6 +48,8 @@ export interface WorkerConfig {
   batchPrefix?: string;
   /** A semaphore every worker holds a permit of now and then (`--semaphore-limit`). */
   semaphore?: { name: string; limit: number };
+  /** `--priorities`: the priority of each lease's Leader; leaders then also proclaim now and then. */
+  priorities?: Record<string, number>;
 }
 
 /** Messages to the harness (IPC). */
@@ -66,7 +72,7 @@ const send = (message: WorkerMessage) => {
 process.on('disconnect', () => process.exit(0));
 
 const journal = openJournal(config.journalPath);
-journal.note(name, { kind: 'start', pid: process.pid, timeOriginErrorMs: timeOriginErrorMs() });
+journal.note(name, { kind: 'start', pid: process.pid, timeOriginErrorMs: timeOriginErrorMs(), ...(config.priorities ? { priorities: config.priorities } : {}) });
 
 const leaders = new Map<string, Leader>();
 let semaphore: Semaphore | undefined;
@@ -102,17 +108,22 @@ const db = DynamoDBDocumentClient.from(
 
 let stopping = false;
 const workLoops = new Set<Promise<void>>();
+/** Proclaims sent by this process: each one's metadata is unique, so the checker can tell them apart. */
+let proclaims = 0;
 /** `--fence epoch`: the epoch record of each lease, in the jobs store. */
 const epochs = new Map<string, DynamoDBEpoch>();
 
 for (const lease of config.leases) {
   const epoch = config.fenceMode === 'epoch' ? dynamodbEpoch(db, { tableName: EPOCHS_TABLE, key: { lease } }) : undefined;
   if (epoch !== undefined) epochs.set(lease, epoch);
+  const priority = config.priorities?.[lease];
   const leader = createLeader(client, {
     name: lease,
     holder: name,
     ttlMs,
     requestTimeoutMs: ttlMs,
+    // Every grant starts with this metadata; proclaims replace it during the term.
+    ...(priority !== undefined ? { priority, metadata: { by: name, n: 0 } } : {}),
     // The SDK claims each won token before the term begins; the claims are journalled for the checker.
     ...(epoch !== undefined ? { fence: journalledFence(lease, epoch) } : {}),
     onElected: (term) => {
@@ -122,6 +133,7 @@ for (const lease of config.leases) {
       });
       workLoops.add(loop);
       void loop.finally(() => workLoops.delete(loop));
+      if (priority !== undefined) void proclaimNowAndThen(leader, term.signal);
     },
     onLost: (reason, term) => {
       send({ type: 'lost', name, lease, token: term.token, reason });
@@ -167,6 +179,17 @@ function holdPermits(options: { name: string; limit: number }): Semaphore {
   });
   holder.start();
   return holder;
+}
+
+/**
+ * While the term lasts, proclaim new metadata every 0.5–1.5 ttl (`leader.proclaim`: a renew with
+ * metadata, same token). A failed proclaim changes nothing here; the recorder journals it.
+ */
+async function proclaimNowAndThen(leader: Leader, signal: AbortSignal): Promise<void> {
+  while ((await pause(ttlMs * (0.5 + Math.random()), signal)) && !stopping) {
+    proclaims += 1;
+    await leader.proclaim({ by: name, n: proclaims }).catch(() => undefined);
+  }
 }
 
 /** Now and then, look at a lease from the outside (describe), for the linearizability check. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkHistory, type InvariantId } from '../../chaos/checker/index.js';
-import type { HistoryRecord } from '../../chaos/history.js';
+import type { HistoryRecord, OpRecord } from '../../chaos/history.js';
 import {
   SEMAPHORE,
   acquireOk,
@@ -99,6 +99,14 @@ describe('S2: permit tokens', () => {
   it('counts a retried acquire that got the same permit back once', () => {
     const records = [permitAcquireOk('a', [0, 10], 11, { requestId: 'a-1' }), permitAcquireOk('a', [20, 30], 11, { requestId: 'a-1' })];
     expect(failing(records)).toEqual([]);
+  });
+
+  it('dates a permit answered to a retry from its first attempt, whose answer was lost (another permit may have been issued meanwhile)', () => {
+    const firstAttempt: OpRecord = { ...permitAcquireOk('a', [0, null], 11, { requestId: 'a-1' }), outcome: 'unknown', token: undefined, error: 'ETIMEDOUT' };
+    const records = [firstAttempt, permitAcquireOk('b', [20, 30], 12), permitAcquireOk('a', [40, 50], 11, { requestId: 'a-1' })];
+    expect(failing(records)).toEqual([]);
+    // Without a first attempt before b's permit, the same answer is a token that went backwards.
+    expect(failing(records.slice(1))).toEqual(['S2']);
   });
 });
 

@@ -127,13 +127,46 @@ describe('the recording fetch', () => {
     ]);
   });
 
+  it('records an acquire’s priority and metadata, and the claim a refused one’s answer names', async () => {
+    const claim = { holder: 'w1', priority: 2, expiresAt: 12_500 };
+    const held = { error: { code: 'LEASE_HELD', message: 'held', lease: { ...lease, holder: 'w2', token: 43, priority: 1, claim }, retryAfterMs: 500, claim } };
+    await client(() => json(409, held)).acquire('orders', { holder: 'w1', ttlMs: 2_000, priority: 2, metadata: { by: 'w1', n: 0 } });
+    await client(() => json(409, held)).acquire('orders', { holder: 'w1', ttlMs: 2_000 });
+    expect(recorded()).toEqual([
+      expect.objectContaining({ op: 'acquire', outcome: 'fail', error: 'LEASE_HELD', token: 43, priority: 2, metadata: { by: 'w1', n: 0 }, claim }),
+      expect.objectContaining({ op: 'acquire', outcome: 'fail', metadata: null, claim }),
+    ]);
+    expect(recorded()[1]).not.toHaveProperty('priority');
+  });
+
+  it('records a proclaim as a renew with the metadata it sent, and what its answer showed', async () => {
+    const claim = { holder: 'w2', priority: 3, expiresAt: 12_500 };
+    const answer = { lease: { ...lease, leaseId: 'a'.repeat(32), metadata: { by: 'w1', n: 4 }, claim } };
+    await client(() => json(200, answer), 9_000).proclaim('orders', { leaseId: 'a'.repeat(32), token: 42, metadata: { by: 'w1', n: 4 } });
+    expect(recorded()).toEqual([
+      expect.objectContaining({ op: 'renew', token: 42, metadata: { by: 'w1', n: 4 }, outcome: 'ok', answeredToken: 42, answeredMetadata: { by: 'w1', n: 4 }, claim, localDeadlineMs: 9_000 }),
+    ]);
+  });
+
+  it('records a handoff as the release it is, with the holder it reserves the lease for', async () => {
+    const answer = { lease: { ...lease, holder: null }, to: 'w2', reservedUntil: 13_000 };
+    await client(() => json(200, answer), 9_000).handoff('orders', { leaseId: 'a'.repeat(32), token: 42, to: 'w2', windowMs: 2_000 });
+    expect(recorded()).toEqual([expect.objectContaining({ op: 'release', token: 42, holder: 'w1', to: 'w2', windowMs: 2_000, localDeadlineMs: 9_000, outcome: 'ok' })]);
+  });
+
+  it('records what a describe showed: metadata, priority and a live claim', async () => {
+    const claim = { holder: 'w2', priority: 3, expiresAt: 12_500 };
+    await client(() => json(200, { lease: { ...lease, metadata: 'addr', priority: 1, claim } })).describe('orders');
+    expect(recorded()).toEqual([expect.objectContaining({ op: 'describe', outcome: 'ok', holder: 'w1', metadata: 'addr', priority: 1, claim })]);
+  });
+
   it('names the operation from the method and path, and leaves other requests unrecorded', () => {
     expect(operationOf('POST', new URL('http://h/v1/leases/orders/renew'))).toEqual({ op: 'renew', lease: 'orders' });
     expect(operationOf('POST', new URL('http://h/v1/leases/orders/revoke'))).toEqual({ op: 'revoke', lease: 'orders' });
     expect(operationOf('POST', new URL('http://h/v1/semaphores/sem.workers/acquire'))).toEqual({ op: 'permit-acquire', lease: 'sem.workers' });
     expect(operationOf('GET', new URL('http://h/v1/semaphores/sem.workers'))).toBeUndefined();
     expect(operationOf('GET', new URL('http://h/stage/v1/leases/a%3Ab'))).toEqual({ op: 'describe', lease: 'a:b' });
-    expect(operationOf('POST', new URL('http://h/v1/leases/orders/handoff'))).toBeUndefined();
+    expect(operationOf('POST', new URL('http://h/v1/leases/orders/handoff'))).toEqual({ op: 'release', lease: 'orders' });
     expect(operationOf('GET', new URL('http://h/v1/leases'))).toBeUndefined();
   });
 });

@@ -5,13 +5,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readHistory, type LocatedRecord, type OpKind, type OpRecord } from '../../chaos/history.js';
+import type { CoordinationStats } from '../../chaos/checker/coordination-stats.js';
 import { FAULT_CHOICES } from '../../chaos/harness/nemesis.js';
 
 /**
  * The chaos harness end to end: real worker processes, API servers, DynamoDB Local (killed -9
  * on purpose), fault proxies, real time. Bounded runs with fixed seeds: a correct one, which must
  * inject every kind of fault and find nothing; others that stress one feature each (epoch fencing,
- * batched renewals, revokes and semaphores); and runs with the fence switched off, which the
+ * batched renewals, revokes and semaphores, priorities with claims, yields and proclaims); and runs with the fence switched off, which the
  * checker must catch. Durations are short for CI; `npm run chaos -- --duration 30m` is the
  * long run (see docs/chaos.md).
  */
@@ -30,7 +31,8 @@ interface HarnessRun {
     faults: { byKind: Record<string, number>; total: number };
     invariants: Record<string, { status: string; checked: number; violations: number }>;
     jobs: { enqueued: number; chargedOnce: number; chargedMoreThanOnce: number; neverCharged: number };
-    check: { invariants: Record<string, { violations: Array<{ message: string }> }> };
+    check: { invariants: Record<string, { violations: Array<{ message: string }> }>; coordination: CoordinationStats };
+    leadership: { elections: number; yielded: Array<{ process: string; lease: string; token: number }> };
   };
 }
 
@@ -197,6 +199,62 @@ describe('a bounded chaos run with revokes and a semaphore', () => {
     expect(holders.size).toBeGreaterThanOrEqual(2);
     expect(ops('permit-renew', 'ok').length).toBeGreaterThan(5);
     expect(new Set(ops('permit-release', 'ok').map((r) => r.process)).size).toBeGreaterThanOrEqual(2);
+  });
+
+  it('charges every job it enqueued exactly once', () => {
+    const { jobs } = run.summary;
+    expect(jobs.enqueued).toBeGreaterThan(20);
+    expect(jobs).toMatchObject({ chargedOnce: jobs.enqueued, chargedMoreThanOnce: 0, neverCharged: 0 });
+  });
+});
+
+describe('a bounded chaos run with priorities (--priorities)', () => {
+  let run: HarnessRun;
+  let history: LocatedRecord[];
+  const ops = (kind: OpKind): OpRecord[] => history.flatMap((e) => (e.record.type === 'op' && e.record.op === kind ? [e.record] : []));
+  beforeAll(async () => {
+    // Seeded priorities per worker incarnation (some equal), all fault kinds: the start-up race and
+    // the faults hand leases to lower priorities, whose holders then yield to the higher claimants.
+    run = await runHarness(['--duration', '20s', '--seed', '20261171', '--priorities']);
+    history = await readHistory(join(run.out, 'history.jsonl'));
+  }, RUN_TIMEOUT_MS);
+  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+
+  it('ends with exit status 0 and the verdict PASS: every invariant checked and none violated', () => {
+    expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
+    for (const [id, report] of Object.entries(run.summary.invariants)) {
+      expect({ id, status: report.status, violations: report.violations }).toEqual({ id, status: 'pass', violations: 0 });
+      expect(report.checked, id).toBeGreaterThan(0);
+    }
+  });
+
+  it('recorded claims: refused acquires of higher priorities naming their own claim, heard by the holders; equal priorities claim nothing', () => {
+    const claims = ops('acquire').filter((r) => r.outcome === 'fail' && r.claim?.holder === r.holder);
+    expect(claims.length).toBeGreaterThanOrEqual(1);
+    expect(run.summary.check.coordination.claims).toBe(claims.length);
+    expect(run.summary.check.coordination.claimsHeard).toBeGreaterThanOrEqual(1);
+    const priorityOf = new Map(ops('acquire').flatMap((r) => (r.outcome === 'ok' ? [[`${r.lease}/${r.token}`, r.priority ?? 0] as const] : [])));
+    const refusedAtEqual = ops('acquire').filter((r) => r.error === 'LEASE_HELD' && priorityOf.get(`${r.lease}/${r.token}`) === (r.priority ?? 0));
+    expect(refusedAtEqual.length).toBeGreaterThanOrEqual(1);
+    expect(refusedAtEqual.filter((r) => r.claim?.holder === r.holder)).toEqual([]);
+  });
+
+  it('had a leader yield (loss reason yielded) and hand the lease off to its claimant, who was granted it next', () => {
+    const { yielded } = run.summary.leadership;
+    expect(yielded.length).toBeGreaterThanOrEqual(1);
+    const grants = ops('acquire').filter((r) => r.outcome === 'ok');
+    const takenOver = yielded.filter((y) => {
+      const handoff = ops('release').find((r) => r.process === y.process && r.lease === y.lease && r.token === y.token && r.to !== undefined);
+      return handoff !== undefined && grants.some((g) => g.lease === y.lease && g.token === y.token + 1 && g.holder === handoff.to);
+    });
+    expect(takenOver.length, JSON.stringify(yielded)).toBeGreaterThanOrEqual(1);
+  });
+
+  it('had leaders proclaim new metadata: accepted with the same token and shown by the answers', () => {
+    const proclaims = ops('renew').filter((r) => r.metadata !== undefined && r.outcome === 'ok');
+    expect(run.summary.check.coordination.proclaims.applied).toBeGreaterThanOrEqual(1);
+    expect(proclaims.every((r) => r.answeredToken === r.token)).toBe(true);
+    expect(ops('describe').filter((r) => r.outcome === 'ok' && r.metadata !== undefined).length).toBeGreaterThan(5);
   });
 
   it('charges every job it enqueued exactly once', () => {
