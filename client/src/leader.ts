@@ -55,7 +55,7 @@ import {
   type JsonValue,
   type LeaseClaim,
 } from './protocol/index.js';
-import { Term } from './term.js';
+import { Term, type TermOwner } from './term.js';
 import { createTermContext, releaseQuietly, type TermContext, type TermOptions } from './term-context.js';
 import type { LossReason, TermInfo } from './term-events.js';
 import { backoffMs, followerWaitMs, type Timing } from './timing.js';
@@ -143,14 +143,17 @@ export function createLeader(client: LeaseApi, options: LeaderOptions): Leader {
 
 const ACQUIRE_BACKOFF_BASE_MS = 100;
 
-class LeaderImpl implements Leader {
+class LeaderImpl implements Leader, TermOwner {
   readonly name: string;
   readonly holder: string;
   private readonly timing: Timing;
   private readonly ctx: TermContext;
   private readonly options: LeaderOptions;
   private term: Term | undefined;
-  private lastSignal: AbortSignal;
+  /** The last term, once it ended: `signal` is its signal until the next term begins. */
+  private lastTerm: Term | undefined;
+  /** `signal` before the first term: made on first read (an AbortSignal costs about 1 KiB, issue #18). */
+  private notElectedSignal: AbortSignal | undefined;
   private campaignWanted = false;
   /** Campaigning is wanted, and (with a Lambda context) the invocation is not ending: no acquire is sent past that point. */
   private get wantCampaign(): boolean {
@@ -163,13 +166,18 @@ class LeaderImpl implements Leader {
   private campaignAbort: AbortController | undefined;
   private campaignLoop: Promise<void> | undefined;
   private waiters: Array<{ resolve(term: TermInfo): void; reject(error: unknown): void }> = [];
-  private readonly background = new Set<Promise<void>>();
-  private readonly onAbort = () => void this.stop();
+  /** Releases and handoffs still running; made on first use (issue #18: most leaders never need one). */
+  private background: Set<Promise<void>> | undefined;
+  /** Listens on `options.signal` (if given): its abort is `stop()`. */
+  private readonly onAbort: (() => void) | undefined;
+  /** The health check before each renewal (TermOwner), with a `healthCheck` only. */
+  readonly beforeRenew: TermOwner['beforeRenew'];
   private readonly health: HealthMonitor | undefined;
   private readonly watch: WatchClient | undefined;
   private readonly ownsWatch: boolean;
   private watchSub: WatchSubscription | undefined;
-  private readonly follower: FollowerSignals;
+  /** See `follower`. */
+  private followerSignals: FollowerSignals | undefined;
   private readonly fence: Fence | undefined;
   private readonly invocation: InvocationGate | undefined;
   /**
@@ -192,7 +200,8 @@ class LeaderImpl implements Leader {
     this.options = options;
     const health = resolveHealth(options, this.timing);
     this.health = health === undefined ? undefined : new HealthMonitor(this.ctx, health);
-    this.follower = new FollowerSignals(this.ctx.clock, this.holder, this.ctx.random);
+    const monitor = this.health;
+    this.beforeRenew = monitor === undefined ? undefined : (signal, limitMs, token) => monitor.keepLeading(signal, limitMs, token);
     this.fence = validateFence(options.fence);
     this.priority = this.ctx.request.priority ?? 0;
     if (options.yieldTo !== undefined && options.yieldTo !== 'higher-priority' && options.yieldTo !== 'never') {
@@ -213,11 +222,23 @@ class LeaderImpl implements Leader {
     } else {
       throw new TypeError(`Expected \`watch\` to be a WatchClient or a ws:// or wss:// URL, got ${typeof watch}.`);
     }
-    this.lastSignal = AbortSignal.abort(
-      new LeaseLostError(this.name, null, undefined, { message: `Lease "${this.name}" is not led by this process: it has not been elected.` }),
-    );
-    if (options.signal?.aborted) this.stopped = true;
-    else options.signal?.addEventListener('abort', this.onAbort, { once: true });
+    const signal = options.signal;
+    if (signal?.aborted) {
+      this.stopped = true;
+    } else if (signal !== undefined) {
+      this.onAbort = () => void this.stop();
+      signal.addEventListener('abort', this.onAbort, { once: true });
+    }
+  }
+
+  /**
+   * What the watch tells a campaign, made when a campaign first needs it. Without a watch nothing
+   * ever rings it, so it carries nothing from one campaign to the next and a term drops it (issue
+   * #18: a held lease keeps no campaign machinery); with a watch it lives as long as the leader.
+   */
+  private get follower(): FollowerSignals {
+    this.followerSignals ??= new FollowerSignals(this.ctx.clock, this.holder, this.ctx.random);
+    return this.followerSignals;
   }
 
   isLeader(): boolean {
@@ -233,7 +254,12 @@ class LeaderImpl implements Leader {
   }
 
   get signal(): AbortSignal {
-    return this.term?.signal ?? this.lastSignal;
+    const term = this.term ?? this.lastTerm;
+    if (term !== undefined) return term.signal;
+    this.notElectedSignal ??= AbortSignal.abort(
+      new LeaseLostError(this.name, null, undefined, { message: `Lease "${this.name}" is not led by this process: it has not been elected.` }),
+    );
+    return this.notElectedSignal;
   }
 
   remainingMs(): number {
@@ -356,7 +382,7 @@ class LeaderImpl implements Leader {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.options.signal?.removeEventListener('abort', this.onAbort);
+    if (this.onAbort !== undefined) this.options.signal?.removeEventListener('abort', this.onAbort);
     this.invocation?.cancel();
     await this.stepOff('stopped');
     if (this.ownsWatch) this.watch?.close();
@@ -407,7 +433,7 @@ class LeaderImpl implements Leader {
       waiter.reject(new DOMException(`The campaign for lease "${this.name}" ended: ${reason === 'stopped' ? 'stop()' : 'resign()'} was called.`, 'AbortError'));
     }
     const term = this.term;
-    const pending: Promise<void>[] = [...this.background];
+    const pending: Promise<void>[] = [...(this.background ?? [])];
     // Stepping off while yielding (onYield still running): the claimant gets the lease all the same.
     const claimant = this.yielding?.term === term ? this.yielding?.claimant : undefined;
     const defaultGiveUp = (grant: Grant) => (claimant !== undefined ? this.handOffToClaimant(grant, claimant) : releaseQuietly(this.ctx, grant));
@@ -554,34 +580,35 @@ class LeaderImpl implements Leader {
   }
 
   private elect(grant: Grant, sendTimeMs: number): boolean {
-    const health = this.health;
-    const term = Term.begin(
-      this.ctx,
-      grant,
-      sendTimeMs,
-      (ended, reason) => this.onTermEnded(ended, reason),
-      {
-        ...(health ? { beforeRenew: (signal: AbortSignal, limitMs: number, token: number) => health.keepLeading(signal, limitMs, token) } : {}),
-        onClaim: (claim: LeaseClaim) => {
-          if (this.term !== undefined) this.considerYield(this.term, claim);
-        },
-      },
-    );
+    const term = Term.begin(this.ctx, grant, sendTimeMs, this);
     if (term === undefined) {
       void this.track(releaseQuietly(this.ctx, grant));
       return false;
     }
     this.term = term;
+    this.lastTerm = undefined;
+    this.notElectedSignal = undefined;
+    if (this.watch === undefined) this.followerSignals = undefined;
     this.ctx.emit({ type: 'elected', name: this.name, holder: this.holder, token: term.token });
-    const info = term.info();
-    for (const waiter of this.waiters.splice(0)) waiter.resolve(info);
-    this.callback('onElected', () => this.options.onElected?.(info));
+    this.termBegan(term.info());
     return true;
   }
 
-  private onTermEnded(term: Term, reason: LossReason): void {
+  /** In a function of its own so that no closure a term keeps holds on to the first grant (issue #18). */
+  private termBegan(info: TermInfo): void {
+    for (const waiter of this.waiters.splice(0)) waiter.resolve(info);
+    this.callback('onElected', () => this.options.onElected?.(info));
+  }
+
+  /** TermOwner: a renewal's answer carried a live claim on the lease. */
+  termClaimed(_term: Term, claim: LeaseClaim): void {
+    if (this.term !== undefined) this.considerYield(this.term, claim);
+  }
+
+  /** TermOwner: the term ended. */
+  termEnded(term: Term, reason: LossReason): void {
     if (this.term === term) this.term = undefined;
-    this.lastSignal = term.signal;
+    this.lastTerm = term;
     this.callback('onLost', () => this.options.onLost?.(reason, term.info()));
     if (reason === 'released' || reason === 'stopped') return;
     // Yielded: the handoff gives the lease away (no release) and reserves it for the claimant; campaign
@@ -606,8 +633,10 @@ class LeaderImpl implements Leader {
   }
 
   private track(work: Promise<void>): Promise<void> {
-    this.background.add(work);
-    void work.finally(() => this.background.delete(work));
+    this.background ??= new Set();
+    const background = this.background;
+    background.add(work);
+    void work.finally(() => background.delete(work));
     return work;
   }
 

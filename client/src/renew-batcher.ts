@@ -55,6 +55,8 @@ interface Pending {
   settled: boolean;
   resolve(grant: Grant): void;
   reject(error: unknown): void;
+  /** Removes the abort listener from the caller's signal once settled (a long-lived signal must not keep it). */
+  unlisten?: () => void;
 }
 
 export type SendBatch = (prefix: string, entries: BatchRenewEntry[], call: CallOptions) => Promise<BatchRenewResult[]>;
@@ -108,7 +110,11 @@ export class RenewBatcher {
       };
       // An aborted renewal is answered at once; if its batch is already in flight, it still renews
       // on the server, which is harmless (the Leader that aborted it does not count on it).
-      signal?.addEventListener('abort', () => settle(pending, { error: signal.reason }), { once: true });
+      if (signal !== undefined) {
+        const onAbort = () => settle(pending, { error: signal.reason });
+        signal.addEventListener('abort', onAbort, { once: true });
+        pending.unlisten = () => signal.removeEventListener('abort', onAbort);
+      }
       this.queue.push(pending);
       if (this.queue.length >= LIMITS.batchMaxGrants) this.flush();
       else if (pending.sendByMs < this.flushAtMs) {
@@ -162,6 +168,7 @@ export class RenewBatcher {
 function settle(p: Pending, outcome: { grant: Grant } | { error: unknown }): void {
   if (p.settled) return;
   p.settled = true;
+  p.unlisten?.();
   if ('grant' in outcome) p.resolve(outcome.grant);
   else p.reject(outcome.error);
 }

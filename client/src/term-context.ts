@@ -66,26 +66,42 @@ export function createTermContext(client: LeaseApi, name: string, options: TermO
   if (options.metadata !== undefined) request.metadata = validateMetadata(options.metadata);
   if (options.lockDelayMs !== undefined) request.lockDelayMs = validateLockDelayMs(options.lockDelayMs);
   if (options.priority !== undefined) request.priority = validatePriority(options.priority);
-  const onEvent = options.onEvent;
   const clock = options.clock ?? systemClock;
   const invocation = invocationDeadline(options, clock);
-  return {
+  return new Context(
     client,
     name,
     holder,
     timing,
-    request: invocation === undefined ? request : cappedRequest(request, invocation, clock),
+    invocation === undefined ? request : cappedRequest(request, invocation, clock),
     clock,
-    random: options.random ?? Math.random,
-    emit: (event) => {
-      try {
-        onEvent?.(event);
-      } catch {
-        // A broken hook must not break leadership.
-      }
-    },
-    ...(invocation === undefined ? {} : { invocation }),
-  };
+    options.random ?? Math.random,
+    options.onEvent,
+    invocation,
+  );
+}
+
+/** A class rather than an object literal so that `emit` is one shared method, not a closure per leader (issue #18). */
+class Context implements TermContext {
+  constructor(
+    readonly client: LeaseApi,
+    readonly name: string,
+    readonly holder: string,
+    readonly timing: Timing,
+    readonly request: AcquireRequest,
+    readonly clock: MonotonicClock,
+    readonly random: () => number,
+    private readonly onEvent: ((event: LeaderEvent) => void) | undefined,
+    readonly invocation: InvocationDeadline | undefined,
+  ) {}
+
+  emit(event: LeaderEvent): void {
+    try {
+      this.onEvent?.(event);
+    } catch {
+      // A broken hook must not break leadership.
+    }
+  }
 }
 
 /**

@@ -14,16 +14,25 @@ import { backoffMs } from './timing.js';
 /** First retry of a failed renewal; doubles up to a quarter of `renewEveryMs`. */
 const RENEW_RETRY_BASE_MS = 50;
 
-/** Optional steps of a term. */
-export interface TermHooks {
+/**
+ * Who runs a term: it hears the term's end, and may check before each renewal and hear claims. The
+ * leader passes itself (one object for all its terms, no closures per term: issue #18 counts the
+ * bytes a held lease costs).
+ */
+export interface TermOwner {
+  /** The term ended (once): its signal has aborted and its timers are stopped. */
+  termEnded(term: Term, reason: LossReason): void;
   /**
    * Runs before each scheduled renewal (not before the quick retries of a failed one), with the
    * term's signal and the time left to the deadline. Resolving false ends the term as `unhealthy`.
    */
-  beforeRenew?: (signal: AbortSignal, limitMs: number, token: number) => Promise<boolean>;
+  readonly beforeRenew?: ((signal: AbortSignal, limitMs: number, token: number) => Promise<boolean>) | undefined;
   /** After each successful renewal whose answer carries a live claim on the lease (`grant.claim`). */
-  onClaim?: (claim: LeaseClaim) => void;
+  termClaimed?(term: Term, claim: LeaseClaim): void;
 }
+
+/** What a term's single timer is waiting for (see `arm`). */
+type TimerPurpose = 'deadline' | 'renew' | 'retry';
 
 export class Term {
   readonly token: number;
@@ -31,9 +40,14 @@ export class Term {
   private deadlineMs: number;
   private endedWith: LossReason | undefined;
   private endedByServer: LeaseLostReason | undefined;
-  private readonly controller = new AbortController();
-  private cancelRenewTimer: CancelTimer | undefined;
-  private cancelDeadlineTimer: CancelTimer | undefined;
+  /**
+   * Made on the first read of `signal` (most terms' signals are never read, and an AbortSignal costs
+   * about 1 KiB in Node); `lossError` is what it aborts with, kept for a read after the end.
+   */
+  private controller: AbortController | undefined;
+  private lossError: LeadershipLostError | undefined;
+  /** The term's one timer: the next renewal while one is scheduled, else the deadline (see `arm`). */
+  private cancelTimer: CancelTimer | undefined;
   private inflight: AbortController | undefined;
   private failures = 0;
   /** With a Lambda context: the last grant was capped at the invocation's end, so its deadline is the term's end. */
@@ -44,16 +58,10 @@ export class Term {
    * Starts a term for a grant whose acquire was sent at `sendTimeMs`, or returns undefined if the
    * answer arrived too late to be trusted (the deadline already passed).
    */
-  static begin(
-    ctx: TermContext,
-    grant: Grant,
-    sendTimeMs: number,
-    onEnd: (term: Term, reason: LossReason) => void,
-    hooks: TermHooks = {},
-  ): Term | undefined {
+  static begin(ctx: TermContext, grant: Grant, sendTimeMs: number, owner: TermOwner): Term | undefined {
     const deadlineMs = grantDeadlineMs(ctx, grant, sendTimeMs);
     if (ctx.clock.nowMs() >= deadlineMs) return undefined;
-    return new Term(ctx, grant, sendTimeMs, deadlineMs, onEnd, hooks);
+    return new Term(ctx, grant, sendTimeMs, deadlineMs, owner);
   }
 
   private constructor(
@@ -61,19 +69,22 @@ export class Term {
     grant: Grant,
     sendTimeMs: number,
     deadlineMs: number,
-    private readonly onEnd: (term: Term, reason: LossReason) => void,
-    private readonly hooks: TermHooks,
+    private readonly owner: TermOwner,
   ) {
     this.grant = grant;
     this.token = grant.token;
     this.deadlineMs = deadlineMs;
     this.capped = ctx.invocation?.capped(ctx.timing.ttlMs, sendTimeMs) ?? false;
-    this.armDeadline();
     this.armInvocationStop();
     this.scheduleRenew(sendTimeMs + ctx.timing.renewEveryMs - ctx.clock.nowMs());
   }
 
+  /** Aborts when the term ends; read after the end, it is already aborted (with the same reason). */
   get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.lossError !== undefined) this.controller.abort(this.lossError);
+    }
     return this.controller.signal;
   }
 
@@ -90,8 +101,19 @@ export class Term {
     return this.endedByServer;
   }
 
+  /** The term for user code. Its `signal` is read through, so handing out a TermInfo makes no AbortSignal until someone reads it. */
   info(): TermInfo {
-    return { token: this.token, signal: this.signal, lease: this.grant };
+    const term = this;
+    return {
+      token: this.token,
+      get signal() {
+        return term.signal;
+      },
+      set signal(signal: AbortSignal) {
+        Object.defineProperty(this, 'signal', { value: signal, writable: true, enumerable: true, configurable: true });
+      },
+      lease: this.grant,
+    };
   }
 
   /** True until the term ends or its deadline passes, whichever comes first. One clock read. */
@@ -116,13 +138,16 @@ export class Term {
     if (this.endedWith !== undefined) return false;
     this.endedWith = reason;
     this.endedByServer = serverReason;
-    this.controller.abort(new LeadershipLostError(this.ctx.name, reason, this.token, serverReason === undefined ? {} : { serverReason }));
-    this.cancelRenewTimer?.();
-    this.cancelDeadlineTimer?.();
+    this.lossError = new LeadershipLostError(this.ctx.name, reason, this.token, serverReason === undefined ? {} : { serverReason });
+    this.controller?.abort(this.lossError);
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
     this.cancelStopTimer?.();
+    this.cancelStopTimer = undefined;
     this.inflight?.abort();
+    this.inflight = undefined;
     this.ctx.emit({ type: 'lost', name: this.ctx.name, holder: this.ctx.holder, token: this.token, reason });
-    this.onEnd(this, reason);
+    this.owner.termEnded(this, reason);
     return true;
   }
 
@@ -163,30 +188,38 @@ export class Term {
     });
   }
 
-  private armDeadline(): void {
-    this.cancelDeadlineTimer?.();
-    const delayMs = this.deadlineMs - this.ctx.clock.nowMs();
-    const scheduledAtMs = this.ctx.clock.nowMs() + delayMs;
-    this.cancelDeadlineTimer = this.ctx.clock.setTimer(delayMs, () => {
-      this.cancelDeadlineTimer = undefined;
-      // Timers may fire a hair early; if so the term is still valid and the deadline is re-armed.
-      if (this.stillValidAtTimer(scheduledAtMs)) this.armDeadline();
+  /**
+   * The term keeps one timer, not one for the deadline and one for the next renewal: a scheduled
+   * renewal always comes before the deadline and arms the deadline's timer when it fires (before
+   * anything is sent), so a deadline timer beside it could never fire first. A renewal that would
+   * be due at or after the deadline is never sent: the deadline's timer is armed instead.
+   */
+  private arm(purpose: TimerPurpose, delayMs: number): void {
+    this.cancelTimer?.();
+    const scheduledAtMs = this.ctx.clock.nowMs() + Math.max(0, delayMs);
+    this.cancelTimer = this.ctx.clock.setTimer(delayMs, () => {
+      this.cancelTimer = undefined;
+      if (!this.stillValidAtTimer(scheduledAtMs)) return;
+      // From here the deadline's timer runs: armed before a renewal is sent, or re-armed if this was
+      // the deadline's own timer firing a hair early.
+      this.armDeadline();
+      if (purpose !== 'deadline') void (purpose === 'retry' ? this.renew() : this.checkThenRenew());
     });
+  }
+
+  private armDeadline(): void {
+    this.arm('deadline', this.deadlineMs - this.ctx.clock.nowMs());
   }
 
   /** Schedules the next renewal; a retry of a failed one skips the `beforeRenew` step. */
   private scheduleRenew(delayMs: number, retry = false): void {
-    this.cancelRenewTimer?.();
-    const scheduledAtMs = this.ctx.clock.nowMs() + Math.max(0, delayMs);
-    this.cancelRenewTimer = this.ctx.clock.setTimer(delayMs, () => {
-      this.cancelRenewTimer = undefined;
-      if (this.stillValidAtTimer(scheduledAtMs)) void (retry ? this.renew() : this.checkThenRenew());
-    });
+    if (this.ctx.clock.nowMs() + Math.max(0, delayMs) >= this.deadlineMs) this.armDeadline();
+    else this.arm(retry ? 'retry' : 'renew', delayMs);
   }
 
   /** The scheduled renewal: the `beforeRenew` step (the health check) first, if there is one. */
   private async checkThenRenew(): Promise<void> {
-    const beforeRenew = this.hooks.beforeRenew;
+    const beforeRenew = this.owner.beforeRenew;
     if (beforeRenew !== undefined) {
       const keep = await beforeRenew(this.signal, this.deadlineMs - this.ctx.clock.nowMs(), this.token);
       if (!this.stillValidNow()) return;
@@ -245,10 +278,9 @@ export class Term {
     this.failures = 0;
     if (this.ctx.invocation?.capped(timing.ttlMs, sendTimeMs)) this.capped = true;
     this.deadlineMs = Math.max(this.deadlineMs, sendTimeMs + validForMs(this.ctx, grant) - timing.driftMarginMs);
-    this.armDeadline();
-    this.ctx.emit({ type: 'renewed', name, holder, token: this.token });
     this.scheduleRenew(sendTimeMs + timing.renewEveryMs - clock.nowMs());
-    if (grant.claim !== undefined) this.hooks.onClaim?.(grant.claim);
+    this.ctx.emit({ type: 'renewed', name, holder, token: this.token });
+    if (grant.claim !== undefined) this.owner.termClaimed?.(this, grant.claim);
   }
 
   /** A proclaim's answer: the same grant (same token) with its new metadata and expiry. */

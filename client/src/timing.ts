@@ -51,6 +51,12 @@ export function defaultPauseThresholdMs(renewEveryMs: number): number {
   return Math.max(1_000, renewEveryMs / 2);
 }
 
+/**
+ * The last timing resolved, frozen: a process that creates thousands of leaders with the same
+ * settings shares one object instead of holding one per leader (issue #18).
+ */
+let lastTiming: Timing | undefined;
+
 /** Applies defaults and validates each setting and the relations between them. Throws RangeError or TypeError. */
 export function resolveTiming(options: TimingOptions): Timing {
   const ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
@@ -74,7 +80,19 @@ export function resolveTiming(options: TimingOptions): Timing {
   expectPositive('pauseThresholdMs', pauseThresholdMs);
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   expectPositive('requestTimeoutMs', requestTimeoutMs);
-  return { ttlMs, renewEveryMs, driftMarginMs, pauseThresholdMs, requestTimeoutMs };
+  const last = lastTiming;
+  if (
+    last !== undefined &&
+    last.ttlMs === ttlMs &&
+    last.renewEveryMs === renewEveryMs &&
+    last.driftMarginMs === driftMarginMs &&
+    last.pauseThresholdMs === pauseThresholdMs &&
+    last.requestTimeoutMs === requestTimeoutMs
+  ) {
+    return last;
+  }
+  lastTiming = Object.freeze({ ttlMs, renewEveryMs, driftMarginMs, pauseThresholdMs, requestTimeoutMs });
+  return lastTiming;
 }
 
 export function expectPositive(field: string, value: unknown): asserts value is number {

@@ -131,8 +131,10 @@ async function holdLease<T>(
   // At an invocation's deadline the lease is released at once, not when fn returns: the invocation
   // may end before fn notices its signal.
   let releasing: Promise<void> | undefined;
-  const term = Term.begin(ctx, grant, sendTimeMs, (ended, reason) => {
-    if (reason === 'deadline') releasing = releaseQuietly(ctx, ended.lease);
+  const term = Term.begin(ctx, grant, sendTimeMs, {
+    termEnded(ended, reason) {
+      if (reason === 'deadline') releasing = releaseQuietly(ctx, ended.lease);
+    },
   });
   if (term === undefined) {
     await releaseQuietly(ctx, grant);

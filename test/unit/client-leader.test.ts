@@ -549,3 +549,52 @@ describe('resign and stop', () => {
     expect(t.leader.remainingMs()).toBe(0);
   });
 });
+
+describe('what a held lease keeps (issue #18: memory per lease)', () => {
+  it('keeps one timer while leading: the next renewal, and while a renewal is in flight, the deadline', async () => {
+    const t = setup();
+    await elect(t);
+    expect(t.clock.pendingTimers).toBe(1);
+    await at(t, 5_000);
+    const renew = t.api.next('renew');
+    expect(t.clock.pendingTimers).toBe(1);
+    renew.resolve(grant({ token: 7 }));
+    await t.clock.advance(0);
+    expect(t.clock.pendingTimers).toBe(1);
+    expect(t.leader.isLeader()).toBe(true);
+  });
+
+  it('ends a grant with less time left than one renewal interval at its deadline, without sending a renewal', async () => {
+    const t = setup();
+    const elected = t.leader.campaign();
+    await t.clock.advance(0);
+    t.api.next('acquire').resolve({ acquired: true, lease: grant({ token: 7, remainingMs: 4_000 }) });
+    const term = await elected;
+    await at(t, 3_249);
+    expect(t.leader.isLeader()).toBe(true);
+    await at(t, 3_250); // 0 + 4000 − 750, before the renewal due at 5000
+    expect(t.lost).toEqual(['expired']);
+    expect(term.signal.aborted).toBe(true);
+    expect(t.api.all('renew')).toHaveLength(0);
+  });
+
+  it("hands out a term's signal first read after the term ended already aborted, with the reason the term ended with", async () => {
+    const t = setup();
+    await elect(t);
+    await at(t, DEADLINE);
+    expect(t.lost).toEqual(['expired']);
+    expect(t.leader.signal.aborted).toBe(true);
+    expect((t.leader.signal.reason as LeadershipLostError).reason).toBe('expired');
+  });
+
+  it('hands out a TermInfo whose signal is the term signal, the same object leader.signal gives and a spread copies', async () => {
+    const t = setup();
+    const term = await elect(t);
+    expect(Object.keys(term)).toEqual(['token', 'signal', 'lease']);
+    expect(term.signal).toBe(t.leader.signal);
+    expect({ ...term }.signal).toBe(t.leader.signal);
+    expect(t.elected[0]?.signal).toBe(t.leader.signal);
+    await at(t, DEADLINE);
+    expect(term.signal.aborted).toBe(true);
+  });
+});

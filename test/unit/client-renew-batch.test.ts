@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { LeaseClient, LeaseLostError, ManualClock, UnavailableError, type BatchRenewResult, type Grant } from 'leasehold';
 import { grant } from './client-fakes.js';
@@ -139,6 +140,15 @@ describe('a LeaseClient with batch', () => {
     await t.clock.advance(20);
     expect(t.sent[0]?.body?.grants.map((e) => e.name)).toEqual(['jobs.b']);
     await expect(b).resolves.toMatchObject({ name: 'jobs.b' });
+  });
+
+  it("leaves no listener on the caller's signal once a renewal is answered (a long-lived signal keeps nothing)", async () => {
+    const t = setup(renewAll, 20);
+    const signal = new AbortController().signal;
+    const renewed = t.client.renew('jobs.a', g('jobs.a'), { signal });
+    await t.clock.advance(20);
+    await expect(renewed).resolves.toMatchObject({ name: 'jobs.a' });
+    expect(getEventListeners(signal, 'abort')).toEqual([]);
   });
 
   it('refuses a bad prefix or window when the client is made', () => {
