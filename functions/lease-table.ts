@@ -63,6 +63,13 @@ async function ensureGroupIndex(client: DynamoDBClient, tableName: string): Prom
       GlobalSecondaryIndexUpdates: [{ Create: GROUP_INDEX_SPEC }],
     }),
   );
+  // Writes to the table fail (DynamoDB Local: InternalFailure) while the new index is being built.
+  for (;;) {
+    const out = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    const index = out.Table?.GlobalSecondaryIndexes?.find((i) => i.IndexName === GROUP_INDEX_SPEC.IndexName);
+    if (out.Table?.TableStatus === 'ACTIVE' && index?.IndexStatus === 'ACTIVE') return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /** An on-demand table keyed by one string attribute: the lease table and the semaphore table. */
