@@ -1,11 +1,13 @@
-import { CreateTableCommand, DescribeTableCommand, type ConsumedCapacity } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, type ConsumedCapacity } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseClient } from '../../client/src/index.js';
 import { ValidationError, type Grant } from '../../client/src/protocol/index.js';
 import { ManualClock } from '../../functions/clock.js';
 import { LeaseStore } from '../../functions/lease-store.js';
+import { createDocumentClient } from '../../functions/dynamodb-client.js';
 import { ensureLeaseTable } from '../../functions/lease-table.js';
+import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal } from '../../local/dynamodb/dynamodb-local.js';
 import { createTestLeaseTable, type TestTable } from '../support/dynamodb.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
 
@@ -127,9 +129,19 @@ describe('joining a group', () => {
 });
 
 describe('a lease table made before groups', () => {
+  // Its own DynamoDB Local: building an index on the shared, busy one took over 30 s in a CI run
+  // (about 1 s on a quiet one), and writes fail until the index is ACTIVE.
+  let db: DynamoDBLocal | undefined;
+  afterAll(async () => {
+    await db?.stop();
+  });
+
   it('gains the group index when the local server ensures its table again', async () => {
-    const tableName = `${table.tableName}-old`;
-    await table.raw.send(
+    db = await startDynamoDBLocal();
+    const config = { endpoint: db.endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS };
+    const raw = new DynamoDBClient(config);
+    const tableName = 'made-before-groups';
+    await raw.send(
       new CreateTableCommand({
         TableName: tableName,
         BillingMode: 'PAY_PER_REQUEST',
@@ -137,14 +149,15 @@ describe('a lease table made before groups', () => {
         KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
       }),
     );
-    await ensureLeaseTable(table.raw, tableName);
-    const described = await table.raw.send(new DescribeTableCommand({ TableName: tableName }));
-    expect(described.Table?.GlobalSecondaryIndexes?.map((i) => i.IndexName)).toEqual(['group-index']);
-    const store = new LeaseStore({ client: table.doc, tableName, clock: new ManualClock(Date.now()) });
+    await ensureLeaseTable(raw, tableName);
+    const described = await raw.send(new DescribeTableCommand({ TableName: tableName }));
+    expect(described.Table?.GlobalSecondaryIndexes?.map((i) => [i.IndexName, i.IndexStatus])).toEqual([['group-index', 'ACTIVE']]);
+    const store = new LeaseStore({ client: createDocumentClient(config), tableName, clock: new ManualClock(Date.now()) });
     const group = uniqueGroup('old');
     await grant(store, `${group}.p.1`, 'w', group);
     expect((await store.describeGroup(group)).group.leases.map((l) => l.name)).toEqual([`${group}.p.1`]);
-  });
+    raw.destroy();
+  }, 120_000);
 });
 
 describe('what a group costs', () => {
