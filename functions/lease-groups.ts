@@ -2,7 +2,7 @@ import { BatchGetCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws
 import { UnavailableError, type GroupRequest, type GroupResponse } from '../client/src/protocol/index.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { toPublicLease, type LeaseRecord } from './lease-record.js';
-import { LEASE_TABLE_SCHEMA } from './lease-table.js';
+import { LEASE_TABLE_SCHEMA } from './lease-table-schema.js';
 
 /**
  * Reading a group (`GET /v1/groups/{group}`) without scanning the table: the sparse group index

@@ -7,22 +7,10 @@ import {
   type CreateTableCommandInput,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
+import { LEASE_TABLE_SCHEMA } from './lease-table-schema.js';
 import { SUBSCRIPTION_TABLE_SCHEMA } from './watch/subscriptions.js';
 
-/**
- * The lease table's schema, shared by the CDK construct, the local server and the tests so the
- * three can never disagree.
- */
-export const LEASE_TABLE_SCHEMA = {
-  partitionKey: 'pk',
-  /** Epoch seconds after which DynamoDB TTL may delete an idle lease item. */
-  ttlAttribute: 'expireItemAt',
-  /**
-   * The sparse group index: only items with a `leaseGroup` are in it, keyed by group then name, keys
-   * only. Its keys change only when a grant joins or leaves a group, so renewals write nothing to it.
-   */
-  groupIndex: { indexName: 'group-index', partitionKey: 'leaseGroup', sortKey: 'pk' },
-} as const;
+export { LEASE_TABLE_SCHEMA } from './lease-table-schema.js';
 
 const GROUP_INDEX_SPEC = {
   IndexName: LEASE_TABLE_SCHEMA.groupIndex.indexName,

@@ -358,6 +358,12 @@ export function validateSemaphoreReleaseRequest(body: unknown): SemaphoreRelease
 
 /** The query parameters of `GET /v1/leases`; every other route takes none. */
 export const LIST_QUERY_PARAMETERS = ['prefix', 'limit', 'cursor'] as const;
+/** A `limit` query parameter: digits only, then an integer from 1 to `max`. */
+function queryLimit(value: unknown, max: number): number {
+  if (typeof value !== 'string' || !/^[0-9]{1,5}$/.test(value)) throw new ValidationError('limit', `must be an integer from 1 to ${max}`);
+  return requireInteger(Number(value), 'limit', 1, max);
+}
+
 export const GROUP_QUERY_PARAMETERS = ['limit', 'cursor'] as const;
 
 /** `GET /v1/groups/{group}?limit=&cursor=`: limit 1-1,000 (default 1,000), a cursor from the previous page. */
@@ -366,10 +372,7 @@ export function validateGroupRequest(group: unknown, query: Record<string, strin
   const request: GroupRequest = { group: validateGroup(group), limit: LIMITS.groupMaxLimit };
   const limit = ownQueryValue(query, 'limit');
   const cursor = ownQueryValue(query, 'cursor');
-  if (limit !== undefined) {
-    if (typeof limit !== 'string' || !/^[0-9]{1,5}$/.test(limit)) throw new ValidationError('limit', `must be an integer from 1 to ${LIMITS.groupMaxLimit}`);
-    request.limit = requireInteger(Number(limit), 'limit', 1, LIMITS.groupMaxLimit);
-  }
+  if (limit !== undefined) request.limit = queryLimit(limit, LIMITS.groupMaxLimit);
   if (cursor !== undefined && cursor !== '') request.cursor = requireString(cursor, 'cursor', CURSOR_PATTERN, 'must be a cursor returned by a previous read of the group');
   return request;
 }
@@ -403,12 +406,7 @@ export function validateListRequest(query: Record<string, string | undefined>): 
   if (prefix !== undefined && prefix !== '') {
     request.prefix = requireString(prefix, 'prefix', PREFIX_PATTERN, 'must be up to 200 characters of A-Z a-z 0-9 . _ : -');
   }
-  if (limit !== undefined) {
-    if (typeof limit !== 'string' || !/^[0-9]{1,5}$/.test(limit)) {
-      throw new ValidationError('limit', `must be an integer from 1 to ${LIMITS.listMaxLimit}`);
-    }
-    request.limit = requireInteger(Number(limit), 'limit', 1, LIMITS.listMaxLimit);
-  }
+  if (limit !== undefined) request.limit = queryLimit(limit, LIMITS.listMaxLimit);
   if (cursor !== undefined && cursor !== '') {
     request.cursor = requireString(cursor, 'cursor', CURSOR_PATTERN, 'must be a cursor returned by a previous list call');
   }
