@@ -39,6 +39,9 @@ export {
   type FenceClaimOptions,
   type FencingOptions,
 } from './fence.js';
+export { createLeaseGroup, type GroupEvent, type LeaseGroup, type LeaseGroupApi, type LeaseGroupOptions } from './lease-group.js';
+export { MAX_GROUP_PARTITIONS, memberIdFor, memberLeaseName, partitionLeaseName } from './group-names.js';
+export { planBalance, type GroupMember, type GroupMove, type GroupPlan, type GroupView } from './group-plan.js';
 export { observe, type LeaderChange, type ObserveOptions } from './observe.js';
 export {
   createWatch,

@@ -29,6 +29,13 @@ export interface TermOwner {
   readonly beforeRenew?: ((signal: AbortSignal, limitMs: number, token: number) => Promise<boolean>) | undefined;
   /** After each successful renewal whose answer carries a live claim on the lease (`grant.claim`). */
   termClaimed?(term: Term, claim: LeaseClaim): void;
+  /**
+   * When the next scheduled renewal is due (monotonic ms), given when it would be (`dueAtMs`: the
+   * last send time plus `renewEveryMs`). A lease group moves each of its terms' renewals to the
+   * nearest beat of one shared rhythm so that they travel in one batched request; it must answer
+   * at most `renewEveryMs / 2` from `dueAtMs`. Default: `dueAtMs`.
+   */
+  alignRenewal?(dueAtMs: number): number;
 }
 
 /** What a term's single timer is waiting for (see `arm`). */
@@ -76,7 +83,7 @@ export class Term {
     this.deadlineMs = deadlineMs;
     this.capped = ctx.invocation?.capped(ctx.timing.ttlMs, sendTimeMs) ?? false;
     this.armInvocationStop();
-    this.scheduleRenew(sendTimeMs + ctx.timing.renewEveryMs - ctx.clock.nowMs());
+    this.scheduleRenew(this.renewalDueMs(sendTimeMs) - ctx.clock.nowMs());
   }
 
   /** Aborts when the term ends; read after the end, it is already aborted (with the same reason). */
@@ -211,6 +218,17 @@ export class Term {
     this.arm('deadline', this.deadlineMs - this.ctx.clock.nowMs());
   }
 
+  /** When the renewal after one sent at `sendTimeMs` is due: `renewEveryMs` later, or the owner's beat near it. */
+  private renewalDueMs(sendTimeMs: number): number {
+    const dueAtMs = sendTimeMs + this.ctx.timing.renewEveryMs;
+    const aligned = this.owner.alignRenewal?.(dueAtMs);
+    if (aligned === undefined || !Number.isFinite(aligned)) return dueAtMs;
+    const every = this.ctx.timing.renewEveryMs;
+    const moved = Math.min(dueAtMs + every / 2, Math.max(dueAtMs - every / 2, aligned));
+    // Later than due only while a whole renewal interval of retries is left before the deadline.
+    return moved <= dueAtMs ? moved : Math.max(dueAtMs, Math.min(moved, this.deadlineMs - every));
+  }
+
   /** Schedules the next renewal; a retry of a failed one skips the `beforeRenew` step. */
   private scheduleRenew(delayMs: number, retry = false): void {
     if (this.ctx.clock.nowMs() + Math.max(0, delayMs) >= this.deadlineMs) this.armDeadline();
@@ -278,7 +296,7 @@ export class Term {
     this.failures = 0;
     if (this.ctx.invocation?.capped(timing.ttlMs, sendTimeMs)) this.capped = true;
     this.deadlineMs = Math.max(this.deadlineMs, sendTimeMs + validForMs(this.ctx, grant) - timing.driftMarginMs);
-    this.scheduleRenew(sendTimeMs + timing.renewEveryMs - clock.nowMs());
+    this.scheduleRenew(this.renewalDueMs(sendTimeMs) - clock.nowMs());
     this.ctx.emit({ type: 'renewed', name, holder, token: this.token });
     if (grant.claim !== undefined) this.owner.termClaimed?.(this, grant.claim);
   }

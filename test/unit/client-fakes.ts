@@ -3,6 +3,9 @@ import {
   UnavailableError,
   type AcquireRequest,
   type AcquireResult,
+  type BatchRenewEntry,
+  type BatchRenewResult,
+  type GroupResponse,
   type CallOptions,
   type Grant,
   type GrantRef,
@@ -23,7 +26,7 @@ import { leaseLostReason } from '../../functions/lease-record.js';
  * A fake of the verbs the leader uses. Every call waits until the test answers it, so a test
  * states exactly what the server said and when.
  */
-export type Operation = 'acquire' | 'renew' | 'release' | 'handoff';
+export type Operation = 'acquire' | 'renew' | 'release' | 'handoff' | 'renew-batch' | 'group-describe';
 
 export interface PendingCall {
   op: Operation;
@@ -255,6 +258,7 @@ interface Held {
   transitions: number;
   reservedFor?: string;
   reservedUntil?: number;
+  group?: string;
 }
 
 /**
@@ -290,6 +294,7 @@ export class InMemoryLeaseServer implements LeaseApi {
     }
     this.seq += 1;
     const next: Held = {
+      ...(request.group === undefined ? {} : { group: request.group }),
       holder: request.holder,
       token: (current?.token ?? 0) + 1,
       leaseId: this.seq.toString(16).padStart(32, '0'),
@@ -336,6 +341,35 @@ export class InMemoryLeaseServer implements LeaseApi {
     return { handedOff: true, to: request.to, reservedUntil: held.reservedUntil, lease: this.publicOf(name, held) };
   }
 
+  /** Each entry renewed as `renew` would, answered in order (never all-or-nothing). One request in the log. */
+  async renewBatch(prefix: string, grants: readonly BatchRenewEntry[]): Promise<BatchRenewResult[]> {
+    this.enter('renew-batch', prefix);
+    const results: BatchRenewResult[] = [];
+    for (const entry of grants) {
+      try {
+        const current = this.mustBeCurrent('renew', entry.name, entry, false);
+        const now = this.clock.nowMs();
+        current.expiresAt = now + (entry.ttlMs ?? current.ttlMs);
+        current.renewedAt = now;
+        results.push({ name: entry.name, lease: this.grantOf(entry.name, current) });
+      } catch (error) {
+        if (!(error instanceof LeaseLostError)) throw error;
+        results.push({ name: entry.name, error: error.toBody() });
+      }
+    }
+    return results;
+  }
+
+  /** Every lease whose latest grant joined `group`, in name order (one page). */
+  async describeGroup(group: string): Promise<GroupResponse> {
+    this.enter('group-describe', group);
+    const leases = [...this.leases.entries()]
+      .filter(([, lease]) => lease.group === group)
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([name, lease]) => this.publicOf(name, lease));
+    return { group: { name: group, leases } };
+  }
+
   /** The holder now, or null. */
   holderOf(name: string): string | null {
     const current = this.leases.get(name);
@@ -352,8 +386,8 @@ export class InMemoryLeaseServer implements LeaseApi {
     if (this.down) throw new UnavailableError(`${op} of lease "${name}" could not reach the server: ECONNREFUSED.`);
   }
 
-  private mustBeCurrent(op: Operation, name: string, ref: GrantRef): Held {
-    this.enter(op, name);
+  private mustBeCurrent(op: Operation, name: string, ref: GrantRef, log = true): Held {
+    if (log) this.enter(op, name);
     const current = this.leases.get(name);
     const live = current !== undefined && current.holder !== undefined && this.clock.nowMs() <= current.expiresAt;
     if (!live || current.leaseId !== ref.leaseId || current.token !== ref.token) {
@@ -383,6 +417,7 @@ export class InMemoryLeaseServer implements LeaseApi {
       transitions: lease.transitions,
       metadata: null,
       priority: 0,
+      ...(lease.group === undefined ? {} : { group: lease.group }),
     };
   }
 

@@ -1,0 +1,680 @@
+/**
+ * Lease groups (issue #19): P partitions shared fairly among the live members of a fleet, each
+ * partition an ordinary lease `<group>.p.<partition>` owned by one member at a time with its own
+ * fencing token, each member holding a membership lease `<group>.m.<member>`.
+ *
+ * ## How a member works
+ * 1. It holds its membership lease (renewed like any lease); only a member holding it takes partitions.
+ * 2. It reads the group (`GET /v1/groups/{group}`: an index, so the read costs what the group holds)
+ *    every `balanceEveryMs`, at once when the watch pushes a membership change or a release, and at
+ *    the expiry of any lease whose holder stopped renewing. From that view it computes the group's
+ *    plan (`group-plan.ts`, the same for every member) and carries out its own part: it acquires the
+ *    free partitions planned for it (a partition whose holder is no longer a live member counts as
+ *    free from its expiry: the acquire is aimed at that instant), and hands the partitions planned
+ *    away from it to their receivers (a handoff reserves the lease for the receiver, so the receiver
+ *    takes it in one round trip: at once with the watch, which pushes the handoff, or at its next
+ *    read without). A member is live while its membership lease has at least half its ttl left
+ *    (renewed every third of a ttl, a live member's never has less), so a crashed member's partitions
+ *    are planned for the others before they expire.
+ * 3. Each owned partition is a Term, exactly a Leader's: a local deadline counted from the send of
+ *    the acquire or renewal, fail-closed `isOwner`, a signal that aborts at the end, typed loss
+ *    reasons. All of a member's renewals go through one batched request (`POST /v1/prefixes/…/renew`)
+ *    on one shared rhythm (`Term`'s `alignRenewal`), so a member holding 16 partitions sends about one
+ *    renew request per renewal interval, not 17.
+ * 4. `stop()` hands every owned partition to the least loaded other members, then releases its
+ *    membership.
+ *
+ * The view is used for balancing only: a stale view costs a refused acquire or an extra move, never
+ * a second owner. Two members never both believe they own a partition, because each belief is a
+ * term of a grant the server made by a conditional write, and a term ends at its local deadline,
+ * which is before the server's expiry.
+ */
+import { systemClock, type CancelTimer, type MonotonicClock } from './clock.js';
+import { memberIdFor, memberLeaseName, partitionLeaseName, validateGroupLayout } from './group-names.js';
+import { planBalance, type GroupMember } from './group-plan.js';
+import type { AcquireResult, GrantRef, LeaseApi } from './lease-client.js';
+import {
+  LIMITS,
+  RENEW_GRANT_FIELDS,
+  isLeaseLostError,
+  pickFields,
+  validateHolder,
+  validateRenewRequest,
+  type AcquireRequest,
+  type HandoffRequest,
+  type HandoffResponse,
+  type BatchRenewEntry,
+  type BatchRenewResult,
+  type Grant,
+  type GroupResponse,
+  type LeaseEvent,
+  type PublicLease,
+  type RenewRequest,
+} from './protocol/index.js';
+import { RenewBatcher } from './renew-batcher.js';
+import { Term, type TermOwner } from './term.js';
+import { createTermContext, releaseQuietly, type TermContext, type TermOptions } from './term-context.js';
+import type { LeaderEvent, LossReason, TermInfo } from './term-events.js';
+import { FOLLOWER_SERVER_WAIT_MS, expectPositive } from './timing.js';
+import type { CallOptions } from './transport.js';
+import { createWatch, type WatchClient, type WatchSubscription } from './watch.js';
+
+/** The verbs a lease group needs. LeaseClient implements them all. */
+export interface LeaseGroupApi extends LeaseApi {
+  handoff: NonNullable<LeaseApi['handoff']>;
+  describeGroup(group: string, request?: { limit?: number; cursor?: string }, call?: CallOptions): Promise<GroupResponse>;
+  /** When present (LeaseClient has it), the group's renewals travel in batched requests. */
+  renewBatch?(prefix: string, grants: readonly BatchRenewEntry[], call?: CallOptions): Promise<BatchRenewResult[]>;
+}
+
+export interface LeaseGroupOptions extends Omit<TermOptions, 'lambdaContext' | 'lambdaMarginMs' | 'priority' | 'metadata' | 'lockDelayMs'> {
+  /** The group's name (the lease-name alphabet, at most 198 characters). Required. */
+  group: string;
+  /** How many partitions (named "0" … "P-1"), or their names (the lease-name alphabet). Required. */
+  partitions: number | readonly string[];
+  /**
+   * This member's id: its membership lease is `<group>.m.<memberId>`. Default: derived from
+   * `holder` (see `memberIdFor`). Two live processes must not share one.
+   */
+  memberId?: string;
+  /** Push-driven balancing: a WatchClient (shared; not closed by the group), or the watch URL (the group opens and closes its own socket). Default: none (reads on the schedule only). */
+  watch?: WatchClient | string | URL;
+  /** Reads the group at least this often. Default half the ttl. */
+  balanceEveryMs?: number;
+  /**
+   * Called when this member starts owning a partition: its fencing `token`, a `signal` that aborts
+   * when the ownership ends, and the grant. Errors are reported as `error` events.
+   */
+  onAssigned?: (partition: string, term: TermInfo) => void | Promise<void>;
+  /**
+   * Called when an ownership ends, with why: `released` (handed to another member to rebalance),
+   * `stopped` (`stop()`), or a Leader's loss reasons (`expired`, `superseded`, `paused`, `revoked`, …).
+   * The term's signal has already aborted. Errors are reported as `error` events.
+   */
+  onRevoked?: (partition: string, reason: LossReason, term: TermInfo) => void | Promise<void>;
+  /** Aborting it is `stop()`. */
+  signal?: AbortSignal;
+  /** The events of every partition's and the membership's terms (`name` says which lease), and the group's own. */
+  onEvent?: (event: GroupEvent) => void;
+}
+
+export type GroupEvent =
+  | LeaderEvent
+  /** A read of the group and what it planned for this member. */
+  | { type: 'groupRead'; group: string; holder: string; members: number; owned: number; target: number; taking: number; giving: number }
+  | { type: 'groupError'; group: string; holder: string; operation: 'describeGroup' | 'onAssigned' | 'onRevoked'; error: unknown };
+
+export interface LeaseGroup {
+  readonly group: string;
+  readonly memberId: string;
+  readonly holder: string;
+  /** Every partition of the group, in order. */
+  readonly partitions: readonly string[];
+  /** Joins the group in the background. Idempotent. */
+  start(): void;
+  /** Hands every owned partition to other members (or releases it), releases the membership, and stops for good. */
+  stop(): Promise<void>;
+  /** True while this member owns `partition` and its local deadline has not passed. Synchronous, one clock read. */
+  isOwner(partition: string): boolean;
+  /** The partitions this member owns now (deadlines checked), in the group's order. */
+  owned(): string[];
+  /** The fencing token of this member's ownership of `partition`; undefined when it does not own it. */
+  token(partition: string): number | undefined;
+  /** Aborts when this member's ownership of `partition` ends; already aborted when it does not own it. */
+  signal(partition: string): AbortSignal;
+  /** True while this member holds its membership lease. */
+  isMember(): boolean;
+}
+
+/** Creates a member of a lease group; validates its settings at once. Nothing is sent until `start()`. */
+export function createLeaseGroup(client: LeaseGroupApi, options: LeaseGroupOptions): LeaseGroup {
+  return new LeaseGroupImpl(client, options);
+}
+
+/** A handoff's reservation: one ttl, within the protocol's window. */
+function handoffWindowMs(ttlMs: number): number {
+  return Math.min(LIMITS.handoffWindowMaxMs, Math.max(LIMITS.handoffWindowMinMs, ttlMs));
+}
+
+/** An acquire aimed at an expiry is sent this much before it; the server waits out the rest (`serverWaitMs`). */
+const AIM_EARLY_MS = 10;
+/** A membership lease with less than this share of its ttl left has missed a renewal: its member is not live. */
+const LIVE_SHARE_OF_TTL = 0.5;
+
+class LeaseGroupImpl implements LeaseGroup, TermOwner {
+  readonly group: string;
+  readonly memberId: string;
+  readonly holder: string;
+  readonly partitions: readonly string[];
+  private readonly partitionSet: Set<string>;
+  private readonly api: GroupApi;
+  private readonly memberCtx: TermContext;
+  private readonly contexts = new Map<string, TermContext>();
+  private readonly terms = new Map<string, Term>();
+  private readonly partitionOf = new Map<Term, string>();
+  private membership: Term | undefined;
+  private readonly balanceEveryMs: number;
+  /** The rhythm every renewal is aligned to (monotonic ms), set by the first membership grant. */
+  private beatAnchorMs: number | undefined;
+  private started = false;
+  private stopped = false;
+  private stopping: Promise<void> | undefined;
+  private readonly acquiring = new Set<string>();
+  private readonly aimed = new Map<string, CancelTimer>();
+  private cancelRead: CancelTimer | undefined;
+  private readAtMs = Number.POSITIVE_INFINITY;
+  private reading: Promise<void> | undefined;
+  private readAgain = false;
+  private cancelJoin: CancelTimer | undefined;
+  /** Partition → when a read first saw it free, for the fallback when its planned taker never comes. */
+  private readonly freeSince = new Map<string, number>();
+  private readonly watch: WatchClient | undefined;
+  private readonly ownsWatch: boolean;
+  private watchSub: WatchSubscription | undefined;
+  private readonly onAbort: (() => void) | undefined;
+  private readonly background = new Set<Promise<unknown>>();
+
+  constructor(
+    client: LeaseGroupApi,
+    private readonly options: LeaseGroupOptions,
+  ) {
+    if (typeof options !== 'object' || options === null) throw new TypeError('Expected lease group options with `group`, `partitions` and `holder`.');
+    for (const verb of ['acquire', 'renew', 'release', 'handoff', 'describeGroup'] as const) {
+      if (typeof client?.[verb] !== 'function') throw new TypeError(`Expected the client to have a \`${verb}\` method (LeaseClient has one).`);
+    }
+    this.holder = validateHolder(options.holder);
+    this.memberId = options.memberId ?? memberIdFor(this.holder);
+    const layout = validateGroupLayout(options.group, this.memberId, options.partitions);
+    this.group = layout.group;
+    this.partitions = Object.freeze(layout.partitions);
+    this.partitionSet = new Set(layout.partitions);
+    this.api = new GroupApi(client, `${this.group}.`, options.clock ?? systemClock);
+    const termOptions: TermOptions = { ...options, onEvent: (event) => this.emit(event) };
+    this.memberCtx = createTermContext(this.api, memberLeaseName(this.group, this.memberId), termOptions);
+    this.memberCtx.request.group = this.group;
+    this.balanceEveryMs = options.balanceEveryMs ?? Math.round(this.memberCtx.timing.ttlMs / 2);
+    expectPositive('balanceEveryMs', this.balanceEveryMs);
+    const watch = options.watch;
+    this.ownsWatch = typeof watch === 'string' || watch instanceof URL;
+    if (watch === undefined) this.watch = undefined;
+    else if (this.ownsWatch) {
+      const signer = client.signer;
+      this.watch = createWatch({ url: watch as string | URL, clock: this.memberCtx.clock, random: this.memberCtx.random, ...(signer ? { signer } : {}) });
+    } else if (typeof (watch as Partial<WatchClient>).subscribe === 'function') this.watch = watch as WatchClient;
+    else throw new TypeError(`Expected \`watch\` to be a WatchClient or a ws:// or wss:// URL, got ${typeof watch}.`);
+    const signal = options.signal;
+    if (signal !== undefined) {
+      this.onAbort = () => void this.stop();
+      if (signal.aborted) this.stopped = true;
+      else signal.addEventListener('abort', this.onAbort, { once: true });
+    }
+  }
+
+  // ── the public surface ─────────────────────────────────────────────────────────────────────
+
+  start(): void {
+    if (this.started || this.stopped) return;
+    this.started = true;
+    this.subscribe();
+    void this.join();
+  }
+
+  isOwner(partition: string): boolean {
+    return this.terms.get(partition)?.isValid() === true;
+  }
+
+  owned(): string[] {
+    return this.partitions.filter((p) => this.isOwner(p));
+  }
+
+  token(partition: string): number | undefined {
+    const term = this.terms.get(partition);
+    return term?.isValid() ? term.token : undefined;
+  }
+
+  signal(partition: string): AbortSignal {
+    const term = this.terms.get(partition);
+    if (term?.isValid()) return term.signal;
+    return AbortSignal.abort(new Error(`This member does not own partition "${partition}" of group "${this.group}".`));
+  }
+
+  isMember(): boolean {
+    return this.membership?.isValid() === true;
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= this.leave();
+    return this.stopping;
+  }
+
+  // ── membership ─────────────────────────────────────────────────────────────────────────────
+
+  /** Acquires the membership lease, retrying when held (a previous incarnation's, say) or unreachable. */
+  private async join(): Promise<void> {
+    if (this.stopped || this.membership?.isValid()) return;
+    const { clock, timing } = this.memberCtx;
+    const sendTimeMs = clock.nowMs();
+    let result: AcquireResult | undefined;
+    try {
+      result = await this.api.acquire(this.memberCtx.name, this.memberCtx.request, { timeoutMs: timing.requestTimeoutMs });
+    } catch (error) {
+      this.emit({ type: 'error', name: this.memberCtx.name, holder: this.holder, operation: 'acquire', error });
+    }
+    if (this.stopped) {
+      if (result?.acquired) await releaseQuietly(this.memberCtx, result.lease);
+      return;
+    }
+    if (result?.acquired) {
+      this.beatAnchorMs ??= sendTimeMs;
+      const term = Term.begin(this.memberCtx, result.lease, sendTimeMs, this);
+      if (term !== undefined) {
+        this.membership = term;
+        this.emit({ type: 'elected', name: this.memberCtx.name, holder: this.holder, token: term.token });
+        this.requestRead(0);
+        return;
+      }
+    }
+    const retryMs = result === undefined || result.acquired ? timing.renewEveryMs / 4 : Math.max(1, result.retryAfterMs);
+    this.cancelJoin = clock.setTimer(retryMs, () => {
+      this.cancelJoin = undefined;
+      void this.join();
+    });
+  }
+
+  // ── TermOwner: every partition's term and the membership's ────────────────────────────────
+
+  termEnded(term: Term, reason: LossReason): void {
+    if (term === this.membership) {
+      this.membership = undefined;
+      // Lost to an expiry or a pause: join again (the partitions' own terms carry on). Revoked by an operator: stay out.
+      if (!this.stopped && reason !== 'released' && reason !== 'stopped' && reason !== 'revoked') void this.join();
+      return;
+    }
+    const partition = this.partitionOf.get(term);
+    if (partition === undefined) return;
+    this.partitionOf.delete(term);
+    if (this.terms.get(partition) === term) this.terms.delete(partition);
+    this.callHook('onRevoked', () => this.options.onRevoked?.(partition, reason, term.info()));
+    // A loss the group did not decide (expiry, a pause, another owner) changes the balance.
+    if (reason !== 'released' && reason !== 'stopped') this.requestRead(0);
+  }
+
+  /** Every renewal of this member on one rhythm (beats `renewEveryMs` apart), so they share a batch. */
+  alignRenewal(dueAtMs: number): number {
+    const anchor = this.beatAnchorMs;
+    if (anchor === undefined) return dueAtMs;
+    const every = this.memberCtx.timing.renewEveryMs;
+    return anchor + Math.round((dueAtMs - anchor) / every) * every;
+  }
+
+  // ── reading the group and acting on the plan ──────────────────────────────────────────────
+
+  /** Reads the group within `delayMs` (sooner if one is already due sooner). */
+  private requestRead(delayMs: number): void {
+    if (this.stopped || !this.started) return;
+    if (this.reading !== undefined) {
+      if (delayMs === 0) this.readAgain = true;
+      return;
+    }
+    const { clock } = this.memberCtx;
+    const atMs = clock.nowMs() + Math.max(0, delayMs);
+    if (atMs >= this.readAtMs) return;
+    this.cancelRead?.();
+    this.readAtMs = atMs;
+    this.cancelRead = clock.setTimer(Math.max(0, delayMs), () => {
+      this.cancelRead = undefined;
+      this.readAtMs = Number.POSITIVE_INFINITY;
+      this.reading = this.readAndBalance().then((nextMs) => {
+        this.reading = undefined;
+        if (this.readAgain) {
+          this.readAgain = false;
+          this.requestRead(0);
+        } else this.requestRead(nextMs);
+      });
+    });
+  }
+
+  /** Reads and balances; resolves (never rejects) with when to read again at the latest. */
+  private async readAndBalance(): Promise<number> {
+    try {
+      const leases = await this.readGroup();
+      return this.stopped ? this.balanceEveryMs : Math.min(this.balanceEveryMs, this.balance(leases));
+    } catch (error) {
+      this.emit({ type: 'groupError', group: this.group, holder: this.holder, operation: 'describeGroup', error });
+      return Math.min(this.balanceEveryMs, this.memberCtx.timing.renewEveryMs / 2);
+    }
+  }
+
+  private async readGroup(): Promise<PublicLease[]> {
+    const client = this.api;
+    const leases: PublicLease[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.describeGroup(this.group, cursor === undefined ? {} : { cursor }, { timeoutMs: this.memberCtx.timing.requestTimeoutMs });
+      leases.push(...page.group.leases);
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    return leases;
+  }
+
+  /** One view of the group → this member's part of the plan. Returns when to read again at the latest. */
+  private balance(leases: readonly PublicLease[]): number {
+    const { clock } = this.memberCtx;
+    const now = clock.nowMs();
+    const memberPrefix = `${this.group}.m.`;
+    const partitionPrefix = `${this.group}.p.`;
+    const members: GroupMember[] = [];
+    const expiring = new Map<string, number>();
+    let nextMs = Number.POSITIVE_INFINITY;
+    const isMember = this.isMember();
+    for (const lease of leases) {
+      if (!lease.name.startsWith(memberPrefix) || lease.holder === null || lease.remainingMs <= 0) continue;
+      const id = lease.name.slice(memberPrefix.length);
+      if (id === this.memberId && lease.holder === this.holder) continue; // this member's own state is local
+      if (lease.remainingMs >= lease.ttlMs * LIVE_SHARE_OF_TTL) {
+        members.push({ id, holder: lease.holder });
+        // Read again once it could have stopped being live.
+        nextMs = Math.min(nextMs, lease.remainingMs - lease.ttlMs * LIVE_SHARE_OF_TTL + 1);
+      }
+    }
+    if (isMember) members.push({ id: this.memberId, holder: this.holder });
+    const live = new Set(members.map((m) => m.holder));
+    const owners = new Map<string, string>();
+    for (const lease of leases) {
+      if (!lease.name.startsWith(partitionPrefix)) continue;
+      const partition = lease.name.slice(partitionPrefix.length);
+      if (!this.partitionSet.has(partition) || lease.holder === null || lease.remainingMs <= 0) continue;
+      if (lease.holder === this.holder) {
+        // Held under this holder without a term here (a grant from before a restart, or a read older
+        // than a handoff): nobody may count on it, and it is free from its expiry.
+        if (!this.isOwner(partition)) expiring.set(partition, lease.remainingMs);
+      } else if (live.has(lease.holder)) owners.set(partition, lease.holder);
+      else expiring.set(partition, lease.remainingMs);
+    }
+    for (const partition of this.owned()) owners.set(partition, this.holder);
+    for (const partition of this.partitions) {
+      if (owners.has(partition) || expiring.has(partition)) this.freeSince.delete(partition);
+      else if (!this.freeSince.has(partition)) this.freeSince.set(partition, now);
+    }
+
+    const plan = planBalance({ partitions: this.partitions, members, owners });
+    let taking = 0;
+    let giving = 0;
+    if (isMember) {
+      for (const move of plan.moves) {
+        if (move.to === this.holder && move.from === null) {
+          taking += 1;
+          const leftMs = expiring.get(move.partition);
+          if (leftMs === undefined) this.take(move.partition);
+          else this.aimAt(move.partition, leftMs);
+        } else if (move.from === this.holder) {
+          giving += 1;
+          void this.give(move.partition, move.to);
+        }
+      }
+      // A partition free for a whole ttl whose planned taker never came: anyone below its ceiling takes it.
+      const ceiling = Math.ceil(this.partitions.length / Math.max(1, members.length));
+      let mine = this.owned().length + taking;
+      for (const [partition, sinceMs] of this.freeSince) {
+        if (mine >= ceiling) break;
+        if (now - sinceMs < this.memberCtx.timing.ttlMs || this.acquiring.has(partition) || this.isOwner(partition)) continue;
+        this.take(partition);
+        mine += 1;
+      }
+    }
+    for (const leftMs of expiring.values()) nextMs = Math.min(nextMs, leftMs + 1);
+    this.emit({
+      type: 'groupRead',
+      group: this.group,
+      holder: this.holder,
+      members: members.length,
+      owned: this.terms.size,
+      target: plan.targets.get(this.holder) ?? 0,
+      taking,
+      giving,
+    });
+    return nextMs;
+  }
+
+  /** Acquires `partition` once its lease runs out (`leftMs` from now by the server's answer). */
+  private aimAt(partition: string, leftMs: number): void {
+    if (this.aimed.has(partition) || this.acquiring.has(partition)) return;
+    const cancel = this.memberCtx.clock.setTimer(Math.max(0, leftMs - AIM_EARLY_MS), () => {
+      this.aimed.delete(partition);
+      this.take(partition);
+    });
+    this.aimed.set(partition, cancel);
+  }
+
+  private contextOf(partition: string): TermContext {
+    let ctx = this.contexts.get(partition);
+    if (ctx === undefined) {
+      ctx = createTermContext(this.api, partitionLeaseName(this.group, partition), { ...this.options, onEvent: (event) => this.emit(event) });
+      ctx.request.group = this.group;
+      this.contexts.set(partition, ctx);
+    }
+    return ctx;
+  }
+
+  /** One acquire of a partition; refused means someone else has it, and the next read decides again. */
+  private take(partition: string): void {
+    if (this.stopped || this.acquiring.has(partition) || this.isOwner(partition)) return;
+    this.acquiring.add(partition);
+    this.track(this.acquirePartition(partition).finally(() => this.acquiring.delete(partition)));
+  }
+
+  private async acquirePartition(partition: string): Promise<void> {
+    const ctx = this.contextOf(partition);
+    const sendTimeMs = ctx.clock.nowMs();
+    let result: AcquireResult;
+    try {
+      result = await this.api.acquire(ctx.name, { ...ctx.request, serverWaitMs: FOLLOWER_SERVER_WAIT_MS }, { timeoutMs: ctx.timing.requestTimeoutMs });
+    } catch (error) {
+      this.emit({ type: 'error', name: ctx.name, holder: this.holder, operation: 'acquire', error });
+      return;
+    }
+    if (!result.acquired) {
+      this.emit({ type: 'following', name: ctx.name, holder: this.holder, leader: result.lease.holder, token: result.lease.token, retryAfterMs: result.retryAfterMs });
+      return;
+    }
+    if (this.stopped || this.isOwner(partition)) {
+      await releaseQuietly(ctx, result.lease);
+      return;
+    }
+    const term = Term.begin(ctx, result.lease, sendTimeMs, this);
+    if (term === undefined) {
+      await releaseQuietly(ctx, result.lease);
+      return;
+    }
+    this.terms.set(partition, term);
+    this.partitionOf.set(term, partition);
+    this.freeSince.delete(partition);
+    this.emit({ type: 'elected', name: ctx.name, holder: this.holder, token: term.token });
+    this.callHook('onAssigned', () => this.options.onAssigned?.(partition, term.info()));
+  }
+
+  /**
+   * Hands an owned partition to `to`: the ownership ends here first (its signal aborts, `onRevoked`
+   * hears `released` or `stopped`), then the handoff reserves the lease for the receiver. If the
+   * handoff fails, a plain release, so nobody waits for the expiry.
+   */
+  private give(partition: string, to: string, reason: LossReason = 'released'): Promise<void> {
+    const term = this.terms.get(partition);
+    if (term === undefined || !term.isValid()) return Promise.resolve();
+    const ctx = this.contextOf(partition);
+    const grant = term.lease;
+    term.end(reason);
+    const sent = this.handOff(ctx, grant, to);
+    this.track(sent);
+    return sent;
+  }
+
+  private async handOff(ctx: TermContext, grant: Grant, to: string): Promise<void> {
+    try {
+      await this.api.handoff(ctx.name, { leaseId: grant.leaseId, token: grant.token, to, windowMs: handoffWindowMs(ctx.timing.ttlMs) }, { timeoutMs: ctx.timing.requestTimeoutMs });
+    } catch (error) {
+      if (isLeaseLostError(error)) return;
+      this.emit({ type: 'error', name: ctx.name, holder: this.holder, operation: 'handoff', error });
+      await releaseQuietly(ctx, grant);
+    }
+  }
+
+  // ── the watch ──────────────────────────────────────────────────────────────────────────────
+
+  private subscribe(): void {
+    if (this.watch === undefined) return;
+    const memberPrefix = `${this.group}.m.`;
+    const partitionPrefix = `${this.group}.p.`;
+    try {
+      this.watchSub = this.watch.subscribe(
+        { prefixes: [`${this.group}.`] },
+        {
+          event: (event: LeaseEvent) => {
+            if (event.name.startsWith(partitionPrefix)) {
+              const partition = event.name.slice(partitionPrefix.length);
+              if (event.type === 'handoff' && event.to === this.holder && this.partitionSet.has(partition) && this.isMember()) this.take(partition);
+              else if (event.type === 'released' || (event.type === 'revoked' && event.revoked?.force === true)) this.requestRead(0);
+            } else if (event.name.startsWith(memberPrefix) && event.holder !== this.holder && (event.type === 'acquired' || event.type === 'released' || event.type === 'handoff')) {
+              // A member joined or left: the plan changes for everyone.
+              this.requestRead(0);
+            }
+          },
+          live: () => this.requestRead(0),
+        },
+      );
+    } catch (error) {
+      this.emit({ type: 'watch', name: `${this.group}.`, holder: this.holder, live: false, error });
+    }
+  }
+
+  // ── leaving ────────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * Stops taking partitions, hands every owned one to the least loaded other live member (as one
+   * fresh read shows them; the last read's view if that read fails), and releases the membership.
+   */
+  private async leave(): Promise<void> {
+    const wasRunning = this.started && !this.stopped;
+    this.stopped = true;
+    this.options.signal?.removeEventListener('abort', this.onAbort as () => void);
+    this.cancelRead?.();
+    this.cancelJoin?.();
+    for (const cancel of this.aimed.values()) cancel();
+    this.aimed.clear();
+    if (wasRunning) {
+      const others = await this.otherMembers();
+      const load = new Map(others.map((m) => [m.holder, m.owned]));
+      const gives: Promise<void>[] = [];
+      for (const partition of this.owned()) {
+        const to = [...load.entries()].sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1))[0];
+        const term = this.terms.get(partition) as Term;
+        if (to === undefined) {
+          const ctx = this.contextOf(partition);
+          const grant = term.lease;
+          term.end('stopped');
+          gives.push(releaseQuietly(ctx, grant));
+        } else {
+          load.set(to[0], to[1] + 1);
+          gives.push(this.give(partition, to[0], 'stopped'));
+        }
+      }
+      await Promise.all(gives);
+    }
+    for (const term of [...this.terms.values()]) term.end('stopped');
+    const membership = this.membership;
+    if (membership !== undefined) {
+      const grant = membership.lease;
+      membership.end('released');
+      await releaseQuietly(this.memberCtx, grant);
+    }
+    this.watchSub?.close();
+    this.watchSub = undefined;
+    if (this.ownsWatch) this.watch?.close();
+    await Promise.allSettled([...this.background]);
+  }
+
+  /** The other live members and how many partitions each owns, from one fresh read. */
+  private async otherMembers(): Promise<Array<{ holder: string; owned: number }>> {
+    let leases: PublicLease[];
+    try {
+      leases = await this.readGroup();
+    } catch (error) {
+      this.emit({ type: 'groupError', group: this.group, holder: this.holder, operation: 'describeGroup', error });
+      return [];
+    }
+    const memberPrefix = `${this.group}.m.`;
+    const partitionPrefix = `${this.group}.p.`;
+    const owned = new Map<string, number>();
+    for (const lease of leases) {
+      if (lease.name.startsWith(memberPrefix) && lease.holder !== null && lease.holder !== this.holder && lease.remainingMs >= lease.ttlMs * LIVE_SHARE_OF_TTL) owned.set(lease.holder, 0);
+    }
+    for (const lease of leases) {
+      if (lease.name.startsWith(partitionPrefix) && lease.holder !== null && lease.remainingMs > 0 && owned.has(lease.holder)) owned.set(lease.holder, (owned.get(lease.holder) as number) + 1);
+    }
+    return [...owned.entries()].map(([holder, count]) => ({ holder, owned: count }));
+  }
+
+  // ── plumbing ───────────────────────────────────────────────────────────────────────────────
+
+  private track(work: Promise<unknown>): void {
+    this.background.add(work);
+    void work.finally(() => this.background.delete(work));
+  }
+
+  private callHook(operation: 'onAssigned' | 'onRevoked', hook: () => void | Promise<void> | undefined): void {
+    try {
+      const result = hook();
+      if (result instanceof Promise) result.catch((error: unknown) => this.emit({ type: 'groupError', group: this.group, holder: this.holder, operation, error }));
+    } catch (error) {
+      this.emit({ type: 'groupError', group: this.group, holder: this.holder, operation, error });
+    }
+  }
+
+  private emit(event: GroupEvent): void {
+    try {
+      this.options.onEvent?.(event);
+    } catch {
+      // A broken hook must not break the group.
+    }
+  }
+}
+
+/**
+ * The client a group's terms use: renewals of the group's leases travel in batched requests when
+ * the client can send them (`renewBatch`), whatever the client's own `batch` option says.
+ */
+class GroupApi implements LeaseGroupApi {
+  readonly signer: LeaseApi['signer'];
+  private readonly batcher: RenewBatcher | undefined;
+
+  constructor(
+    private readonly client: LeaseGroupApi,
+    prefix: string,
+    clock: MonotonicClock,
+  ) {
+    this.signer = client.signer;
+    const renewBatch = client.renewBatch;
+    if (typeof renewBatch === 'function') this.batcher = new RenewBatcher({ prefix }, (p, entries, call) => renewBatch.call(client, p, entries, call), clock);
+  }
+
+  acquire(name: string, request: AcquireRequest, call?: CallOptions): Promise<AcquireResult> {
+    return this.client.acquire(name, request, call);
+  }
+
+  renew(name: string, request: RenewRequest, call?: CallOptions): Promise<Grant> {
+    if (this.batcher === undefined || !this.batcher.covers(name)) return this.client.renew(name, request, call);
+    return this.batcher.renew(name, validateRenewRequest(pickFields(request, RENEW_GRANT_FIELDS)), call);
+  }
+
+  release(name: string, grant: GrantRef, call?: CallOptions): Promise<PublicLease> {
+    return this.client.release(name, grant, call);
+  }
+
+  handoff(name: string, request: HandoffRequest, call?: CallOptions): Promise<HandoffResponse> {
+    return this.client.handoff(name, request, call);
+  }
+
+  describeGroup(group: string, request?: { limit?: number; cursor?: string }, call?: CallOptions): Promise<GroupResponse> {
+    return this.client.describeGroup(group, request, call);
+  }
+}
