@@ -156,6 +156,15 @@ function withNames(path: string, names: string): string {
   return path.replace(NAME_SEGMENT, names).replace(PREFIX_SEGMENT, names).replace(GROUP_SEGMENT, names);
 }
 
+/**
+ * The group whose leases are exactly the names under `namePrefix`: `orders.` → the group `orders`
+ * (its partitions are `orders.p.…`, its members `orders.m.…`; an acquire joins a lease to a group
+ * only if the name starts with `<group>.`). A prefix that does not end with `.` names no such group.
+ */
+function groupOfPrefix(namePrefix: string): string | undefined {
+  return namePrefix.endsWith('.') && namePrefix.length > 1 ? namePrefix.slice(0, -1) : undefined;
+}
+
 /** The name of the API's only stage: the URL has no stage segment. */
 export const STAGE_NAME = '$default';
 
@@ -422,8 +431,20 @@ export class LeaseService extends Construct {
     const arns = ROUTES.filter((route) => !ADMIN_ROUTE_IDS.has(route.id) && (namePrefix === undefined || scoped(route.path))).map((route) =>
       this.routeArn(route.method, withNames(route.path, names)),
     );
+    arns.push(...this.groupReadArns(namePrefix));
     if (this.watch) arns.push(this.watchConnectArn(grantee, namePrefix, 'grantLeases'));
     return this.grantInvoke(grantee, arns);
+  }
+
+  /**
+   * With a prefix ending in `.` (`orders.`), reading the group named by it (`GET /v1/groups/orders`):
+   * every lease of that group is named under the prefix, so the grantee already holds or reads
+   * them all. (`GET /v1/groups/orders.*` covers the groups nested under it.)
+   */
+  private groupReadArns(namePrefix: string | undefined): string[] {
+    const group = namePrefix === undefined ? undefined : groupOfPrefix(namePrefix);
+    const route = ROUTES.find((r) => r.id === 'group-describe');
+    return group === undefined || route === undefined ? [] : [this.routeArn(route.method, route.path.replace(GROUP_SEGMENT, group))];
   }
 
   /**
@@ -452,6 +473,7 @@ export class LeaseService extends Construct {
     const arns = ROUTES.filter((route) => route.method === 'GET' && (namePrefix === undefined || scoped(route.path))).map((route) =>
       this.routeArn(route.method, withNames(route.path, names)),
     );
+    arns.push(...this.groupReadArns(namePrefix));
     if (this.watch) arns.push(this.watchConnectArn(grantee, namePrefix, 'grantRead'));
     return this.grantInvoke(grantee, arns);
   }

@@ -756,9 +756,16 @@ describe('LeaseService grants', () => {
         `${API_ARN}/POST/v1/prefixes/team-a.*/renew`,
         ...semaphoreArns('team-a.*'),
         `${API_ARN}/GET/v1/groups/team-a.*`,
+        // The group named by the prefix: its leases are exactly team-a.p.… and team-a.m.…
+        `${API_ARN}/GET/v1/groups/team-a`,
         WATCH_CONNECT_ARN,
       ].sort(),
     );
+  });
+
+  it('grantLeases with a prefix that does not end with "." allows no group by that exact name', () => {
+    const template = serviceWithRole((service, role) => service.grantLeases(role, 'team-a'));
+    expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') }).filter((arn) => arn.includes('/v1/groups/'))).toEqual([`${API_ARN}/GET/v1/groups/team-a*`]);
   });
 
   it("gives two teams' roles disjoint prefix grants", () => {
@@ -770,7 +777,7 @@ describe('LeaseService grants', () => {
     const a = invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') });
     const b = invokeArnsOfRole(template, { logicalId: roleId(template, 'TeamBRole') });
     const routes = (arns: string[]) => arns.filter((arn) => arn !== WATCH_CONNECT_ARN);
-    const under = (team: string) => (arn: string) => ['leases', 'prefixes', 'groups', 'semaphores'].some((kind) => arn.includes(`/v1/${kind}/${team}.*`));
+    const under = (team: string) => (arn: string) => arn.endsWith(`/v1/groups/${team}`) || ['leases', 'prefixes', 'groups', 'semaphores'].some((kind) => arn.includes(`/v1/${kind}/${team}.*`));
     expect(routes(a).every(under('team-a'))).toBe(true);
     expect(routes(b).every(under('team-b'))).toBe(true);
     expect(routes(a).filter((arn) => b.includes(arn))).toEqual([]);
@@ -822,7 +829,7 @@ describe('LeaseService grants', () => {
   it('grantRead with a prefix allows describe and the watch under it only, and no list', () => {
     const template = serviceWithRole((service, role) => service.grantRead(role, 'team-a.'));
     expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual(
-      [`${API_ARN}/GET/v1/leases/team-a.*`, `${API_ARN}/GET/v1/groups/team-a.*`, `${API_ARN}/GET/v1/semaphores/team-a.*`, WATCH_CONNECT_ARN].sort(),
+      [`${API_ARN}/GET/v1/leases/team-a.*`, `${API_ARN}/GET/v1/groups/team-a.*`, `${API_ARN}/GET/v1/groups/team-a`, `${API_ARN}/GET/v1/semaphores/team-a.*`, WATCH_CONNECT_ARN].sort(),
     );
   });
 
@@ -854,6 +861,7 @@ describe('LeaseService grants', () => {
         `${API_ARN}/POST/v1/prefixes/team-a.*/renew`,
         ...semaphoreArns('team-a.*'),
         `${API_ARN}/GET/v1/groups/team-a.*`,
+        `${API_ARN}/GET/v1/groups/team-a`,
         WATCH_CONNECT_ARN,
       ].sort(),
     );
@@ -870,6 +878,7 @@ describe('LeaseService grants', () => {
         `${API_ARN}/POST/v1/prefixes/team-a.*/renew`,
         ...semaphoreArns('team-a.*'),
         `${API_ARN}/GET/v1/groups/team-a.*`,
+        `${API_ARN}/GET/v1/groups/team-a`,
         WATCH_CONNECT_ARN,
       ].sort(),
     );
@@ -878,7 +887,7 @@ describe('LeaseService grants', () => {
   it('gives a read grant with a prefix describe and the watch under it, and no list (it shows every name)', () => {
     const { template } = synthInProcess({ grants: [{ roleArn: 'arn:aws:iam::123456789012:role/dash', access: 'read', namePrefix: 'a.' }] });
     expect(invokeArnsOfRole(template.toJSON() as CfnTemplate, { roleName: 'dash' })).toEqual(
-      [`${API_ARN}/GET/v1/leases/a.*`, `${API_ARN}/GET/v1/groups/a.*`, `${API_ARN}/GET/v1/semaphores/a.*`, WATCH_CONNECT_ARN].sort(),
+      [`${API_ARN}/GET/v1/leases/a.*`, `${API_ARN}/GET/v1/groups/a.*`, `${API_ARN}/GET/v1/groups/a`, `${API_ARN}/GET/v1/semaphores/a.*`, WATCH_CONNECT_ARN].sort(),
     );
   });
 

@@ -77,7 +77,7 @@ describe('the examples in the docs', () => {
     expect(diagnosticsText(ts.getPreEmitDiagnostics(program))).toEqual([]);
   }, 180_000);
 
-  it('are eight: a cron leader on ECS, a scheduled Lambda job with withLease and its CDK stack, a fenced DynamoDB write, a leader against the local server, epoch-fenced DynamoDB and PostgreSQL jobs, and a semaphore', () => {
+  it('are nine: a cron leader on ECS, a scheduled Lambda job with withLease and its CDK stack, a fenced DynamoDB write, a leader against the local server, epoch-fenced DynamoDB and PostgreSQL jobs, a semaphore, and a partitioned queue consumer (a lease group)', () => {
     expect(EXAMPLES.sort()).toEqual([
       'examples/ecs-cron-leader.ts',
       'examples/epoch-fenced-dynamodb-job.ts',
@@ -86,6 +86,7 @@ describe('the examples in the docs', () => {
       'examples/lambda-nightly-job-stack.ts',
       'examples/lambda-nightly-job.ts',
       'examples/local-leader.ts',
+      'examples/partitioned-queue-consumer.ts',
       'examples/semaphore-backfill.ts',
     ]);
   });
