@@ -123,6 +123,25 @@ describe('a lease group on a manual clock', () => {
     expect(world.overlaps).toEqual([]);
   });
 
+  it('hands extras only to the under-loaded member: a third member joining two of 4 each gets one from each, by handoff', async () => {
+    const world = new GroupWorld('orders', 8);
+    const [a, b] = [world.add('w1'), world.add('w2')];
+    a.group.start();
+    b.group.start();
+    await world.run(2 * TTL_MS);
+    expect(world.counts()).toEqual([4, 4]);
+    const c = world.add('w3');
+    c.group.start();
+    await world.run(2 * TTL_MS);
+    expect(world.counts()).toEqual([3, 3, 2]);
+    expect(a.revoked.map((r) => r.reason)).toEqual(['released']);
+    expect(b.revoked.map((r) => r.reason)).toEqual(['released']);
+    // Each went straight from its giver to w3: one grant each, no expiry, no detour through another member.
+    expect(c.assigned.map((x) => x.partition).sort()).toEqual([a.revoked[0]?.partition, b.revoked[0]?.partition].sort());
+    for (const x of c.assigned) expect(x.token).toBe(2);
+    expect(world.overlaps).toEqual([]);
+  });
+
   it('with the watch, a handed-off partition is taken as soon as the handoff is pushed', async () => {
     const world = new GroupWorld('orders', 4, { withWatch: true, balanceEveryMs: 900 });
     world.add('w1').group.start();
