@@ -140,6 +140,10 @@ function handoffWindowMs(ttlMs: number): number {
 const AIM_EARLY_MS = 10;
 /** A membership lease with less than this share of its ttl left has missed a renewal: its member is not live. */
 const LIVE_SHARE_OF_TTL = 0.5;
+/** A membership with less than this share of its ttl left has probably missed a renewal: watch it closely. */
+const SUSPECT_SHARE_OF_TTL = 0.6;
+/** The most acquires one member has in flight: a member that sees only itself at start must not flood the server (its renewals share it). */
+const MAX_ACQUIRES_IN_FLIGHT = 8;
 
 class LeaseGroupImpl implements LeaseGroup, TermOwner {
   readonly group: string;
@@ -159,7 +163,12 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
   private started = false;
   private stopped = false;
   private stopping: Promise<void> | undefined;
+  /** Partitions queued for an acquire or in one. */
   private readonly acquiring = new Set<string>();
+  private readonly acquireQueue: string[] = [];
+  private acquiresInFlight = 0;
+  /** From the last read: each other live member's holder → when (monotonic ms) it stops being live, and what it owns. */
+  private knownMembers = new Map<string, { liveUntilMs: number; owned: number }>();
   private readonly aimed = new Map<string, CancelTimer>();
   private cancelRead: CancelTimer | undefined;
   private readAtMs = Number.POSITIVE_INFINITY;
@@ -273,6 +282,9 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
         this.requestRead(0);
         return;
       }
+      // The answer came after the grant's local deadline: unusable, and the server refuses this
+      // holder another grant while it stands, so release it before asking again.
+      await releaseQuietly(this.memberCtx, result.lease);
     }
     const retryMs = result === undefined || result.acquired ? timing.renewEveryMs / 4 : Math.max(1, result.retryAfterMs);
     this.cancelJoin = clock.setTimer(retryMs, () => {
@@ -286,8 +298,13 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
   termEnded(term: Term, reason: LossReason): void {
     if (term === this.membership) {
       this.membership = undefined;
-      // Lost to an expiry or a pause: join again (the partitions' own terms carry on). Revoked by an operator: stay out.
-      if (!this.stopped && reason !== 'released' && reason !== 'stopped' && reason !== 'revoked') void this.join();
+      // Lost to an expiry or a pause: join again (the partitions' own terms carry on), after
+      // releasing the old grant, which may still stand on the server and would refuse this holder.
+      // Revoked by an operator: stay out.
+      if (!this.stopped && reason !== 'released' && reason !== 'stopped' && reason !== 'revoked') {
+        const grant = term.lease;
+        this.track((reason === 'superseded' || reason === 'releasedElsewhere' ? Promise.resolve() : releaseQuietly(this.memberCtx, grant)).then(() => this.join()));
+      }
       return;
     }
     const partition = this.partitionOf.get(term);
@@ -367,14 +384,19 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
     const expiring = new Map<string, number>();
     let nextMs = Number.POSITIVE_INFINITY;
     const isMember = this.isMember();
+    this.knownMembers = new Map();
     for (const lease of leases) {
       if (!lease.name.startsWith(memberPrefix) || lease.holder === null || lease.remainingMs <= 0) continue;
       const id = lease.name.slice(memberPrefix.length);
       if (id === this.memberId && lease.holder === this.holder) continue; // this member's own state is local
       if (lease.remainingMs >= lease.ttlMs * LIVE_SHARE_OF_TTL) {
         members.push({ id, holder: lease.holder });
-        // Read again once it could have stopped being live.
-        nextMs = Math.min(nextMs, lease.remainingMs - lease.ttlMs * LIVE_SHARE_OF_TTL + 1);
+        // A membership that has missed a renewal (a running member's has at least two thirds of its
+        // ttl left): read again the moment it stops being live, so its partitions are planned for
+        // before they expire. Reads every half ttl land in that window anyway unless delayed; this
+        // covers the delay without a read per member per interval.
+        if (lease.remainingMs < lease.ttlMs * SUSPECT_SHARE_OF_TTL) nextMs = Math.min(nextMs, lease.remainingMs - lease.ttlMs * LIVE_SHARE_OF_TTL + 1);
+        this.knownMembers.set(lease.holder, { liveUntilMs: now + lease.remainingMs - lease.ttlMs * LIVE_SHARE_OF_TTL, owned: 0 });
       }
     }
     if (isMember) members.push({ id: this.memberId, holder: this.holder });
@@ -392,6 +414,10 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
       else expiring.set(partition, lease.remainingMs);
     }
     for (const partition of this.owned()) owners.set(partition, this.holder);
+    for (const owner of owners.values()) {
+      const known = this.knownMembers.get(owner);
+      if (known !== undefined) known.owned += 1;
+    }
     for (const partition of this.partitions) {
       if (owners.has(partition) || expiring.has(partition)) this.freeSince.delete(partition);
       else if (!this.freeSince.has(partition)) this.freeSince.set(partition, now);
@@ -441,7 +467,7 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
     if (this.aimed.has(partition) || this.acquiring.has(partition)) return;
     const cancel = this.memberCtx.clock.setTimer(Math.max(0, leftMs - AIM_EARLY_MS), () => {
       this.aimed.delete(partition);
-      this.take(partition);
+      this.take(partition, true);
     });
     this.aimed.set(partition, cancel);
   }
@@ -457,10 +483,34 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
   }
 
   /** One acquire of a partition; refused means someone else has it, and the next read decides again. */
-  private take(partition: string): void {
+  /**
+   * One acquire of a partition, at most MAX_ACQUIRES_IN_FLIGHT at once; `urgent` ones (handed to this
+   * member, or aimed at an expiry) go before the plan's free partitions.
+   */
+  private take(partition: string, urgent = false): void {
     if (this.stopped || this.acquiring.has(partition) || this.isOwner(partition)) return;
     this.acquiring.add(partition);
-    this.track(this.acquirePartition(partition).finally(() => this.acquiring.delete(partition)));
+    if (urgent) this.acquireQueue.unshift(partition);
+    else this.acquireQueue.push(partition);
+    this.pumpAcquires();
+  }
+
+  private pumpAcquires(): void {
+    while (this.acquiresInFlight < MAX_ACQUIRES_IN_FLIGHT && this.acquireQueue.length > 0) {
+      const partition = this.acquireQueue.shift() as string;
+      if (this.stopped || this.isOwner(partition)) {
+        this.acquiring.delete(partition);
+        continue;
+      }
+      this.acquiresInFlight += 1;
+      this.track(
+        this.acquirePartition(partition).finally(() => {
+          this.acquiresInFlight -= 1;
+          this.acquiring.delete(partition);
+          this.pumpAcquires();
+        }),
+      );
+    }
   }
 
   private async acquirePartition(partition: string): Promise<void> {
@@ -532,7 +582,7 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
           event: (event: LeaseEvent) => {
             if (event.name.startsWith(partitionPrefix)) {
               const partition = event.name.slice(partitionPrefix.length);
-              if (event.type === 'handoff' && event.to === this.holder && this.partitionSet.has(partition) && this.isMember()) this.take(partition);
+              if (event.type === 'handoff' && event.to === this.holder && this.partitionSet.has(partition) && this.isMember()) this.take(partition, true);
               else if (event.type === 'released' || (event.type === 'revoked' && event.revoked?.force === true)) this.requestRead(0);
             } else if (event.name.startsWith(memberPrefix) && event.holder !== this.holder && (event.type === 'acquired' || event.type === 'released' || event.type === 'handoff')) {
               // A member joined or left: the plan changes for everyone.
@@ -550,8 +600,8 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
   // ── leaving ────────────────────────────────────────────────────────────────────────────────
 
   /**
-   * Stops taking partitions, hands every owned one to the least loaded other live member (as one
-   * fresh read shows them; the last read's view if that read fails), and releases the membership.
+   * Stops taking partitions, hands every owned one to the least loaded other live member (as the
+   * last read shows them; one fresh read if it shows none still live), and releases the membership.
    */
   private async leave(): Promise<void> {
     const wasRunning = this.started && !this.stopped;
@@ -593,8 +643,15 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
     await Promise.allSettled([...this.background]);
   }
 
-  /** The other live members and how many partitions each owns, from one fresh read. */
+  /**
+   * The other live members and how many partitions each owns: from the last read while its members
+   * are still live by it (a read is at most `balanceEveryMs` old, and leaving must not wait for
+   * another), else from one fresh read.
+   */
   private async otherMembers(): Promise<Array<{ holder: string; owned: number }>> {
+    const now = this.memberCtx.clock.nowMs();
+    const known = [...this.knownMembers.entries()].filter(([, m]) => m.liveUntilMs > now);
+    if (known.length > 0) return known.map(([holder, m]) => ({ holder, owned: m.owned }));
     let leases: PublicLease[];
     try {
       leases = await this.readGroup();

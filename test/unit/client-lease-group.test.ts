@@ -224,6 +224,44 @@ describe('a lease group on a manual clock', () => {
     expect(world.overlaps).toEqual([]);
   });
 
+  it('releases a membership grant that arrived after its local deadline, so it joins again at once instead of a ttl later', async () => {
+    const world = new GroupWorld('orders', 2);
+    const a = world.add('w1');
+    a.link.requestDelayMs = TTL_MS; // the first acquire waits in a queue: granted fresh, but counted from its send
+    a.group.start();
+    await world.run(10, 5);
+    a.link.requestDelayMs = 0;
+    await world.run(TTL_MS, 5);
+    expect(a.group.isMember()).toBe(false); // the late grant could not be trusted
+    await world.run(400, 5);
+    // It was released, not left standing (it would refuse this holder until it expired, a ttl on).
+    expect(world.server.log.filter((e) => e.op === 'release' && e.name === 'orders.m.w1')).toHaveLength(1);
+    expect(a.group.isMember()).toBe(true);
+  });
+
+  it('keeps at most 8 acquires in flight, so a member alone with many free partitions does not flood the server', async () => {
+    const world = new GroupWorld('orders', 40);
+    const a = world.add('w1');
+    a.link.answerDelayMs = 30;
+    a.group.start();
+    await world.run(2 * TTL_MS, 10);
+    expect(a.group.owned()).toHaveLength(40);
+    expect(a.link.maxInFlight.get('acquire')).toBe(8);
+  });
+
+  it('stop() hands off from the last read while its members are live: no read of its own before the handoffs', async () => {
+    const world = new GroupWorld('orders', 4);
+    const [a, b] = [world.add('w1'), world.add('w2')];
+    a.group.start();
+    b.group.start();
+    await world.run(2 * TTL_MS);
+    const before = world.server.log.length;
+    await a.group.stop();
+    const during = world.server.log.slice(before).map((e) => e.op);
+    expect(during.filter((op) => op === 'handoff')).toHaveLength(2);
+    expect(during.indexOf('group-describe') === -1 || during.indexOf('group-describe') > during.indexOf('handoff')).toBe(true);
+  });
+
   it('renews a member’s partitions and membership together on one rhythm: about one batched request per renewal interval, however they were acquired', async () => {
     const world = new GroupWorld('orders', 12, { withWatch: true });
     const a = world.add('w1');

@@ -25,15 +25,46 @@ import { FakeWatchServer, InMemoryLeaseServer } from './client-fakes.js';
 /** One member's way to the server; cut off, every request fails as a network error would. */
 export class MemberLink implements LeaseGroupApi {
   cut = false;
-  constructor(private readonly server: InMemoryLeaseServer) {}
+  /** Answers arrive this long after the server acted (on the world's clock). */
+  answerDelayMs = 0;
+  /** Requests reach the server this long after they were sent (a queue on the way). */
+  requestDelayMs = 0;
+  /** Requests sent and not yet answered, and the most there ever were, by operation. */
+  readonly inFlight = new Map<string, number>();
+  readonly maxInFlight = new Map<string, number>();
+  constructor(
+    private readonly server: InMemoryLeaseServer,
+    private readonly clock: ManualClock,
+  ) {}
 
-  private through<T>(call: () => Promise<T>): Promise<T> {
+  private through<T>(call: () => Promise<T>, op = 'other'): Promise<T> {
     if (this.cut) return Promise.reject(new UnavailableError('cut off: ECONNREFUSED'));
-    return call();
+    const now = (this.inFlight.get(op) ?? 0) + 1;
+    this.inFlight.set(op, now);
+    this.maxInFlight.set(op, Math.max(now, this.maxInFlight.get(op) ?? 0));
+    const answered = () => this.inFlight.set(op, (this.inFlight.get(op) ?? 1) - 1);
+    const requestDelayMs = this.requestDelayMs;
+    const result = requestDelayMs === 0 ? call() : new Promise<T>((resolve, reject) => this.clock.setTimer(requestDelayMs, () => call().then(resolve, reject)));
+    if (this.answerDelayMs === 0) return result.finally(answered);
+    const delayMs = this.answerDelayMs;
+    return new Promise<T>((resolve, reject) => {
+      result.then(
+        (value) =>
+          this.clock.setTimer(delayMs, () => {
+            answered();
+            resolve(value);
+          }),
+        (error: unknown) =>
+          this.clock.setTimer(delayMs, () => {
+            answered();
+            reject(error);
+          }),
+      );
+    });
   }
 
   acquire(name: string, request: AcquireRequest) {
-    return this.through(() => this.server.acquire(name, request));
+    return this.through(() => this.server.acquire(name, request), 'acquire');
   }
   renew(name: string, request: RenewRequest) {
     return this.through(() => this.server.renew(name, request));
@@ -79,7 +110,7 @@ export class GroupWorld {
   }
 
   add(name: string, extra: Partial<LeaseGroupOptions> = {}): WorldMember {
-    const link = new MemberLink(this.server);
+    const link = new MemberLink(this.server, this.clock);
     const member: WorldMember = { name, link, events: [], revoked: [], assigned: [], group: undefined as unknown as LeaseGroup };
     const { withWatch: _w, ...options } = this.options;
     member.group = createLeaseGroup(link, {
