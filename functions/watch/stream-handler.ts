@@ -1,5 +1,5 @@
 import { GoneException, PostToConnectionCommand } from '@aws-sdk/client-apigatewaymanagementapi';
-import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import type { LeaseEvent, WatchMessage } from '../../client/src/protocol/index.js';
 import { leaseEventsFrom } from './lease-events.js';
 import type { WatchDeps } from './watch-deps.js';
@@ -9,20 +9,49 @@ import type { WatchDeps } from './watch-deps.js';
  * the WebSocket connections that subscribed to the lease (by name or prefix). The same module runs
  * in Lambda (event source mapping) and under `npm start` (a poller reading DynamoDB Local's stream).
  *
- * Records are handled in stream order. A failure reports the record as a batch item failure, so
- * the event source retries from there; a connection that is gone (410) is dropped for good.
+ * One lease's records are handled in stream order; different leases' records are handled
+ * concurrently (at most PUBLISH_CONCURRENCY leases at a time), because a batch often carries many
+ * leases' changes at once: a lease group member handing 16 partitions off writes 16 records, and
+ * publishing them one after another (two subscription queries and the posts each) made the last
+ * receiver wait for the other 15 pushes. A failure reports the earliest failed record as a batch
+ * item failure, so the event source retries from there (records of other leases after it that
+ * were already posted are posted again: pushes are hints, and a repeated one costs a client at most
+ * one extra request); a connection that is gone (410) is dropped for good.
  */
+const PUBLISH_CONCURRENCY = 8;
+
 export function createStreamHandler(deps: WatchDeps) {
   return async function leaseStreamHandler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
-    for (const record of event.Records) {
-      try {
-        for (const leaseEvent of leaseEventsFrom(record)) await publish(deps, leaseEvent);
-      } catch (error) {
-        deps.logger.error('could not publish lease events; the batch will be retried from this record', { error: error as Error });
-        return { batchItemFailures: [{ itemIdentifier: record.dynamodb?.SequenceNumber ?? record.eventID ?? '' }] };
+    const byLease = new Map<string, number[]>();
+    event.Records.forEach((record, index) => {
+      const key = record.dynamodb?.Keys?.pk?.S ?? `record#${index}`;
+      const list = byLease.get(key);
+      if (list === undefined) byLease.set(key, [index]);
+      else list.push(index);
+    });
+    let firstFailure: number | undefined;
+    const publishLease = async (indexes: number[]): Promise<void> => {
+      for (const index of indexes) {
+        // Everything from the earliest failure on is retried anyway.
+        if (firstFailure !== undefined && index > firstFailure) return;
+        try {
+          for (const leaseEvent of leaseEventsFrom(event.Records[index] as DynamoDBRecord)) await publish(deps, leaseEvent);
+        } catch (error) {
+          deps.logger.error('could not publish lease events; the batch will be retried from this record', { error: error as Error });
+          if (firstFailure === undefined || index < firstFailure) firstFailure = index;
+          return;
+        }
       }
-    }
-    return { batchItemFailures: [] };
+    };
+    const leases = [...byLease.values()];
+    await Promise.all(
+      Array.from({ length: Math.min(PUBLISH_CONCURRENCY, leases.length) }, async () => {
+        for (let next = leases.shift(); next !== undefined; next = leases.shift()) await publishLease(next);
+      }),
+    );
+    if (firstFailure === undefined) return { batchItemFailures: [] };
+    const failed = event.Records[firstFailure] as DynamoDBRecord;
+    return { batchItemFailures: [{ itemIdentifier: failed.dynamodb?.SequenceNumber ?? failed.eventID ?? '' }] };
   };
 }
 

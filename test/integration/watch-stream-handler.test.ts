@@ -1,0 +1,92 @@
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import { HttpResponse, type HttpHandler, type HttpRequest } from '@smithy/protocol-http';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ensureSubscriptionTable } from '../../functions/lease-table.js';
+import { createStreamHandler } from '../../functions/watch/stream-handler.js';
+import { createWatchDeps } from '../../functions/watch/watch-deps.js';
+import { localDynamoConfig } from '../support/dynamodb.js';
+
+// The stream consumer against a real subscriptions table in DynamoDB Local; the posts go to an
+// in-process management endpoint that records them (and can be slow for one lease).
+const lease = { token: 1, transitions: 1, leaseId: 'a'.repeat(32), ttlMs: 10_000, lockDelayMs: 0, holdMs: 10_000, expireItemAt: 99 };
+
+/** A release of `name` at `atMs` as a stream record (the item before and after). */
+function release(name: string, atMs: number, sequence: number) {
+  const held = { ...lease, pk: name, holder: 'w1', acquiredAt: 1, renewedAt: 1, expiresAt: 10_001, availableAt: 10_001 };
+  return {
+    eventID: `e${sequence}`,
+    eventName: 'MODIFY',
+    dynamodb: { Keys: marshall({ pk: name }), SequenceNumber: String(sequence), OldImage: marshall(held), NewImage: marshall({ ...held, holder: undefined, releasedAt: atMs, availableAt: atMs }, { removeUndefinedValues: true }) },
+  };
+}
+
+/** A record whose item cannot be read (its metadata is not JSON): publishing it fails. */
+function broken(name: string, sequence: number) {
+  const item = { ...lease, pk: name, holder: 'w1', acquiredAt: 1, renewedAt: 1, expiresAt: 10_001, availableAt: 10_001, metadataJson: '{not json' };
+  return { eventID: `e${sequence}`, eventName: 'INSERT', dynamodb: { Keys: marshall({ pk: name }), SequenceNumber: String(sequence), NewImage: marshall(item) } };
+}
+
+let subscriptionTableName: string;
+
+beforeAll(async () => {
+  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT'; // the failure below is logged as an error, by design
+  subscriptionTableName = `subs-${randomUUID()}`;
+  const raw = new DynamoDBClient(localDynamoConfig());
+  await ensureSubscriptionTable(raw, subscriptionTableName);
+  raw.destroy();
+});
+
+/** A consumer whose subscriptions watch `prefix`, posting to a recorder (slow for the lease `slowName`). */
+async function consumer(prefix: string, slowName?: string, slowMs = 0) {
+  const posts: Array<{ name: string; atMs: number; postedMs: number }> = [];
+  const management: HttpHandler = {
+    async handle(request: HttpRequest) {
+      const body = JSON.parse(Buffer.from(request.body as Uint8Array).toString('utf8')) as { event: { name: string; atMs: number } };
+      if (body.event.name === slowName) await new Promise((r) => setTimeout(r, slowMs));
+      posts.push({ name: body.event.name, atMs: body.event.atMs, postedMs: performance.now() });
+      return { response: new HttpResponse({ statusCode: 200, headers: {}, body: new Uint8Array() }) };
+    },
+    updateHttpClientConfig: () => undefined,
+    httpHandlerConfigs: () => ({}),
+  };
+  const config = localDynamoConfig();
+  const deps = createWatchDeps({
+    subscriptionTableName,
+    managementEndpoint: 'http://management.leasehold.invalid',
+    managementRequestHandler: management,
+    region: config.region,
+    dynamodbEndpoint: config.endpoint,
+    credentials: config.credentials,
+  });
+  await deps.subscriptions.subscribe(`conn-${randomUUID()}`, [], [prefix], false);
+  return { handler: createStreamHandler(deps), posts };
+}
+
+const unique = () => `app-${randomUUID().slice(0, 8)}.`;
+
+describe('the stream consumer', () => {
+  it("posts one lease's events in stream order, and does not hold other leases' events behind a slow one", async () => {
+    const prefix = unique();
+    const [a, b] = [`${prefix}a`, `${prefix}b`];
+    const { handler, posts } = await consumer(prefix, a, 150);
+    const records = [release(a, 1, 1), release(b, 2, 2), release(a, 3, 3), release(b, 4, 4), release(a, 5, 5)];
+    expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [] });
+    expect(posts.filter((p) => p.name === a).map((p) => p.atMs)).toEqual([1, 3, 5]);
+    expect(posts.filter((p) => p.name === b).map((p) => p.atMs)).toEqual([2, 4]);
+    // b's events were all posted while a's first post was still waiting.
+    const firstOfA = posts.find((p) => p.name === a)?.postedMs as number;
+    expect(posts.filter((p) => p.name === b).every((p) => p.postedMs < firstOfA)).toBe(true);
+  });
+
+  it('reports the earliest failed record, posts nothing of that lease after it, and still posts the other leases', async () => {
+    const prefix = unique();
+    const [a, b] = [`${prefix}a`, `${prefix}b`];
+    const { handler, posts } = await consumer(prefix);
+    const records = [release(a, 1, 1), broken(a, 2), release(b, 3, 3), release(a, 4, 4)];
+    expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [{ itemIdentifier: '2' }] });
+    expect(posts.filter((p) => p.name === a).map((p) => p.atMs)).toEqual([1]);
+    expect(posts.filter((p) => p.name === b).map((p) => p.atMs)).toEqual([3]);
+  });
+});
