@@ -26,6 +26,7 @@ import { measureColdStart } from './cold-start.js';
 import { lockClientCostRow, measureRequestCost } from './cost.js';
 import { measureFailover, measureHandover, perTarget, type ElectionTarget } from './elections.js';
 import { measureEpochFencing } from './epoch-fencing.js';
+import { measureGroups } from './groups.js';
 import { LOCK_CLIENT_VERSION, ensureLockClientTable, measureLockClientCost } from './lock-client.js';
 import { measurePause } from './pause.js';
 import { measureRollingDeploys } from './rolling-deploy.js';
@@ -39,6 +40,7 @@ import {
   renderCost,
   renderEpochFencing,
   renderFailover,
+  renderGroups,
   renderHandover,
   renderHeader,
   renderLatency,
@@ -309,7 +311,7 @@ async function main(): Promise<void> {
     server = undefined;
 
     // Handover and request cost: the server with the watch (WebSocket /v1/watch fed by the table's stream).
-    if (only.has('handover') || only.has('cost') || only.has('rolling')) {
+    if (only.has('handover') || only.has('cost') || only.has('rolling') || only.has('groups')) {
       // A fresh DynamoDB Local for the watch: it keeps one stream log for all of its tables, and
       // GetRecords slows down as that log grows (about 8 ms fresh, 40 ms after 60,000 writes to
       // another table, on this kind of machine). After the latency and scale sections it would
@@ -323,7 +325,7 @@ async function main(): Promise<void> {
       await ensureSubscriptionTable(watchRaw, tables.subscriptions);
       watchRaw.destroy();
       results.setup.push(
-        'Request cost, graceful handover and rolling deploys ran on a second, fresh DynamoDB Local: it keeps one stream log for all its tables, and reading the stream slows down as that log grows.',
+        'Request cost, graceful handover, rolling deploys and the lease group ran on a second, fresh DynamoDB Local: it keeps one stream log for all its tables, and reading the stream slows down as that log grows.',
       );
       server = await startServerProcess({
         BENCH_DYNAMODB_ENDPOINT: db.endpoint,
@@ -400,6 +402,22 @@ async function main(): Promise<void> {
           }
         });
         print(renderRollingDeploys(results));
+      }
+      if (only.has('groups')) {
+        await section('groups', '11. Lease group', async () => {
+          log(`  ${plan.groupRounds} round(s) of ${plan.groupPartitions} partitions: 4 members start, a fifth joins, a kill, a leave…`);
+          results.groups = await measureGroups({
+            endpoint: (server as { url: string }).url,
+            ttlMs,
+            partitions: plan.groupPartitions,
+            rounds: plan.groupRounds,
+            steadyTtls: plan.groupSteadyTtls,
+            random,
+            runId,
+            log,
+          });
+        });
+        print(renderGroups(results));
       }
       await server.stop();
       server = undefined;
@@ -514,6 +532,7 @@ const SECTION_KEYS: Record<Section, Array<keyof BenchResults>> = {
   bundle: ['bundle'],
   pause: ['pause'],
   rolling: ['rolling'],
+  groups: ['groups'],
 };
 
 /**

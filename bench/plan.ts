@@ -1,6 +1,6 @@
 /** What a bench run measures and how much: the sections, and the counts of a full and a quick run. */
 
-export const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart', 'epoch', 'bundle', 'pause', 'rolling'] as const;
+export const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart', 'epoch', 'bundle', 'pause', 'rolling', 'groups'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface Plan {
@@ -22,6 +22,12 @@ export interface Plan {
   bundleImportRuns: number;
   /** Rolling deploys of five candidates, with and without priorities, in the rolling section. */
   rollingDeploys: number;
+  /** Partitions of the group in the groups section. */
+  groupPartitions: number;
+  /** Rounds of the groups section (start four members, a fifth joins, a kill, a leave), each on a fresh group. */
+  groupRounds: number;
+  /** The steady window of the groups section in which each member's requests are counted, in ttls. */
+  groupSteadyTtls: number;
   scale: Array<{ leases: number; ttlMs: number; windowMs: number; batch?: boolean }>;
 }
 
@@ -40,6 +46,9 @@ export const FULL: Plan = {
   epochCount: 1_000,
   bundleImportRuns: 11,
   rollingDeploys: 20,
+  groupPartitions: 64,
+  groupRounds: 3,
+  groupSteadyTtls: 5,
   scale: [
     { leases: 1_000, ttlMs: 60_000, windowMs: 60_000 },
     { leases: 10_000, ttlMs: 300_000, windowMs: 100_000 },
@@ -65,6 +74,9 @@ export const QUICK: Plan = {
   epochCount: 200,
   bundleImportRuns: 5,
   rollingDeploys: 3,
+  groupPartitions: 64,
+  groupRounds: 1,
+  groupSteadyTtls: 3,
   scale: [
     { leases: 1_000, ttlMs: 30_000, windowMs: 30_000 },
     { leases: 1_000, ttlMs: 30_000, windowMs: 30_000, batch: true },

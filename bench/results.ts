@@ -3,6 +3,7 @@ import type { ColdStartRow } from './cold-start.js';
 import type { CostMeasurement } from './cost.js';
 import type { FailoverTrial, HandoverTrial } from './elections.js';
 import type { EpochFencingResult } from './epoch-fencing.js';
+import type { GroupsResult } from './groups.js';
 import type { LatencyCell, PeerLatency } from './latency.js';
 import type { MachineInfo } from './machine.js';
 import type { PauseTrial } from './pause.js';
@@ -83,6 +84,8 @@ export interface BenchResults {
   bundle?: BundleResult;
   pause?: PauseSystem[];
   rolling?: RollingDeployVariant[];
+  /** Section 11 (issue #19): a lease group of 64 partitions: start, join, kill, leave. */
+  groups?: GroupsResult;
   /** Sections copied from the previous full run's JSON because this run measured only others. */
   carriedOver?: CarriedSection[];
   /** Sections that failed, with the error message: the rest of the run still reports. */

@@ -1,5 +1,6 @@
 import type { LatencyCell } from './latency.js';
 import { fmtMs, fmtInt, fmtRatio } from './format.js';
+import type { GroupsResult } from './groups.js';
 import type { BenchResults, FailoverSystem, HandoverVariant } from './results.js';
 import { percentile, ratio, summarize, type Summary } from './stats.js';
 
@@ -17,6 +18,36 @@ export function failoverSummary(system: FailoverSystem): { failover: Summary; fl
     failover: summarize(system.trials.map((t) => t.failoverMs)),
     floor: summarize(system.trials.map((t) => t.floorMs)),
     excess: summarize(system.trials.map((t) => t.excessMs)),
+  };
+}
+
+/** The groups section over all its rounds: each phase's times, and the kill's and the leave's per partition. */
+export function groupsSummary(groups: GroupsResult): {
+  startBalanced: Summary;
+  joinBalanced: Summary;
+  killBalanced: Summary;
+  leaveBalanced: Summary;
+  floor: Summary;
+  reown: Summary;
+  excess: Summary;
+  handover: Summary;
+  gap: Summary;
+  overlaps: number;
+} {
+  const r = groups.rounds;
+  const kills = r.flatMap((x) => x.kill);
+  const leaves = r.flatMap((x) => x.leave);
+  return {
+    startBalanced: summarize(r.map((x) => x.startBalancedMs)),
+    joinBalanced: summarize(r.map((x) => x.joinBalancedMs)),
+    killBalanced: summarize(r.map((x) => x.killBalancedMs)),
+    leaveBalanced: summarize(r.map((x) => x.leaveBalancedMs)),
+    floor: summarize(kills.map((k) => k.floorMs)),
+    reown: summarize(kills.map((k) => k.reownMs)),
+    excess: summarize(kills.map((k) => k.excessMs)),
+    handover: summarize(leaves.map((l) => l.handoverMs)),
+    gap: summarize(leaves.map((l) => l.gapMs)),
+    overlaps: r.reduce((n, x) => n + x.overlaps.length, 0),
   };
 }
 
@@ -109,6 +140,31 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
       target: 'Rolling deploy with priorities: exactly one leader change per deploy, onto a new-version candidate, and at most 100 ms without a leader per deploy (issue #17)',
       measured: `one change onto the new version in ${once} of ${d.length} deploys; time without a leader at most ${fmtMs(worstGap)} ms`,
       met: once === d.length && worstGap <= 100,
+    });
+  }
+  const groups = results.groups;
+  if (groups && groups.rounds.length > 0) {
+    const g = groupsSummary(groups);
+    const rounds = `${groups.rounds.length} round(s), ${groups.partitions} partitions, ttl ${fmtInt(groups.ttlMs)} ms`;
+    checks.push({
+      target: "Lease group, a member killed: p99 re-ownership within 500 ms of the floor (the dead member's lease time left) (issue #19)",
+      measured: `excess over the floor p50 ${fmtMs(g.excess.p50)} / p99 ${fmtMs(g.excess.p99)} / max ${fmtMs(g.excess.max)} ms over ${g.excess.count} partitions (${rounds})`,
+      met: g.excess.p99 <= 500,
+    });
+    checks.push({
+      target: 'Lease group, a member leaving (SIGTERM): every partition handed over within 200 ms (issue #19)',
+      measured: `SIGTERM → new owner max ${fmtMs(g.handover.max)} ms (p50 ${fmtMs(g.handover.p50)} ms) over ${g.handover.count} partitions`,
+      met: g.handover.max <= 200,
+    });
+    checks.push({
+      target: 'Lease group: balanced within 3 TTLs after a member joins (issue #19)',
+      measured: `at most ${fmtMs(g.joinBalanced.max)} ms (3 TTLs: ${fmtInt(3 * groups.ttlMs)} ms)`,
+      met: g.joinBalanced.max <= 3 * groups.ttlMs,
+    });
+    checks.push({
+      target: "Lease group: no partition ever has two members believing they own it at once (the members' own records, one clock) (issue #19)",
+      measured: `${g.overlaps} overlap(s) in ${groups.rounds.length} round(s)`,
+      met: g.overlaps === 0,
     });
   }
   if (results.scale && results.scale.length > 0) {

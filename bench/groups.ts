@@ -1,0 +1,383 @@
+import { fileURLToPath } from 'node:url';
+import { LeaseClient } from '../client/src/index.js';
+import { benchNowMs, sleep, wallNowMs } from './clock.js';
+import { Disturbed, recordDisturbance } from './elections.js';
+import { Worker, type WorkerEvent } from './processes.js';
+import type { GroupMemberConfig } from './workers/group-member.js';
+
+/**
+ * Section 11: a lease group (issue #19). P partitions shared by members that are processes of their
+ * own (bench/workers/group-member.ts: `createLeaseGroup` with the watch, against the local server
+ * with the watch). In each round, on a fresh group: four members start; a fifth joins; after a
+ * steady window (where each member counts the HTTP requests it sends), one member is killed with
+ * SIGKILL; then one of the others gets SIGTERM and leaves (`group.stop()`: it hands every partition
+ * off, then exits).
+ *
+ * Everything is read from the members' own records on the benchmark clock (`assigned` and `revoked`
+ * of each partition, from the hooks the SDK calls as a member's belief begins and ends):
+ * - **balanced**: every partition owned by exactly one of the live members, and their counts differ
+ *   by at most one. The time until balanced is until the group became balanced and stayed so (a
+ *   balance that a later move undid does not count), from the last start (or the join, the kill, the
+ *   leave).
+ * - **re-ownership after the kill**, per partition the killed member held on the server: from the
+ *   kill to another member's `assigned`, against its floor, the killed member's lease time left on
+ *   that partition at the kill (the server's `expiresAt`, from one read of the group after the kill,
+ *   whose items are read strongly consistently, less the kill instant).
+ * - **handover after the leave**, per partition the leaver owned at the signal: from the SIGTERM to
+ *   the receiver's `assigned` (and from the leaver's `revoked` to it: the time nobody owned it).
+ * - **overlaps**: any instant at which two members both believed they owned one partition.
+ */
+
+// ---------------------------------------------------------------------------------------------
+// The analysis: pure functions of the records (unit-tested in test/bench/groups.test.ts).
+
+/** One member's belief that it owns a partition: from its `assigned` to its `revoked` (or its death). */
+export interface OwnershipSpan {
+  partition: string;
+  holder: string;
+  from: number;
+  to: number;
+}
+
+/** A member's records as spans; one still open ends at `endAt` (its kill or exit; +∞ while it runs). */
+export function ownershipSpans(holder: string, records: readonly WorkerEvent[], endAt = Number.POSITIVE_INFINITY): OwnershipSpan[] {
+  const open = new Map<string, number>();
+  const spans: OwnershipSpan[] = [];
+  for (const record of records) {
+    const partition = record.partition as string;
+    if (record.ev === 'assigned' && !open.has(partition)) open.set(partition, record.at);
+    else if (record.ev === 'revoked' && open.has(partition)) {
+      spans.push({ partition, holder, from: open.get(partition) as number, to: Math.min(record.at, endAt) });
+      open.delete(partition);
+    }
+  }
+  for (const [partition, from] of open) spans.push({ partition, holder, from, to: endAt });
+  return spans;
+}
+
+export interface Overlap {
+  partition: string;
+  holders: [string, string];
+  from: number;
+  ms: number;
+}
+
+/** Every stretch of time in which two different members both believed they owned the same partition. */
+export function findOverlaps(spans: readonly OwnershipSpan[]): Overlap[] {
+  const byPartition = new Map<string, OwnershipSpan[]>();
+  for (const s of spans) byPartition.set(s.partition, [...(byPartition.get(s.partition) ?? []), s]);
+  const out: Overlap[] = [];
+  for (const [partition, list] of byPartition) {
+    for (let i = 0; i < list.length; i++) {
+      for (let j = i + 1; j < list.length; j++) {
+        const a = list[i] as OwnershipSpan;
+        const b = list[j] as OwnershipSpan;
+        const from = Math.max(a.from, b.from);
+        const to = Math.min(a.to, b.to);
+        if (a.holder !== b.holder && to > from) out.push({ partition, holders: [a.holder, b.holder], from, ms: to - from });
+      }
+    }
+  }
+  return out.sort((a, b) => a.from - b.from);
+}
+
+/** True when at instant `at` every partition has exactly one owner, a live member, and the members' counts differ by at most one. */
+export function isBalancedAt(spans: readonly OwnershipSpan[], partitions: readonly string[], members: readonly string[], at: number): boolean {
+  const owners = new Map<string, string[]>();
+  for (const s of spans) if (s.from <= at && at < s.to) owners.set(s.partition, [...(owners.get(s.partition) ?? []), s.holder]);
+  const counts = new Map(members.map((m) => [m, 0]));
+  for (const partition of partitions) {
+    const list = owners.get(partition);
+    if (list?.length !== 1 || !counts.has(list[0] as string)) return false;
+    counts.set(list[0] as string, (counts.get(list[0] as string) as number) + 1);
+  }
+  const values = [...counts.values()];
+  return values.length > 0 && Math.max(...values) - Math.min(...values) <= 1;
+}
+
+/**
+ * Within [from, to]: when the group was first balanced, and when it became balanced for the rest
+ * of the window (undefined when it was never, or is not at `to`). Ownership changes only at span
+ * ends, so the state is checked at each of them.
+ */
+export function balancedWithin(spans: readonly OwnershipSpan[], partitions: readonly string[], members: readonly string[], from: number, to: number): { first?: number; settled?: number } {
+  const instants = new Set([from]);
+  for (const s of spans) for (const t of [s.from, s.to]) if (t > from && t <= to) instants.add(t);
+  let first: number | undefined;
+  let settled: number | undefined;
+  for (const at of [...instants].sort((a, b) => a - b)) {
+    if (isBalancedAt(spans, partitions, members, at)) {
+      first ??= at;
+      settled ??= at;
+    } else settled = undefined;
+  }
+  return { ...(first === undefined ? {} : { first }), ...(settled === undefined ? {} : { settled }) };
+}
+
+/** The first span of `partition` that began at or after `at` under another holder than `not`. */
+export function nextOwner(spans: readonly OwnershipSpan[], partition: string, at: number, not: string): OwnershipSpan | undefined {
+  let best: OwnershipSpan | undefined;
+  for (const s of spans) if (s.partition === partition && s.holder !== not && s.from >= at && (best === undefined || s.from < best.from)) best = s;
+  return best;
+}
+
+/** Requests per member per ttl, by operation and in `total`: each member's count over its window, averaged over members. */
+export function requestRates(samples: ReadonlyArray<{ before: Record<string, number>; after: Record<string, number>; windowMs: number }>, ttlMs: number): Record<string, number> {
+  const sums: Record<string, number> = { total: 0 };
+  for (const { before, after, windowMs } of samples) {
+    const ttls = windowMs / ttlMs;
+    for (const op of Object.keys(after)) {
+      const rate = ((after[op] as number) - (before[op] ?? 0)) / ttls;
+      sums[op] = (sums[op] ?? 0) + rate;
+      sums.total = (sums.total as number) + rate;
+    }
+  }
+  return Object.fromEntries(Object.entries(sums).map(([op, sum]) => [op, samples.length > 0 ? sum / samples.length : Number.NaN]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The measurement.
+
+export interface GroupRound {
+  round: number;
+  /** Four members start: from the last one's `start()` until balanced for good, ms (and until first balanced). */
+  startBalancedMs: number;
+  startFirstBalancedMs: number;
+  /** A fifth joins: from its `start()` until balanced for good, ms. */
+  joinBalancedMs: number;
+  /** SIGKILL of one of five: each partition it held, re-owned `reownMs` after the kill; `floorMs` its lease time left then. */
+  kill: Array<{ partition: string; floorMs: number; reownMs: number; excessMs: number }>;
+  killBalancedMs: number;
+  /** SIGTERM of one of four: each partition it owned, from the signal to the receiver's `assigned`, and from its own `revoked`. */
+  leave: Array<{ partition: string; handoverMs: number; gapMs: number }>;
+  leaveBalancedMs: number;
+  /** HTTP requests per member per ttl in the steady window with five members, by route id and `total`. */
+  requestsPerMemberPerTtl: Record<string, number>;
+  steadyWindowMs: number;
+  overlaps: Overlap[];
+  /** Ends of ownership the group did not decide (not `released`/`stopped`), by phase (start, join, steady, kill, leave) and reason. */
+  unplannedLosses: Record<string, Record<string, number>>;
+  /** `error` records of the members (failed requests the SDK reported). */
+  errors: number;
+}
+
+export interface GroupsResult {
+  partitions: number;
+  ttlMs: number;
+  rounds: GroupRound[];
+  disturbances: string[];
+}
+
+export interface GroupsOptions {
+  /** The local server with the watch. */
+  endpoint: string;
+  ttlMs: number;
+  partitions: number;
+  rounds: number;
+  /** The steady window in which requests are counted, in ttls. */
+  steadyTtls: number;
+  random: () => number;
+  runId: string;
+  log: (line: string) => void;
+}
+
+interface Member {
+  holder: string;
+  worker: Worker;
+  /** When its beliefs ended for good: the kill, or its exit. */
+  endAt?: number;
+}
+
+const PLANNED = new Set(['released', 'stopped']);
+/** The member worker, run with tsx (a few seconds of start-up on a busy machine, before anything is timed). */
+const MEMBER_SCRIPT = fileURLToPath(new URL('./workers/group-member.ts', import.meta.url));
+
+function round1(value: number): number {
+  return Math.round(value * 10) / 10;
+}
+
+/** Runs `options.rounds` rounds, each on a fresh group with fresh processes. */
+export async function measureGroups(options: GroupsOptions): Promise<GroupsResult> {
+  await warmUp(options.endpoint, `bench-${options.runId}-group-warm-up`);
+  const rounds: GroupRound[] = [];
+  const disturbances: string[] = [];
+  let members: Member[] = [];
+  const stopAll = async () => {
+    for (const m of members) m.worker.kill();
+    await Promise.all(members.map((m) => m.worker.closed));
+    members = [];
+  };
+  try {
+    while (rounds.length < options.rounds) {
+      try {
+        const group = `bench-${options.runId}-group-${rounds.length}-${disturbances.length}`;
+        rounds.push(await measureRound(options, group, rounds.length, (m) => members.push(m)));
+        const r = rounds.at(-1) as GroupRound;
+        const worstExcess = Math.max(...r.kill.map((k) => k.excessMs));
+        const worstHandover = Math.max(...r.leave.map((l) => l.handoverMs));
+        options.log(
+          `    round ${r.round + 1}: balanced ${r.startBalancedMs} ms after the start, ${r.joinBalancedMs} ms after the join; ` +
+            `kill: ${r.kill.length} partitions, excess over floor max ${worstExcess} ms; leave: ${r.leave.length} partitions, handed over within ${worstHandover} ms; ` +
+            `${r.overlaps.length} overlaps; ${round1(r.requestsPerMemberPerTtl.total ?? Number.NaN)} requests per member per ttl`,
+        );
+        await stopAll();
+      } catch (error) {
+        await recordDisturbance(error, undefined, disturbances, options.log, stopAll);
+      }
+    }
+  } finally {
+    await stopAll();
+  }
+  return { partitions: options.partitions, ttlMs: options.ttlMs, rounds, disturbances };
+}
+
+/**
+ * A DynamoDB Local started for the watch has a cold JIT: on a 2-core machine its first bursts of
+ * 64 acquires took 1.2-1.5 s, later ones 0.4 s. A few bursts on other names first, so that the first
+ * round's start measures the group, not the JIT.
+ */
+async function warmUp(endpoint: string, prefix: string): Promise<void> {
+  const client = new LeaseClient({ endpoint });
+  for (let burst = 0; burst < 4; burst++) {
+    await Promise.all(Array.from({ length: 64 }, (_, i) => client.acquire(`${prefix}.${burst}.${i}`, { holder: 'warm-up', ttlMs: 2_000 })));
+  }
+}
+
+async function measureRound(options: GroupsOptions, group: string, round: number, track: (m: Member) => void): Promise<GroupRound> {
+  const { ttlMs } = options;
+  const partitions = Array.from({ length: options.partitions }, (_, i) => String(i));
+  const all: Member[] = [];
+  const spawnMember = async (): Promise<WorkerEvent> => {
+    const holder = `member-${all.length}`;
+    const config: GroupMemberConfig = { endpoint: options.endpoint, group, partitions: options.partitions, holder, ttlMs };
+    const member: Member = { holder, worker: new Worker(MEMBER_SCRIPT, config, { nodeArgs: ['--import', 'tsx'] }) };
+    all.push(member);
+    track(member);
+    return member.worker.waitFor((e) => e.ev === 'started', 30_000, 0, 'started');
+  };
+  const spans = () => all.flatMap((m) => ownershipSpans(m.holder, m.worker.events, m.endAt));
+  const live = () => all.filter((m) => m.endAt === undefined);
+  /** Waits until the live members have been balanced for one ttl; the times from `from`. */
+  const settle = async (from: number, what: string) => {
+    const holders = live().map((m) => m.holder);
+    for (;;) {
+      const now = benchNowMs();
+      const { first, settled } = balancedWithin(spans(), partitions, holders, from, now);
+      if (settled !== undefined && now - settled >= ttlMs) return { firstMs: round1((first as number) - from), settledMs: round1(settled - from) };
+      if (now - from > ttlMs * 10) throw new Disturbed(`not balanced within 10 ttl after ${what}`);
+      await sleep(20);
+    }
+  };
+  /** Each live member's request counts, asked at once. */
+  const counts = async () =>
+    Promise.all(
+      live().map(async (m) => {
+        const since = m.worker.events.length;
+        m.worker.send({ cmd: 'counts' });
+        const answer = await m.worker.waitFor((e) => e.ev === 'counts', 5_000, since, 'counts');
+        return { at: answer.at, counts: answer.counts as Record<string, number> };
+      }),
+    );
+
+  // 1. Four members start.
+  const started = await Promise.all([spawnMember(), spawnMember(), spawnMember(), spawnMember()]);
+  const startAt = Math.max(...started.map((e) => e.at));
+  const start = await settle(startAt, 'the start');
+
+  // 2. A fifth joins.
+  const joinAt = (await spawnMember()).at;
+  const join = await settle(joinAt, 'the join');
+
+  // 3. A steady window: requests per member per ttl.
+  const before = await counts();
+  await sleep(ttlMs * options.steadyTtls);
+  const after = await counts();
+  const requestsPerMemberPerTtl = requestRates(
+    before.map((b, i) => ({ before: b.counts, after: (after[i] as typeof b).counts, windowMs: (after[i] as typeof b).at - b.at })),
+    ttlMs,
+  );
+
+  // 4. SIGKILL one member at a random point of the renewal cycle.
+  await sleep(options.random() * (ttlMs / 3));
+  const victim = live()[Math.floor(options.random() * live().length)] as Member;
+  const killAt = benchNowMs();
+  const killAtWallMs = killAt + (wallNowMs() - benchNowMs());
+  victim.worker.kill('SIGKILL');
+  victim.endAt = killAt;
+  await victim.worker.closed;
+  // A renewal in flight at the kill lands within a few ms; read the server's view after that.
+  await sleep(100);
+  const client = new LeaseClient({ endpoint: options.endpoint, retry: { retries: 0 } });
+  const held = (await client.describeGroup(group)).group.leases.filter((l) => l.name.startsWith(`${group}.p.`) && l.holder === victim.holder);
+  if (held.length === 0) throw new Disturbed('the killed member held no partition on the server');
+  const reowned = async () => {
+    const deadline = killAt + ttlMs * 3 + 5_000;
+    for (;;) {
+      const now = spans();
+      const found = held.map((l) => ({ lease: l, next: nextOwner(now, l.name.slice(group.length + 3), killAt, victim.holder) }));
+      if (found.every((f) => f.next !== undefined)) return found as Array<{ lease: (typeof held)[number]; next: OwnershipSpan }>;
+      if (benchNowMs() > deadline) throw new Disturbed(`${found.filter((f) => !f.next).length} partitions of the killed member had no new owner within 3 ttl`);
+      await sleep(20);
+    }
+  };
+  const kill = (await reowned()).map(({ lease, next }) => {
+    const floorMs = round1(lease.expiresAt - killAtWallMs);
+    const reownMs = round1(next.from - killAt);
+    return { partition: next.partition, floorMs, reownMs, excessMs: round1(reownMs - floorMs) };
+  });
+  const killSettled = await settle(killAt, 'the kill');
+
+  // 5. SIGTERM another: it hands everything off and exits.
+  await sleep(options.random() * (ttlMs / 3));
+  const leaver = live()[Math.floor(options.random() * live().length)] as Member;
+  const signalAt = benchNowMs();
+  leaver.worker.kill('SIGTERM');
+  const exiting = await leaver.worker.waitFor((e) => e.ev === 'exiting', ttlMs * 3, 0, 'exiting after SIGTERM');
+  await leaver.worker.closed;
+  leaver.endAt = exiting.at;
+  const given = ownershipSpans(leaver.holder, leaver.worker.events, exiting.at).filter((s) => s.from <= signalAt && s.to > signalAt);
+  const handedOver = async () => {
+    const deadline = signalAt + ttlMs * 3 + 5_000;
+    for (;;) {
+      const now = spans();
+      const found = given.map((s) => ({ gave: s, next: nextOwner(now, s.partition, s.to, leaver.holder) }));
+      if (found.every((f) => f.next !== undefined)) return found as Array<{ gave: OwnershipSpan; next: OwnershipSpan }>;
+      if (benchNowMs() > deadline) throw new Disturbed(`${found.filter((f) => !f.next).length} partitions of the leaver had no new owner within 3 ttl`);
+      await sleep(20);
+    }
+  };
+  const leave = (await handedOver()).map(({ gave, next }) => ({ partition: gave.partition, handoverMs: round1(next.from - signalAt), gapMs: round1(next.from - gave.to) }));
+  const leaveSettled = await settle(signalAt, 'the leave');
+
+  const records = all.flatMap((m) => m.worker.events);
+  const phases: Array<[string, number]> = [
+    ['start', startAt],
+    ['join', joinAt],
+    ['steady', before[0]?.at ?? joinAt],
+    ['kill', killAt],
+    ['leave', signalAt],
+  ];
+  const unplannedLosses: Record<string, Record<string, number>> = {};
+  for (const r of records) {
+    if (r.ev !== 'revoked' || PLANNED.has(r.reason as string)) continue;
+    const phase = phases.filter(([, at]) => at <= r.at).at(-1)?.[0] ?? 'start';
+    const byReason = unplannedLosses[phase] ?? {};
+    byReason[r.reason as string] = (byReason[r.reason as string] ?? 0) + 1;
+    unplannedLosses[phase] = byReason;
+  }
+  return {
+    round,
+    startBalancedMs: start.settledMs,
+    startFirstBalancedMs: start.firstMs,
+    joinBalancedMs: join.settledMs,
+    kill: kill.sort((a, b) => Number(a.partition) - Number(b.partition)),
+    killBalancedMs: killSettled.settledMs,
+    leave: leave.sort((a, b) => Number(a.partition) - Number(b.partition)),
+    leaveBalancedMs: leaveSettled.settledMs,
+    requestsPerMemberPerTtl,
+    steadyWindowMs: round1((after[0]?.at ?? 0) - (before[0]?.at ?? 0)),
+    overlaps: findOverlaps(spans()),
+    unplannedLosses,
+    errors: records.filter((r) => r.ev === 'error').length,
+  };
+}
