@@ -2,6 +2,7 @@ import type { MonotonicClock, CancelTimer } from './clock.js';
 import {
   InternalError,
   LIMITS,
+  UnavailableError,
   RENEW_GRANT_FIELDS,
   errorFromBody,
   pickFields,
@@ -136,7 +137,18 @@ export class RenewBatcher {
 
   private async sendChunk(chunk: Pending[]): Promise<void> {
     if (chunk.length === 0) return;
-    const results = await this.send(this.prefix, chunk.map((p) => p.entry), this.strictest(chunk)).catch((error: unknown) => error as Error);
+    const limits = this.limitsOf(chunk);
+    // An entry with a shorter time limit than the batch's is answered at its own limit; the batch
+    // goes on for the others (one lease near its deadline must not fail a whole member's renewals).
+    const cancels = chunk.map((p, i) => {
+      const ownMs = limits.own[i];
+      if (ownMs === undefined || limits.call.timeoutMs === undefined || ownMs >= limits.call.timeoutMs) return undefined;
+      return this.clock.setTimer(ownMs, () =>
+        settle(p, { error: new UnavailableError(`The renewal of lease "${p.entry.name}" timed out after ${Math.round(ownMs)} ms (its batch was still in flight).`) }),
+      );
+    });
+    const results = await this.send(this.prefix, chunk.map((p) => p.entry), limits.call).catch((error: unknown) => error as Error);
+    for (const cancel of cancels) cancel?.();
     if (!Array.isArray(results)) {
       for (const p of chunk) settle(p, { error: results });
       return;
@@ -153,14 +165,20 @@ export class RenewBatcher {
     });
   }
 
-  /** The batch's limits are its strictest entry's: nobody waits longer than it asked, counting its time in the queue. */
-  private strictest(chunk: Pending[]): CallOptions {
+  /**
+   * The batch's limits: the loosest time limit of its entries (each counting its time in the
+   * queue), each entry's own, and the fewest retries any entry allows.
+   */
+  private limitsOf(chunk: Pending[]): { call: CallOptions; own: Array<number | undefined> } {
     const now = this.clock.nowMs();
-    const timeouts = chunk.filter((p) => p.call.timeoutMs !== undefined).map((p) => (p.call.timeoutMs as number) - (now - p.askedAtMs));
+    const own = chunk.map((p) => (p.call.timeoutMs === undefined ? undefined : Math.max(1, p.call.timeoutMs - (now - p.askedAtMs))));
+    const timeouts = own.filter((t): t is number => t !== undefined);
+    // An entry without a limit takes the client's default, which may be the loosest: then the batch has none of its own.
+    const loosest = timeouts.length === chunk.length ? Math.max(...timeouts) : undefined;
     const retries = chunk.filter((p) => p.call.retries !== undefined).map((p) => p.call.retries as number);
     return {
-      ...(timeouts.length > 0 ? { timeoutMs: Math.max(1, Math.min(...timeouts)) } : {}),
-      ...(retries.length > 0 ? { retries: Math.min(...retries) } : {}),
+      call: { ...(loosest === undefined ? {} : { timeoutMs: loosest }), ...(retries.length > 0 ? { retries: Math.min(...retries) } : {}) },
+      own,
     };
   }
 }

@@ -113,9 +113,9 @@ describe('a LeaseClient with batch', () => {
     expect(t.sent).toHaveLength(1);
   });
 
-  it('gives the batch the strictest time limit of its entries, less the time each waited', async () => {
+  it('gives the batch the loosest time limit of its entries, and answers a stricter entry at its own limit (less the time each waited)', async () => {
     const t = setup(
-      // Never answers: the time limit decides (fetch rejects when its signal aborts).
+      // Never answers: the time limits decide (fetch rejects when its signal aborts).
       (_s, signal) => new Promise<Response>((_, reject) => signal?.addEventListener('abort', () => reject(signal.reason))),
       20,
     );
@@ -127,7 +127,13 @@ describe('a LeaseClient with batch', () => {
     expect(await Promise.race([strict, Promise.resolve('pending')])).toBe('pending');
     await t.clock.advance(1);
     expect(await strict).toBeInstanceOf(UnavailableError);
+    // One lease near its deadline does not fail the others: the batch is still in flight for a.
+    expect(await Promise.race([slow, Promise.resolve('pending')])).toBe('pending');
+    await t.clock.advance(4_889);
+    expect(await Promise.race([slow, Promise.resolve('pending')])).toBe('pending');
+    await t.clock.advance(1);
     expect(await slow).toBeInstanceOf(UnavailableError);
+    expect(t.sent).toHaveLength(1);
   });
 
   it('answers an aborted renewal at once and leaves it out of a batch not sent yet', async () => {
