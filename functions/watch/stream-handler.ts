@@ -2,6 +2,7 @@ import { GoneException, PostToConnectionCommand } from '@aws-sdk/client-apigatew
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import type { LeaseEvent, WatchMessage } from '../../client/src/protocol/index.js';
 import { leaseEventsFrom } from './lease-events.js';
+import type { Subscriber } from './subscriptions.js';
 import type { WatchDeps } from './watch-deps.js';
 
 /**
@@ -30,12 +31,13 @@ export function createStreamHandler(deps: WatchDeps) {
       else list.push(index);
     });
     let firstFailure: number | undefined;
+    const subscribersOf = deps.subscriptions.lookup();
     const publishLease = async (indexes: number[]): Promise<void> => {
       for (const index of indexes) {
         // Everything from the earliest failure on is retried anyway.
         if (firstFailure !== undefined && index > firstFailure) return;
         try {
-          for (const leaseEvent of leaseEventsFrom(event.Records[index] as DynamoDBRecord)) await publish(deps, leaseEvent);
+          for (const leaseEvent of leaseEventsFrom(event.Records[index] as DynamoDBRecord)) await publish(deps, subscribersOf, leaseEvent);
         } catch (error) {
           deps.logger.error('could not publish lease events; the batch will be retried from this record', { error: error as Error });
           if (firstFailure === undefined || index < firstFailure) firstFailure = index;
@@ -55,8 +57,8 @@ export function createStreamHandler(deps: WatchDeps) {
   };
 }
 
-async function publish(deps: WatchDeps, event: LeaseEvent): Promise<void> {
-  const subscribers = await deps.subscriptions.subscribersOf(event.name);
+async function publish(deps: WatchDeps, subscribersOf: (name: string) => Promise<Subscriber[]>, event: LeaseEvent): Promise<void> {
+  const subscribers = await subscribersOf(event.name);
   const message: WatchMessage = { type: 'event', event };
   const data = JSON.stringify(message);
   await Promise.all(

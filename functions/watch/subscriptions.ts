@@ -78,10 +78,33 @@ export class SubscriptionStore {
     return item.prefixes.filter((p): p is string => typeof p === 'string');
   }
 
-  /** Connections that watch `name` directly or through a prefix (each connection once). */
-  async subscribersOf(name: string): Promise<Subscriber[]> {
+  /**
+   * Who watches a lease, directly or through a prefix (each connection once), for one batch of
+   * stream records: the prefix watches are read once for the whole batch, and each name's direct
+   * watchers once (a batch carries many records of few names: a lease group member's renewals, a
+   * run of handoffs), instead of two queries per record.
+   */
+  lookup(): (name: string) => Promise<Subscriber[]> {
+    let prefixed: Promise<SubscriptionItem[]> | undefined;
+    const byName = new Map<string, Promise<Subscriber[]>>();
+    return (name) => {
+      let found = byName.get(name);
+      if (found === undefined) {
+        prefixed ??= this.query(PREFIXES_PARTITION);
+        found = Promise.all([this.query(`name#${name}`), prefixed]).then(([direct, prefixes]) => this.subscribersFrom(name, direct, prefixes));
+        // A failed read is not remembered: the record is retried, and must read again.
+        found.catch(() => {
+          byName.delete(name);
+          prefixed = undefined;
+        });
+        byName.set(name, found);
+      }
+      return found;
+    };
+  }
+
+  private subscribersFrom(name: string, direct: SubscriptionItem[], prefixed: SubscriptionItem[]): Subscriber[] {
     const nowSec = this.options.clock.nowMs() / 1000;
-    const [direct, prefixed] = await Promise.all([this.query(`name#${name}`), this.query(PREFIXES_PARTITION)]);
     const byConnection = new Map<string, Subscriber>();
     for (const item of [...direct, ...prefixed.filter((p) => p.prefix !== undefined && name.startsWith(p.prefix))]) {
       if (item.expireAt < nowSec) continue;

@@ -4,7 +4,10 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import { HttpResponse, type HttpHandler, type HttpRequest } from '@smithy/protocol-http';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureSubscriptionTable } from '../../functions/lease-table.js';
+import { systemClock } from '../../functions/clock.js';
+import { createDocumentClient } from '../../functions/dynamodb-client.js';
 import { createStreamHandler } from '../../functions/watch/stream-handler.js';
+import { SubscriptionStore } from '../../functions/watch/subscriptions.js';
 import { createWatchDeps } from '../../functions/watch/watch-deps.js';
 import { localDynamoConfig } from '../support/dynamodb.js';
 
@@ -60,8 +63,20 @@ async function consumer(prefix: string, slowName?: string, slowMs = 0) {
     dynamodbEndpoint: config.endpoint,
     credentials: config.credentials,
   });
+  // Count the subscription table's queries (the client is the real one, against DynamoDB Local).
+  const queries = { count: 0 };
+  const client = createDocumentClient({ region: config.region, endpoint: config.endpoint, credentials: config.credentials });
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === 'QueryCommand') queries.count += 1;
+      return next(args);
+    },
+    { step: 'initialize' },
+  );
+  deps.subscriptions = new SubscriptionStore({ client, tableName: subscriptionTableName, clock: systemClock });
   await deps.subscriptions.subscribe(`conn-${randomUUID()}`, [], [prefix], false);
-  return { handler: createStreamHandler(deps), posts };
+  queries.count = 0;
+  return { handler: createStreamHandler(deps), posts, queries };
 }
 
 const unique = () => `app-${randomUUID().slice(0, 8)}.`;
@@ -88,5 +103,14 @@ describe('the stream consumer', () => {
     expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [{ itemIdentifier: '2' }] });
     expect(posts.filter((p) => p.name === a).map((p) => p.atMs)).toEqual([1]);
     expect(posts.filter((p) => p.name === b).map((p) => p.atMs)).toEqual([3]);
+  });
+
+  it("reads the prefix watches once per batch and each lease's watchers once, not two queries per record", async () => {
+    const prefix = unique();
+    const { handler, posts, queries } = await consumer(prefix);
+    const records = Array.from({ length: 10 }, (_, i) => release(`${prefix}${i % 2 === 0 ? 'a' : 'b'}`, i, i + 1));
+    expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [] });
+    expect(posts).toHaveLength(10);
+    expect(queries.count).toBe(3);
   });
 });
