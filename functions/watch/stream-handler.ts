@@ -11,7 +11,7 @@ import type { WatchDeps } from './watch-deps.js';
  * in Lambda (event source mapping) and under `npm start` (a poller reading DynamoDB Local's stream).
  *
  * One lease's records are handled in stream order; different leases' records are handled
- * concurrently (at most PUBLISH_CONCURRENCY leases at a time), because a batch often carries many
+ * concurrently (at most PUBLISH_CONCURRENCY leases at a time, changes of holder before renewals), because a batch often carries many
  * leases' changes at once: a lease group member handing 16 partitions off writes 16 records, and
  * publishing them one after another (two subscription queries and the posts each) made the last
  * receiver wait for the other 15 pushes. A failure reports the earliest failed record as a batch
@@ -24,6 +24,14 @@ const PUBLISH_CONCURRENCY = 8;
 export function createStreamHandler(deps: WatchDeps) {
   return async function leaseStreamHandler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
     const byLease = new Map<string, number[]>();
+    // Each record's events, or why they could not be read (a failure when its turn comes).
+    const events = event.Records.map((record): LeaseEvent[] | { error: unknown } => {
+      try {
+        return leaseEventsFrom(record);
+      } catch (error) {
+        return { error };
+      }
+    });
     event.Records.forEach((record, index) => {
       const key = record.dynamodb?.Keys?.pk?.S ?? `record#${index}`;
       const list = byLease.get(key);
@@ -37,7 +45,9 @@ export function createStreamHandler(deps: WatchDeps) {
         // Everything from the earliest failure on is retried anyway.
         if (firstFailure !== undefined && index > firstFailure) return;
         try {
-          for (const leaseEvent of leaseEventsFrom(event.Records[index] as DynamoDBRecord)) await publish(deps, subscribersOf, leaseEvent);
+          const read = events[index] as LeaseEvent[] | { error: unknown };
+          if (!Array.isArray(read)) throw read.error;
+          for (const leaseEvent of read) await publish(deps, subscribersOf, leaseEvent);
         } catch (error) {
           deps.logger.error('could not publish lease events; the batch will be retried from this record', { error: error as Error });
           if (firstFailure === undefined || index < firstFailure) firstFailure = index;
@@ -45,7 +55,13 @@ export function createStreamHandler(deps: WatchDeps) {
         }
       }
     };
-    const leases = [...byLease.values()];
+    // Changes of holder first (a handoff's receiver is waiting on its push), renewals after: a busy
+    // table's batches are mostly renewals, which nobody waits for.
+    const isNews = (index: number) => {
+      const read = events[index] as LeaseEvent[] | { error: unknown };
+      return !Array.isArray(read) || read.some((e) => e.type !== 'renewed');
+    };
+    const leases = [...byLease.values()].sort((a, b) => Number(b.some(isNews)) - Number(a.some(isNews)));
     await Promise.all(
       Array.from({ length: Math.min(PUBLISH_CONCURRENCY, leases.length) }, async () => {
         for (let next = leases.shift(); next !== undefined; next = leases.shift()) await publishLease(next);

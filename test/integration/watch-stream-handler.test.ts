@@ -25,6 +25,16 @@ function release(name: string, atMs: number, sequence: number) {
   };
 }
 
+/** A renewal of `name` at `atMs` as a stream record. */
+function renewal(name: string, atMs: number, sequence: number) {
+  const held = { ...lease, pk: name, holder: 'w1', acquiredAt: 1, renewedAt: 1, expiresAt: 10_001, availableAt: 10_001 };
+  return {
+    eventID: `e${sequence}`,
+    eventName: 'MODIFY',
+    dynamodb: { Keys: marshall({ pk: name }), SequenceNumber: String(sequence), OldImage: marshall(held), NewImage: marshall({ ...held, renewedAt: atMs, expiresAt: atMs + 10_000 }) },
+  };
+}
+
 /** A record whose item cannot be read (its metadata is not JSON): publishing it fails. */
 function broken(name: string, sequence: number) {
   const item = { ...lease, pk: name, holder: 'w1', acquiredAt: 1, renewedAt: 1, expiresAt: 10_001, availableAt: 10_001, metadataJson: '{not json' };
@@ -42,12 +52,12 @@ beforeAll(async () => {
 });
 
 /** A consumer whose subscriptions watch `prefix`, posting to a recorder (slow for the lease `slowName`). */
-async function consumer(prefix: string, slowName?: string, slowMs = 0) {
+async function consumer(prefix: string, slowName?: string, slowMs = 0, renewed = false) {
   const posts: Array<{ name: string; atMs: number; postedMs: number }> = [];
   const management: HttpHandler = {
     async handle(request: HttpRequest) {
       const body = JSON.parse(Buffer.from(request.body as Uint8Array).toString('utf8')) as { event: { name: string; atMs: number } };
-      if (body.event.name === slowName) await new Promise((r) => setTimeout(r, slowMs));
+      if (body.event.name === slowName || (slowName === '*renewed' && (body.event as { type?: string }).type === 'renewed')) await new Promise((r) => setTimeout(r, slowMs));
       posts.push({ name: body.event.name, atMs: body.event.atMs, postedMs: performance.now() });
       return { response: new HttpResponse({ statusCode: 200, headers: {}, body: new Uint8Array() }) };
     },
@@ -74,7 +84,7 @@ async function consumer(prefix: string, slowName?: string, slowMs = 0) {
     { step: 'initialize' },
   );
   deps.subscriptions = new SubscriptionStore({ client, tableName: subscriptionTableName, clock: systemClock });
-  await deps.subscriptions.subscribe(`conn-${randomUUID()}`, [], [prefix], false);
+  await deps.subscriptions.subscribe(`conn-${randomUUID()}`, [], [prefix], renewed);
   queries.count = 0;
   return { handler: createStreamHandler(deps), posts, queries };
 }
@@ -112,5 +122,14 @@ describe('the stream consumer', () => {
     expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [] });
     expect(posts).toHaveLength(10);
     expect(queries.count).toBe(3);
+  });
+
+  it('publishes changes of holder before renewals: a handoff at the end of a batch of renewals is posted first', async () => {
+    const prefix = unique();
+    const { handler, posts } = await consumer(prefix, '*renewed', 100, true); // each renewal's post takes 100 ms
+    const records = [...Array.from({ length: 30 }, (_, i) => renewal(`${prefix}r${i}`, 100 + i, i + 1)), release(`${prefix}moved`, 500, 31)];
+    expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [] });
+    expect(posts).toHaveLength(31);
+    expect(posts[0]?.name).toBe(`${prefix}moved`);
   });
 });
