@@ -11,6 +11,7 @@ import {
   type MetaRecord,
   type OpKind,
 } from '../history.js';
+import type { OwnershipLog } from '../ownership.js';
 import { checkClockBound } from './clock-bound.js';
 import { coordinationStats } from './coordination-stats.js';
 import { checkCurrentGrant } from './current-grant.js';
@@ -20,9 +21,10 @@ import type { FinalJobRow } from './final-jobs.js';
 import { checkGrantOverlap } from './grant-overlap.js';
 import { checkLinearizableLeases } from './linearizable-leases.js';
 import { DEFAULT_MAX_STATES } from './linearizability.js';
+import { checkGroups } from './partition-ownership.js';
 import { checkPermitOverlap } from './permit-overlap.js';
 import { checkPermitRenewals } from './permit-renewals.js';
-import type { CheckSummary, InvariantId, InvariantReport, OutcomeCounts } from './report.js';
+import { allReports, type CheckSummary, type InvariantId, type InvariantReport, type OutcomeCounts } from './report.js';
 import { checkPermitTokenOrder, checkTokenOrder } from './token-order.js';
 
 export interface CheckOptions {
@@ -38,6 +40,8 @@ export interface CheckOptions {
   source?: string;
   /** Keep at most this many violations per invariant in the summary (the count is noted). Default 50. */
   maxViolationsPerInvariant?: number;
+  /** A lease group's members' beliefs (ownership.jsonl), for G1 and G2. Without it they are not checked. */
+  ownership?: OwnershipLog;
 }
 
 /** Runs every check on a history (records in file order, or as read by `readHistory`). */
@@ -66,8 +70,9 @@ export function checkHistory(history: readonly (HistoryRecord | LocatedRecord)[]
     checkPermitRenewals(permitOps, { clockSkewMs }),
   ];
 
+  const groups = options.ownership === undefined ? undefined : checkGroups(options.ownership, leaseOps, { clockSkewMs });
   const limit = options.maxViolationsPerInvariant ?? 50;
-  for (const report of reports) {
+  for (const report of [...reports, ...Object.values(groups?.invariants ?? {})]) {
     if (report.violations.length > limit) {
       report.notes.push(`${report.violations.length} violations; the first ${limit} are listed`);
       report.violations = report.violations.slice(0, limit);
@@ -84,7 +89,7 @@ export function checkHistory(history: readonly (HistoryRecord | LocatedRecord)[]
   }
 
   return {
-    ok: reports.every((r) => r.status === 'pass' || r.status === 'skipped'),
+    ok: allReports({ invariants, groups }).every((r) => r.status === 'pass' || r.status === 'skipped'),
     source: options.source ?? 'history',
     options: { clockSkewMs, ttlMs, maxStates },
     records: entries.length,
@@ -96,5 +101,6 @@ export function checkHistory(history: readonly (HistoryRecord | LocatedRecord)[]
     invariants,
     failover: failoverStats(leaseOps, events, ttlMs),
     coordination: coordinationStats(leaseOps),
+    ...(groups === undefined ? {} : { groups }),
   };
 }

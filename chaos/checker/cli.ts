@@ -1,20 +1,22 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { HistoryFormatError, readHistory } from '../history.js';
+import { OwnershipFormatError, readOwnership } from '../ownership.js';
 import { renderTimelineSvg } from '../timeline-svg.js';
 import { checkHistory } from './check-history.js';
 import { FinalJobsFormatError, readFinalJobs } from './final-jobs.js';
 import { renderSummary } from './render-text.js';
+import { allReports } from './report.js';
 
 /**
  * npx tsx chaos/checker/cli.ts history.jsonl [--clock-skew-ms N] [--ttl-ms N] [--final-jobs jobs.json]
- *                              [--max-states N] [--json] [--svg timeline.svg]
+ *                              [--ownership ownership.jsonl] [--max-states N] [--json] [--svg timeline.svg]
  *
  * Exit status: 0 every invariant holds; 1 a violation; 2 inconclusive (search bound hit, or a
  * lease could not be checked); 3 bad usage or a malformed input file.
  */
 const USAGE =
-  'usage: tsx chaos/checker/cli.ts history.jsonl [--clock-skew-ms N] [--ttl-ms N] [--final-jobs jobs.json] [--max-states N] [--json] [--svg out.svg]';
+  'usage: tsx chaos/checker/cli.ts history.jsonl [--clock-skew-ms N] [--ttl-ms N] [--final-jobs jobs.json] [--ownership ownership.jsonl] [--max-states N] [--json] [--svg out.svg]';
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -26,6 +28,7 @@ async function main(argv: string[]): Promise<number> {
         'clock-skew-ms': { type: 'string' },
         'ttl-ms': { type: 'string' },
         'final-jobs': { type: 'string' },
+        ownership: { type: 'string' },
         'max-states': { type: 'string' },
         json: { type: 'boolean', default: false },
         svg: { type: 'string' },
@@ -59,13 +62,14 @@ async function main(argv: string[]): Promise<number> {
     const maxStates = numberOption('max-states', values['max-states']);
     const history = await readHistory(path);
     const finalJobs = values['final-jobs'] === undefined ? undefined : await readFinalJobs(values['final-jobs']);
-    const summary = checkHistory(history, { clockSkewMs, ttlMs, maxStates, finalJobs, source: path });
+    const ownership = values.ownership === undefined ? undefined : readOwnership(values.ownership);
+    const summary = checkHistory(history, { clockSkewMs, ttlMs, maxStates, finalJobs, ownership, source: path });
     process.stdout.write(values.json ? `${JSON.stringify(summary, null, 2)}\n` : `${renderSummary(summary)}\n`);
     if (values.svg !== undefined) writeFileSync(values.svg, renderTimelineSvg(history.map((e) => e.record), { ttlMs: summary.options.ttlMs }));
     if (summary.ok) return 0;
-    return Object.values(summary.invariants).some((r) => r.status === 'fail') ? 1 : 2;
+    return allReports(summary).some((r) => r.status === 'fail') ? 1 : 2;
   } catch (error) {
-    if (error instanceof UsageError || error instanceof HistoryFormatError || error instanceof FinalJobsFormatError) {
+    if (error instanceof UsageError || error instanceof HistoryFormatError || error instanceof FinalJobsFormatError || error instanceof OwnershipFormatError) {
       process.stderr.write(`${error.message}\n`);
       return 3;
     }

@@ -7,4 +7,5 @@ export { renderSummary } from './render-text.js';
 export { readFinalJobs, validateFinalJobs, FinalJobsFormatError, type FinalJobRow } from './final-jobs.js';
 export { checkLinearizable, type HistoryOp, type Model, type LinearizeResult } from './linearizability.js';
 export { createLeaseModel, toLeaseHistory, type LeaseState, type LeaseOp } from './lease-model.js';
+export { beliefsOf, checkGroups, reownershipBoundMs, type Belief } from './partition-ownership.js';
 export * from './report.js';

@@ -1,6 +1,7 @@
 import { OP_KINDS } from '../history.js';
 import { renderCoordination } from './coordination-stats.js';
-import type { CheckSummary, InvariantReport } from './report.js';
+import { renderGroupStats } from './partition-ownership.js';
+import { allReports, type CheckSummary, type InvariantReport } from './report.js';
 
 /** The summary as plain text: header, operation and fault counts, one line per invariant, failover, violations. */
 export function renderSummary(summary: CheckSummary): string {
@@ -19,7 +20,7 @@ export function renderSummary(summary: CheckSummary): string {
   out.push(`faults: ${faults.length === 0 ? 'none' : faults.map(([k, n]) => `${k} ${n}`).join(', ')}`);
   out.push('');
 
-  const reports = Object.values(summary.invariants);
+  const reports = allReports(summary);
   out.push(
     ...table(
       ['invariant', 'status', 'checked', 'violations'],
@@ -30,6 +31,7 @@ export function renderSummary(summary: CheckSummary): string {
   out.push(renderFailover(summary));
   const coordination = renderCoordination(summary.coordination);
   if (coordination !== null) out.push(coordination);
+  if (summary.groups !== undefined) out.push(renderGroupStats(summary.groups.stats));
 
   for (const r of reports) {
     const notes = r.notes.filter((n) => !n.startsWith('checked:'));
@@ -41,6 +43,7 @@ export function renderSummary(summary: CheckSummary): string {
       out.push(`  - ${v.lease === undefined ? '' : `[${v.lease}] `}${v.message}`);
       for (const { line, record } of v.records.slice(0, 8)) out.push(`      line ${line}: ${JSON.stringify(record)}`);
       if (v.records.length > 8) out.push(`      … ${v.records.length - 8} more records`);
+      for (const belief of v.beliefs ?? []) out.push(`      ownership: ${JSON.stringify(belief)}`);
     }
   }
   out.push('');
@@ -59,7 +62,7 @@ function renderFailover(summary: CheckSummary): string {
   );
 }
 
-function statusLabel(r: InvariantReport): string {
+function statusLabel(r: InvariantReport<string>): string {
   return r.status === 'fail' ? 'FAIL' : r.status;
 }
 

@@ -1,4 +1,5 @@
 import type { FaultKind, LocatedRecord, OpKind } from '../history.js';
+import type { OwnershipRecord } from '../ownership.js';
 import type { CoordinationStats } from './coordination-stats.js';
 
 /**
@@ -21,23 +22,36 @@ export const INVARIANTS = {
 
 export type InvariantId = keyof typeof INVARIANTS;
 
-export interface Violation {
-  invariant: InvariantId;
+/**
+ * Lease groups (issue #19), judged from the members' ownership records (ownership.jsonl) when the
+ * check is given them (`--groups` runs): partition-ownership.ts.
+ */
+export const GROUP_INVARIANTS = {
+  G1: 'lease groups: never two members believe they own one partition at once',
+  G2: 'lease groups: after the heal, every partition has a believing owner again within the bound',
+} as const;
+
+export type GroupInvariantId = keyof typeof GROUP_INVARIANTS;
+
+export interface Violation<Id extends string = InvariantId> {
+  invariant: Id;
   lease?: string;
   message: string;
   /** The records that show it, with their line numbers. */
   records: LocatedRecord[];
+  /** G1, G2: the members' ownership records that show it. */
+  beliefs?: OwnershipRecord[];
 }
 
 export type InvariantStatus = 'pass' | 'fail' | 'inconclusive' | 'skipped';
 
-export interface InvariantReport {
-  id: InvariantId;
+export interface InvariantReport<Id extends string = InvariantId> {
+  id: Id;
   title: string;
   status: InvariantStatus;
   /** How many things were checked (operations, grants, writes, jobs: see the note). */
   checked: number;
-  violations: Violation[];
+  violations: Violation<Id>[];
   /** Why it was inconclusive or skipped, search sizes, and similar. */
   notes: string[];
 }
@@ -84,6 +98,36 @@ export interface CheckSummary {
   failover: FailoverStats;
   /** Claims, yields' handoffs and proclaims (issue #17), counted. */
   coordination: CoordinationStats;
+  /** Lease groups: G1, G2 and what the group did; absent when the check was given no ownership records. */
+  groups?: GroupCheck;
+}
+
+export interface GroupCheck {
+  invariants: Record<GroupInvariantId, InvariantReport<GroupInvariantId>>;
+  stats: GroupStats;
+}
+
+/** What a lease group did in a run, from its members' beliefs. Reported, not judged. */
+export interface GroupStats {
+  group: string;
+  partitions: number;
+  /** Member processes (incarnations) that owned a partition at some point. */
+  members: number;
+  /** Beliefs: one member owning one partition under one token. */
+  beliefs: number;
+  /** Times a partition's next believing owner was another member. */
+  moves: number;
+  /** Beliefs by how they ended: the `onRevoked` reason (released: handed off to rebalance; stopped: handed off on leaving; …), or `deadline`. */
+  endings: Record<string, number>;
+  /** Over the moves: from one owner's belief ending to the next owner's beginning. */
+  handover: { count: number; p50Ms: number | null; p99Ms: number | null; maxMs: number | null };
+  /** From the heal until the members were stopped: the longest a partition waited for its first owner, and for any owner. */
+  afterHeal: { boundMs: number; windowMs: number; firstOwnerMaxMs: number; longestGapMs: number } | null;
+}
+
+/** Every report of a summary: the invariants every history has, then the lease groups' when checked. */
+export function allReports(summary: Pick<CheckSummary, 'invariants' | 'groups'>): InvariantReport<InvariantId | GroupInvariantId>[] {
+  return [...Object.values(summary.invariants), ...Object.values(summary.groups?.invariants ?? {})];
 }
 
 /** A report from its violations (status fail iff any), for checks that are never inconclusive. */

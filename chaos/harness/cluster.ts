@@ -182,6 +182,8 @@ export interface WorkerNodeOptions {
   semaphore?: { name: string; limit: number };
   /** `--priorities`: each incarnation's priority per lease. */
   prioritiesOf?: (incarnation: string) => Record<string, number>;
+  /** `--groups`: every incarnation is a member of the lease group (`leases` are its partitions' lease names). */
+  group?: { partitions: number; balanceEveryMs: number; unsafeClockRate?: number };
   onMessage: (node: WorkerNode, message: WorkerMessage) => void;
   onExit: (node: WorkerNode, incarnation: string, code: number | null, signal: string | null) => void;
   /** Every chunk a client of this worker's proxies sends (for stop-while-in-flight). */
@@ -242,6 +244,7 @@ export class WorkerNode {
       ...(this.options.batchPrefix === undefined ? {} : { batchPrefix: this.options.batchPrefix }),
       ...(this.options.semaphore === undefined ? {} : { semaphore: this.options.semaphore }),
       ...(this.options.prioritiesOf === undefined ? {} : { priorities: this.options.prioritiesOf(this.name) }),
+      ...(this.options.group === undefined ? {} : { group: this.options.group }),
     };
     const child = forkEntry('worker.ts', { CHAOS_WORKER: JSON.stringify(config) }, join(this.options.logDir, `${this.name}.log`));
     this.child = child;

@@ -46,6 +46,15 @@ export interface HarnessOptions {
    * new metadata now and then. Default off, so the other bounded runs keep their seeded behaviour.
    */
   priorities: boolean;
+  /**
+   * Lease groups (issue #19): every worker is a member of one lease group of `partitions`
+   * partitions (chaos/harness/groups.ts) instead of running Leaders, works the job queue of each
+   * partition it owns with that partition's token, and records what it believes it owns; the
+   * checker adds G1 and G2. 0: off (the default, so the other bounded runs keep their seeded behaviour).
+   */
+  groupPartitions: number;
+  /** Debug, with --groups: the members' clocks run slow, so their beliefs outlast their grants. The checker must report G1. */
+  unsafeSlowMemberClocks: boolean;
 }
 
 export const FENCE_MODES = ['item', 'epoch'] as const;
@@ -75,6 +84,13 @@ export const USAGE = `usage: npm run chaos -- [options]
                          incarnation; a restarted worker draws again): higher ones claim held leases
                          and the holders yield to them (a handoff); leaders proclaim new metadata
                          every 0.5-1.5 ttl
+  --groups               workers are members of one lease group (createLeaseGroup) instead of
+                         leaders: its partitions (leases chaos.p.0 …) are shared among them, each
+                         owner works its partitions' job queues fenced by their tokens, and every
+                         member records what it believes it owns (ownership.jsonl), which the checker
+                         judges (G1: never two believing owners; G2: owners again soon after the heal)
+  --partitions N         with --groups: the group's partitions (default 8); each is a lease with a
+                         job queue, at --job-rate jobs per second (default 1 with --groups)
   --out DIR              output folder (default .chaos/run-<seed>-<time>/)
   --quiet                no live log (the summary is still printed)
 
@@ -82,9 +98,11 @@ export const USAGE = `usage: npm run chaos -- [options]
   --unsafe-no-fence      workers write without the fencing condition (with --fence epoch: they still
                          claim, but charge without the epoch check)
   --unsafe-clock-offset D  api-1 runs with this clock offset, beyond the bound
+  --unsafe-slow-member-clocks  with --groups: the members' clocks run at 80% speed, so a member
+                         believes past its grant (G1, and I4, must report it)
 
-Writes history.jsonl, final-jobs.json, summary.txt, summary.json and timeline.svg to the output
-folder. Exit status: 0 no violation; 1 violations; 2 inconclusive; 3 bad usage; 4 the run itself failed.`;
+Writes history.jsonl, final-jobs.json, summary.txt, summary.json and timeline.svg (and, with
+--groups, ownership.jsonl) to the output folder. Exit status: 0 no violation; 1 violations; 2 inconclusive; 3 bad usage; 4 the run itself failed.`;
 
 export class UsageError extends Error {
   override name = 'UsageError';
@@ -125,11 +143,14 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
         fence: { type: 'string' },
         batch: { type: 'boolean', default: false },
         priorities: { type: 'boolean', default: false },
+        groups: { type: 'boolean', default: false },
+        partitions: { type: 'string' },
         'semaphore-limit': { type: 'string' },
         out: { type: 'string' },
         quiet: { type: 'boolean', default: false },
         'unsafe-no-fence': { type: 'boolean', default: false },
         'unsafe-clock-offset': { type: 'string' },
+        'unsafe-slow-member-clocks': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -151,7 +172,18 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
   const durationMs = v.duration === undefined ? 120_000 : parseDurationMs(v.duration, 'duration');
   if (durationMs < 5_000) throw new UsageError(`Expected \`--duration\` to be at least 5s, got ${durationMs} ms.`);
   const seed = v.seed === undefined ? Math.floor(Math.random() * 1_000_000) : parseCount(v.seed, 'seed', 0, 2 ** 32 - 1);
-  const jobRate = v['job-rate'] === undefined ? 4 : Number(v['job-rate']);
+  const groups = v.groups === true;
+  if (!groups && v.partitions !== undefined) throw new UsageError('Expected `--partitions` only with `--groups`.');
+  if (groups) {
+    // A group's terms are the SDK's own: no priorities, no epoch claim before a term, renewals always batched by the group.
+    const why = { leases: 'the leases are the group’s partitions (see `--partitions`)', priorities: 'a group’s terms have no priorities', batch: 'a group batches its renewals itself' };
+    const clash = (['leases', 'priorities', 'batch'] as const).find((k) => v[k] !== undefined && v[k] !== false);
+    if (clash !== undefined) throw new UsageError(`Expected \`--${clash}\` without \`--groups\`: ${why[clash]}.`);
+    if (v.fence !== undefined && v.fence !== 'item') throw new UsageError('Expected `--fence item` (the default) with `--groups`: a group claims no epoch before a term.');
+  }
+  if (!groups && v['unsafe-slow-member-clocks'] === true) throw new UsageError('Expected `--unsafe-slow-member-clocks` only with `--groups`.');
+  const groupPartitions = groups ? (v.partitions === undefined ? 8 : parseCount(v.partitions, 'partitions', 1, 32)) : 0;
+  const jobRate = v['job-rate'] === undefined ? (groups ? 1 : 4) : Number(v['job-rate']);
   if (!(jobRate > 0 && jobRate <= 50)) throw new UsageError(`Expected \`--job-rate\` to be a number above 0 and at most 50, got "${v['job-rate']}".`);
   const faultEveryMs = v['fault-every'] === undefined ? Math.round(ttlMs * 1.5) : parseDurationMs(v['fault-every'], 'fault-every');
   if (faultEveryMs < 200) throw new UsageError(`Expected \`--fault-every\` to be at least 200ms, got ${faultEveryMs} ms.`);
@@ -196,6 +228,8 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
     verbose: !v.quiet,
     batch: v.batch === true,
     priorities: v.priorities === true,
+    groupPartitions,
+    unsafeSlowMemberClocks: v['unsafe-slow-member-clocks'] === true,
     semaphoreLimit: v['semaphore-limit'] === undefined ? 2 : parseCount(v['semaphore-limit'], 'semaphore-limit', 0, LIMITS.semaphoreLimitMax),
   };
 }

@@ -1,6 +1,6 @@
 import { renderSummary } from '../checker/render-text.js';
 import { PERMIT_OP_KINDS, type OpKind } from '../history.js';
-import type { CheckSummary } from '../checker/report.js';
+import { allReports, type CheckSummary } from '../checker/report.js';
 import { FAULT_CHOICES, type FaultChoice, type PlannedFault } from './nemesis.js';
 import type { InjectedFault } from './nemesis-runner.js';
 import type { HarnessOptions } from './options.js';
@@ -30,7 +30,7 @@ export type Verdict = 'PASS' | 'VIOLATIONS' | 'INCONCLUSIVE' | 'QUEUE NOT DRAINE
 export const EXIT_CODES: Record<Verdict, number> = { PASS: 0, VIOLATIONS: 1, INCONCLUSIVE: 2, 'QUEUE NOT DRAINED': 4 };
 
 export function verdictOf(summary: CheckSummary, facts: Pick<RunFacts, 'jobs'>): Verdict {
-  if (Object.values(summary.invariants).some((r) => r.status === 'fail')) return 'VIOLATIONS';
+  if (allReports(summary).some((r) => r.status === 'fail')) return 'VIOLATIONS';
   if (!summary.ok) return 'INCONCLUSIVE';
   if (facts.jobs.neverCharged > 0) return 'QUEUE NOT DRAINED';
   return 'PASS';
@@ -51,8 +51,9 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
   const count = (kinds: readonly OpKind[]) => kinds.reduce((n, k) => n + summary.operations[k].ok + summary.operations[k].fail + summary.operations[k].unknown, 0);
   const writes = count(['write']);
   const permitOps = count(PERMIT_OP_KINDS);
-  const invariantIds = Object.keys(summary.invariants);
-  const violations = Object.values(summary.invariants).reduce((n, r) => n + r.violations.length, 0);
+  const reports = allReports(summary);
+  const invariantIds = reports.map((r) => r.id);
+  const violations = reports.reduce((n, r) => n + r.violations.length, 0);
 
   const out: string[] = [];
   out.push('leasehold chaos run');
@@ -61,7 +62,9 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
       `ttl ${o.ttlMs} ms · skew bound ${o.clockSkewBoundMs} ms · ${o.jobRate} jobs/s per lease`,
   );
   out.push(`  API instances (initial clock offsets): ${facts.apiOffsetsMs.map((ms, i) => `api-${i + 1} ${ms >= 0 ? '+' : ''}${ms} ms`).join(', ')}`);
+  if (o.groupPartitions > 0) out.push(`  lease group: every worker a member, the leases above its ${o.groupPartitions} partitions (--groups)`);
   if (o.unsafeNoFence) out.push('  UNSAFE: --unsafe-no-fence (writes were sent without the fence condition)');
+  if (o.unsafeSlowMemberClocks) out.push('  UNSAFE: --unsafe-slow-member-clocks (the members’ clocks ran slow)');
   if (o.unsafeClockOffsetMs !== undefined) out.push(`  UNSAFE: --unsafe-clock-offset ${o.unsafeClockOffsetMs} ms on api-1 (beyond the bound)`);
   if (facts.interrupted) out.push('  interrupted with Ctrl-C: the fault phase was cut short');
   out.push(`  output: ${facts.outDir}`);
@@ -101,14 +104,14 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
   out.push(
     `time: setup ${s(facts.timings.setupMs)}, faults ${s(facts.timings.faultPhaseMs)}, drain ${s(facts.timings.drainMs)}, check ${s(facts.timings.checkMs)}`,
   );
-  out.push('files: history.jsonl, final-jobs.json, timeline.svg, summary.json, journals/, logs/');
+  out.push(`files: history.jsonl, final-jobs.json, ${o.groupPartitions > 0 ? 'ownership.jsonl, ' : ''}timeline.svg, summary.json, journals/, logs/`);
   out.push('');
   const scope =
     `${invariantIds.length} invariants (${invariantIds.join(', ')}) checked over ${totalOps} operations ` +
     `(${totalOps - writes - permitOps} lease operations, ${permitOps} permit operations, ${writes} fenced writes) and ${j.enqueued} jobs`;
   const line: Record<Verdict, string> = {
     PASS: `PASS — ${scope}: none was violated.`,
-    VIOLATIONS: `VIOLATIONS FOUND — ${scope}: ${violations} violations of ${Object.values(summary.invariants)
+    VIOLATIONS: `VIOLATIONS FOUND — ${scope}: ${violations} violations of ${reports
       .filter((r) => r.status === 'fail')
       .map((r) => r.id)
       .join(', ')} (listed above).`,
@@ -136,6 +139,8 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
       unsafeClockOffsetMs: o.unsafeClockOffsetMs ?? null,
       semaphoreLimit: o.semaphoreLimit,
       priorities: o.priorities,
+      groupPartitions: o.groupPartitions,
+      unsafeSlowMemberClocks: o.unsafeSlowMemberClocks,
       interrupted: facts.interrupted,
     },
     operations: { total: totalOps, byKind: summary.operations },
@@ -148,9 +153,8 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
       skipped: facts.skipped,
       events: summary.faults,
     },
-    invariants: Object.fromEntries(
-      Object.values(summary.invariants).map((r) => [r.id, { title: r.title, status: r.status, checked: r.checked, violations: r.violations.length }]),
-    ),
+    invariants: Object.fromEntries(reports.map((r) => [r.id, { title: r.title, status: r.status, checked: r.checked, violations: r.violations.length }])),
+    groups: summary.groups?.stats ?? null,
     failover: { count: summary.failover.count, p50Ms: summary.failover.p50Ms, p99Ms: summary.failover.p99Ms, maxMs: summary.failover.maxMs, pending: summary.failover.pending },
     jobs: facts.jobs,
     leadership: { elections: facts.leadership.elections, yielded: facts.leadership.yielded },

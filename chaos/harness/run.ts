@@ -6,11 +6,14 @@ import { defaultSemaphoreTableName } from '../../functions/config.js';
 import { ensureLeaseTable, ensureSemaphoreTable } from '../../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
 import { checkHistory } from '../checker/index.js';
+import { reownershipBoundMs } from '../checker/partition-ownership.js';
 import type { CheckSummary } from '../checker/report.js';
 import { harnessNowMs, timeOriginErrorMs } from '../harness-clock.js';
 import { openHistoryWriter, type EventRecord, type FaultKind, type MetaRecord } from '../history.js';
+import { formatOwnership, type OwnershipLog } from '../ownership.js';
 import { renderTimelineSvg } from '../timeline-svg.js';
 import { ApiNode, DatabaseNode, WorkerNode, reservePorts } from './cluster.js';
+import { CHAOS_GROUP, UNSAFE_MEMBER_CLOCK_RATE, balanceEveryMsFor, groupLeases, ownershipRecordsOf } from './groups.js';
 import { JobProducer, countUnchargedJobs, createJobsTable, dumpFinalJobs } from './jobs.js';
 import { mergeJournals, openJournal } from './journal.js';
 import { initialOffsets, planFaults, warmupMs } from './nemesis.js';
@@ -50,7 +53,17 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
   mkdirSync(journalDir, { recursive: true });
   mkdirSync(logDir, { recursive: true });
 
-  const leases = LEASE_NAMES.slice(0, options.leases).map((name) => (options.batch ? `${BATCH_PREFIX}${name}` : name));
+  // With a group, the leases are its partitions': the jobs, the nemesis's aim and the checks treat them as any lease.
+  const group =
+    options.groupPartitions > 0
+      ? {
+          partitions: options.groupPartitions,
+          balanceEveryMs: balanceEveryMsFor(options.ttlMs),
+          ...(options.unsafeSlowMemberClocks ? { unsafeClockRate: UNSAFE_MEMBER_CLOCK_RATE } : {}),
+        }
+      : undefined;
+  const leases =
+    group === undefined ? LEASE_NAMES.slice(0, options.leases).map((name) => (options.batch ? `${BATCH_PREFIX}${name}` : name)) : groupLeases(group.partitions);
   const semaphore = options.semaphoreLimit > 0 ? { name: SEMAPHORE_NAME, limit: options.semaphoreLimit } : undefined;
   const t0 = performance.now();
   const elapsed = () => `[${((performance.now() - t0) / 1000).toFixed(1).padStart(6)}s]`;
@@ -63,7 +76,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     durationMs: options.durationMs,
     ttlMs: options.ttlMs,
     workers: options.workers,
-    leases: options.leases,
+    leases: leases.length,
     apiInstances: options.apiInstances,
     clockSkewBoundMs: options.clockSkewBoundMs,
     faultEveryMs: options.faultEveryMs,
@@ -87,9 +100,11 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
   print(
     `leasehold chaos: seed ${options.seed}, ${seconds(options.durationMs)} of faults, ${options.workers} workers, ` +
       `leases ${leases.join(', ')}, ${semaphore === undefined ? 'no semaphore' : `semaphore ${semaphore.name} (limit ${semaphore.limit})`}, ` +
-      `ttl ${options.ttlMs} ms, skew bound ${options.clockSkewBoundMs} ms, ${options.fenceMode} fencing${options.batch ? ', batched renewals' : ''}${options.priorities ? ', priorities' : ''}, ${plan.length} faults planned`,
+      `ttl ${options.ttlMs} ms, skew bound ${options.clockSkewBoundMs} ms, ${options.fenceMode} fencing${options.batch ? ', batched renewals' : ''}${options.priorities ? ', priorities' : ''}` +
+      `${group === undefined ? '' : `, lease group "${CHAOS_GROUP}" of ${group.partitions} partitions`}, ${plan.length} faults planned`,
   );
   if (options.unsafeNoFence) print('UNSAFE: workers write WITHOUT the fence (--unsafe-no-fence): the checker must report violations');
+  if (options.unsafeSlowMemberClocks) print(`UNSAFE: the members' clocks run at ${UNSAFE_MEMBER_CLOCK_RATE} of real time (--unsafe-slow-member-clocks): the checker must report violations`);
   if (options.unsafeClockOffsetMs !== undefined) {
     print(`UNSAFE: api-1 runs with clock offset ${options.unsafeClockOffsetMs} ms, beyond the bound (--unsafe-clock-offset): the checker must report violations`);
   }
@@ -194,6 +209,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
           ...(options.batch ? { batchPrefix: BATCH_PREFIX } : {}),
           ...(semaphore === undefined ? {} : { semaphore }),
           ...(options.priorities ? { prioritiesOf: (incarnation: string) => prioritiesOf(options.seed, incarnation, leases) } : {}),
+          ...(group === undefined ? {} : { group }),
           onMessage,
           onExit,
           onRequestBytes: (node, data, via) => nemesis?.onRequestBytes(node, data, via),
@@ -203,7 +219,10 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     await Promise.all(workers.map((w) => w.openProxies()));
     await Promise.all(workers.map((w) => w.start()));
     timings.setupMs = performance.now() - t0;
-    log(`${workers.length} workers up (each behind its own proxies), campaigning for ${leases.join(', ')}${semaphore === undefined ? '' : ` and a permit of ${semaphore.name}`}`);
+    log(
+      `${workers.length} workers up (each behind its own proxies), ${group === undefined ? 'campaigning for' : `members of group ${CHAOS_GROUP}, sharing`} ${leases.join(', ')}` +
+        `${semaphore === undefined ? '' : ` and a permit of ${semaphore.name}`}`,
+    );
     if (options.priorities) {
       log(`priorities (a restarted worker draws again): ${workers.map((w) => `${w.name} ${leases.map((l) => prioritiesOf(options.seed, w.name, leases)[l]).join('/')}`).join(', ')}`);
     }
@@ -233,12 +252,15 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     await nemesis.healAll();
     await db.ensureRunning();
     await Promise.all(workers.filter((w) => !w.alive).map((w) => w.start().catch((e: unknown) => log(`restart of ${w.name} failed: ${(e as Error).message}`))));
+    // Every fault healed, every process running: G2's window opens (and lasts at least its bound, below).
+    const healedAtMs = harnessNowMs();
+    const watchGroupUntil = group === undefined ? 0 : performance.now() + reownershipBoundMs(options.ttlMs, group.balanceEveryMs);
     await producer.stop();
     const drainStart = performance.now();
     const drainLimitMs = Math.max(60_000, 30 * options.ttlMs);
     let uncharged = await countAllUncharged(doc, leases).catch(() => Infinity);
     log(`draining the queue: ${Number.isFinite(uncharged) ? uncharged : 'some'} jobs not yet charged`);
-    while (uncharged > 0 && performance.now() - drainStart < drainLimitMs && !(interrupted && performance.now() - drainStart > 5_000)) {
+    while ((uncharged > 0 || performance.now() < watchGroupUntil) && performance.now() - drainStart < drainLimitMs && !(interrupted && performance.now() - drainStart > 5_000)) {
       await sleep(500);
       uncharged = await countAllUncharged(doc, leases).catch(() => uncharged);
     }
@@ -246,6 +268,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     clearInterval(status);
     log(uncharged === 0 ? `queue drained in ${seconds(timings.drainMs)}` : `queue NOT drained after ${seconds(timings.drainMs)}: ${uncharged} jobs never charged`);
     stopping = true;
+    const stoppingAtMs = harnessNowMs();
     await Promise.all(workers.map((w) => w.terminate(options.ttlMs * 5)));
     log('workers stopped (SIGTERM: each released its leases)');
 
@@ -261,13 +284,22 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     const runText =
       `seed ${options.seed}, ${seconds(options.durationMs)} of faults, ${options.workers} workers, ttl ${options.ttlMs} ms, ` +
       `api offsets ${offsets.map(signed).join('/')} ms, ${options.fenceMode} fencing${semaphore === undefined ? '' : `, semaphore limit ${semaphore.limit}`}${options.priorities ? ', priorities' : ''}${options.unsafeNoFence ? ', UNSAFE no fence' : ''}` +
-      `${options.unsafeClockOffsetMs !== undefined ? `, UNSAFE api-1 offset ${options.unsafeClockOffsetMs} ms` : ''}`;
+      `${options.unsafeClockOffsetMs !== undefined ? `, UNSAFE api-1 offset ${options.unsafeClockOffsetMs} ms` : ''}` +
+      `${group === undefined ? '' : `, group of ${group.partitions} partitions`}${options.unsafeSlowMemberClocks ? ', UNSAFE slow member clocks' : ''}`;
     const meta: MetaRecord = { type: 'meta', ttlMs: options.ttlMs, clockSkewMs: options.clockSkewBoundMs, run: runText };
     const merged = mergeJournals([harnessJournalPath, ...workers.flatMap((w) => w.journals)], meta);
     const historyPath = join(outDir, 'history.jsonl');
     const writer = openHistoryWriter(historyPath);
     for (const record of merged.records) writer.append(record);
     writer.close();
+    let ownership: OwnershipLog | undefined;
+    if (group !== undefined) {
+      ownership = {
+        group: { type: 'group', group: CHAOS_GROUP, leases, ttlMs: options.ttlMs, balanceEveryMs: group.balanceEveryMs, healedAtMs: interrupted ? null : healedAtMs, stoppingAtMs },
+        records: ownershipRecordsOf(merged.notes),
+      };
+      writeFileSync(join(outDir, 'ownership.jsonl'), formatOwnership(ownership));
+    }
 
     const checkStart = performance.now();
     const summary = checkHistory(merged.records, {
@@ -275,6 +307,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
       ttlMs: options.ttlMs,
       finalJobs,
       source: historyPath,
+      ...(ownership === undefined ? {} : { ownership }),
     });
     timings.checkMs = performance.now() - checkStart;
     const svg = renderTimelineSvg(merged.records, {

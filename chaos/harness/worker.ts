@@ -8,6 +8,7 @@ import { createSemaphore, type Semaphore } from '../../client/src/semaphore.js';
 import type { TermInfo } from '../../client/src/term-events.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
 import { harnessNowMs, monotonicToHarnessMs, timeOriginErrorMs } from '../harness-clock.js';
+import { ChaosGroupMember, type Holding } from './groups.js';
 import { EPOCHS_TABLE, chargeCommand, claimCommand, epochChargeItem, unchargedJobs, type JobRow } from './jobs.js';
 import { openJournal } from './journal.js';
 import type { FenceMode } from './options.js';
@@ -29,6 +30,10 @@ import { networkCode, recordingFetch } from './recording-fetch.js';
  * With priorities (`--priorities`), each Leader campaigns at this incarnation's priority for its
  * lease and yields (the SDK's default `yieldTo`) to a higher-priority claimant: its term ends with
  * `yielded` and it hands the lease off. While it leads, it proclaims new metadata now and then.
+ *
+ * With a group (`--groups`), the worker runs no Leaders: it is a member of the lease group
+ * (groups.ts), `leases` are the partitions' lease names, and it works the queue of each partition
+ * it owns, fenced by that partition's token, exactly as a leader works its lease's.
  */
 
 export interface WorkerConfig {
@@ -50,6 +55,8 @@ export interface WorkerConfig {
   semaphore?: { name: string; limit: number };
   /** `--priorities`: the priority of each lease's Leader; leaders then also proclaim now and then. */
   priorities?: Record<string, number>;
+  /** `--groups`: be a member of the lease group of this many partitions (`leases` are their lease names) instead of running Leaders. */
+  group?: { partitions: number; balanceEveryMs: number; unsafeClockRate?: number };
 }
 
 /** Messages to the harness (IPC). */
@@ -76,8 +83,10 @@ journal.note(name, { kind: 'start', pid: process.pid, timeOriginErrorMs: timeOri
 
 const leaders = new Map<string, Leader>();
 let semaphore: Semaphore | undefined;
-/** The fail-closed deadline of this worker's term of a lease, or of its permit of the semaphore. */
+let member: ChaosGroupMember | undefined;
+/** The fail-closed deadline of this worker's term of a lease (a group's partition or membership), or of its permit of the semaphore. */
 const deadlineOf = (leaseOrSemaphore: string): number | null => {
+  if (member !== undefined && leaseOrSemaphore !== semaphore?.name) return member.deadlineOf(leaseOrSemaphore);
   const remaining = (leaseOrSemaphore === semaphore?.name ? semaphore.remainingMs() : leaders.get(leaseOrSemaphore)?.remainingMs()) ?? 0;
   return remaining > 0 ? monotonicToHarnessMs(performance.now() + remaining) : null;
 };
@@ -113,7 +122,32 @@ let proclaims = 0;
 /** `--fence epoch`: the epoch record of each lease, in the jobs store. */
 const epochs = new Map<string, DynamoDBEpoch>();
 
-for (const lease of config.leases) {
+/** Works a lease's queue for one term (work loops end with their term; SIGTERM waits for them). */
+function startWork(lease: string, holding: Holding, term: TermInfo): void {
+  const loop = work(lease, holding, term).catch((error: unknown) => {
+    process.stderr.write(`${name}: work loop for ${lease} failed: ${(error as Error).stack ?? String(error)}\n`);
+  });
+  workLoops.add(loop);
+  void loop.finally(() => workLoops.delete(loop));
+}
+
+if (config.group !== undefined) {
+  member = new ChaosGroupMember({
+    client,
+    name,
+    partitions: config.group.partitions,
+    ttlMs,
+    balanceEveryMs: config.group.balanceEveryMs,
+    journal,
+    ...(config.group.unsafeClockRate === undefined ? {} : { clockRate: config.group.unsafeClockRate }),
+    onAssigned: (lease, holding, term) => {
+      send({ type: 'elected', name, lease, token: term.token });
+      startWork(lease, holding, term);
+    },
+    onRevoked: (lease, reason, token) => send({ type: 'lost', name, lease, token, reason }),
+  });
+}
+for (const lease of config.group === undefined ? config.leases : []) {
   const epoch = config.fenceMode === 'epoch' ? dynamodbEpoch(db, { tableName: EPOCHS_TABLE, key: { lease } }) : undefined;
   if (epoch !== undefined) epochs.set(lease, epoch);
   const priority = config.priorities?.[lease];
@@ -128,11 +162,7 @@ for (const lease of config.leases) {
     ...(epoch !== undefined ? { fence: journalledFence(lease, epoch) } : {}),
     onElected: (term) => {
       send({ type: 'elected', name, lease, token: term.token });
-      const loop = work(lease, leader, term).catch((error: unknown) => {
-        process.stderr.write(`${name}: work loop for ${lease} failed: ${(error as Error).stack ?? String(error)}\n`);
-      });
-      workLoops.add(loop);
-      void loop.finally(() => workLoops.delete(loop));
+      startWork(lease, leaderHolding(leader), term);
       if (priority !== undefined) void proclaimNowAndThen(leader, term.signal);
     },
     onLost: (reason, term) => {
@@ -153,6 +183,20 @@ for (const lease of config.leases) {
 }
 if (config.semaphore !== undefined) semaphore = holdPermits(config.semaphore);
 send({ type: 'ready', name });
+
+/** A Leader as a work loop's Holding: stepping down is resigning and campaigning again. */
+function leaderHolding(leader: Leader): Holding {
+  return {
+    get token() {
+      return leader.token;
+    },
+    remainingMs: () => leader.remainingMs(),
+    async stepDown() {
+      await leader.resign();
+      if (!stopping) leader.start();
+    },
+  };
+}
 
 /**
  * Campaigns for a permit of the semaphore through the same journalled client; holds each permit
@@ -204,7 +248,7 @@ const describeTimer = setInterval(() => {
  * it. Stops when the term ends. Jobs whose claim or charge got no answer are left for a later term
  * (see jobs.ts); if nothing else is left, the worker resigns so that a new term can settle them.
  */
-async function work(lease: string, leader: Leader, term: TermInfo): Promise<void> {
+async function work(lease: string, holding: Holding, term: TermInfo): Promise<void> {
   const { token, signal } = term;
   const inDoubt = new Set<string>();
   let fromSeq = 1;
@@ -222,8 +266,7 @@ async function work(lease: string, leader: Leader, term: TermInfo): Promise<void
       if (inDoubt.size > 0 && found.jobs.length > 0) {
         // Only doubtful jobs are left: give the lease up, so the next term's claims fence off
         // whatever of ours may still be in flight, and that term can finish them.
-        await leader.resign();
-        if (!stopping) leader.start();
+        await holding.stepDown();
         return;
       }
       if (!(await pause(100, signal))) return;
@@ -233,7 +276,7 @@ async function work(lease: string, leader: Leader, term: TermInfo): Promise<void
     // A claim charges nothing, so one whose answer was lost is simply tried again. With an epoch,
     // the term's epoch claim already fenced off every older charge: the job read above is final.
     if (config!.fenceMode === 'item') {
-      const claim = await fencedWrite(lease, leader, token, job, 'claim');
+      const claim = await fencedWrite(lease, holding, token, job, 'claim');
       if (claim === 'not-leading' || claim === 'fenced-out') return;
       if (claim === 'unknown' || claim === 'failed') {
         if (!(await pause(50, signal))) return;
@@ -245,7 +288,7 @@ async function work(lease: string, leader: Leader, term: TermInfo): Promise<void
     // "Call the payment provider": the time a stale leader has to be overtaken.
     if (!(await pause(50 + Math.random() * 100, signal))) return;
 
-    const charge = await fencedWrite(lease, leader, token, job, 'charge');
+    const charge = await fencedWrite(lease, holding, token, job, 'charge');
     if (charge === 'not-leading' || charge === 'fenced-out') return;
     if (charge === 'unknown' || charge === 'failed') {
       inDoubt.add(job.job);
@@ -261,10 +304,10 @@ type WriteResult = JobRow | 'not-leading' | 'fenced-out' | 'failed' | 'unknown';
  * One fenced write, journalled. Fail-closed: it is sent only if the term is still ours and its
  * local deadline has not passed, and the deadline is recorded with it (invariant I4).
  */
-async function fencedWrite(lease: string, leader: Leader, token: number, job: JobRow, kind: 'claim' | 'charge'): Promise<WriteResult> {
+async function fencedWrite(lease: string, holding: Holding, token: number, job: JobRow, kind: 'claim' | 'charge'): Promise<WriteResult> {
   const nowMono = performance.now();
-  const remaining = leader.remainingMs();
-  if (leader.token !== token || remaining <= 0) return 'not-leading';
+  const remaining = holding.remainingMs();
+  if (holding.token !== token || remaining <= 0) return 'not-leading';
   const command = (kind === 'claim' ? claimCommand : chargeCommand)(job, name, token, !config!.unsafeNoFence);
   const id = journal.invoke({
     type: 'op',
@@ -350,7 +393,7 @@ function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 process.once('SIGTERM', () => {
   stopping = true;
   clearInterval(describeTimer);
-  const stopped = Promise.all([...[...leaders.values()].map((l) => l.stop()), semaphore?.stop()]).then(() => Promise.all([...workLoops]));
+  const stopped = Promise.all([...[...leaders.values()].map((l) => l.stop()), member?.stop(), semaphore?.stop()]).then(() => Promise.all([...workLoops]));
   const limit = new Promise((resolve) => setTimeout(resolve, ttlMs * 3));
   void Promise.race([stopped, limit]).finally(() => {
     journal.note(name, { kind: 'exit', timeOriginErrorMs: timeOriginErrorMs() });

@@ -6,13 +6,16 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readHistory, type LocatedRecord, type OpKind, type OpRecord } from '../../chaos/history.js';
 import type { CoordinationStats } from '../../chaos/checker/coordination-stats.js';
+import { beliefsOf } from '../../chaos/checker/partition-ownership.js';
+import type { GroupStats } from '../../chaos/checker/report.js';
 import { FAULT_CHOICES } from '../../chaos/harness/nemesis.js';
+import { readOwnership, type OwnershipLog } from '../../chaos/ownership.js';
 
 /**
  * The chaos harness end to end: real worker processes, API servers, DynamoDB Local (killed -9
  * on purpose), fault proxies, real time. Bounded runs with fixed seeds: a correct one, which must
  * inject every kind of fault and find nothing; others that stress one feature each (epoch fencing,
- * batched renewals, revokes and semaphores, priorities with claims, yields and proclaims); and runs with the fence switched off, which the
+ * batched renewals, revokes and semaphores, priorities with claims, yields and proclaims, lease groups); and runs with the fence switched off, which the
  * checker must catch. Durations are short for CI; `npm run chaos -- --duration 30m` is the
  * long run (see docs/chaos.md).
  */
@@ -33,6 +36,8 @@ interface HarnessRun {
     jobs: { enqueued: number; chargedOnce: number; chargedMoreThanOnce: number; neverCharged: number };
     check: { invariants: Record<string, { violations: Array<{ message: string }> }>; coordination: CoordinationStats };
     leadership: { elections: number; yielded: Array<{ process: string; lease: string; token: number }> };
+    /** `--groups` runs: what the lease group did (null otherwise). */
+    groups: GroupStats | null;
   };
 }
 
@@ -275,5 +280,63 @@ describe('a chaos run with epoch claims whose charges skip the epoch check (--fe
     expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 1, verdict: 'VIOLATIONS' });
     expect(run.summary.invariants.I5!.status).toBe('fail');
     expect(run.summary.check.invariants.I5!.violations.map((v) => v.message).join('\n')).toMatch(/^job \S+ /m);
+  });
+});
+
+/** A seed whose 20 s plan aims pauses, kills and partitions at partitions' owners (`npm run chaos -- --groups --duration 20s --seed …`). */
+const SEED_GROUPS = '20261901';
+
+describe('a bounded chaos run of a lease group (--groups)', () => {
+  let run: HarnessRun;
+  let ownership: OwnershipLog;
+  let history: LocatedRecord[];
+  const groups = () => run.summary.groups!;
+  beforeAll(async () => {
+    // Five members share 8 partitions of the group "chaos" while the nemesis pauses, kills and cuts
+    // them off (aiming at partitions' owners), restarts the API and the database, and revokes.
+    run = await runHarness(['--duration', '20s', '--seed', SEED_GROUPS, '--groups']);
+    ownership = readOwnership(join(run.out, 'ownership.jsonl'));
+    history = await readHistory(join(run.out, 'history.jsonl'));
+  }, RUN_TIMEOUT_MS);
+  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+
+  it('ends with exit status 0 and the verdict PASS: G1, G2 and every other invariant checked, none violated', () => {
+    expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
+    for (const [id, report] of Object.entries(run.summary.invariants)) {
+      expect({ id, status: report.status, violations: report.violations }).toEqual({ id, status: 'pass', violations: 0 });
+    }
+    expect(run.summary.invariants.G1!.checked).toBeGreaterThan(10);
+    expect(run.summary.invariants.G2!.checked).toBe(8);
+  });
+
+  it('hurt the members: pauses, kills and partitions of members while they owned partitions, whose ownerships then ended', () => {
+    expect(run.summary.faults.total).toBeGreaterThanOrEqual(5);
+    const beliefs = beliefsOf(ownership.records);
+    const owning = (process: string, atMs: number) => beliefs.some((b) => b.process === process && b.startMs <= atMs && atMs < b.endMs);
+    const hits = history.flatMap((e) =>
+      e.record.type === 'event' && ['stop', 'kill', 'partition'].includes(e.record.kind) && owning(e.record.target, e.record.atMs) ? [e.record.kind] : [],
+    );
+    expect(hits.length, 'faults that hit a member owning partitions').toBeGreaterThanOrEqual(1);
+    const { endings } = groups();
+    expect((endings.expired ?? 0) + (endings.paused ?? 0) + (endings.deadline ?? 0), JSON.stringify(endings)).toBeGreaterThanOrEqual(1);
+  });
+
+  it('moved partitions between members, handing some off, and every partition had an owner again soon after the heal', () => {
+    const stats = groups();
+    expect(stats.moves, JSON.stringify(stats)).toBeGreaterThanOrEqual(4);
+    expect(stats.members).toBeGreaterThanOrEqual(5);
+    expect((stats.endings.released ?? 0) + (stats.endings.stopped ?? 0), JSON.stringify(stats.endings)).toBeGreaterThanOrEqual(1);
+    expect(stats.afterHeal!.firstOwnerMaxMs).toBeLessThan(stats.afterHeal!.boundMs);
+    expect(stats.afterHeal!.windowMs).toBeGreaterThanOrEqual(stats.afterHeal!.boundMs);
+    expect(ownership.group).toMatchObject({ group: 'chaos', leases: Array.from({ length: 8 }, (_, i) => `chaos.p.${i}`), ttlMs: 2_000, balanceEveryMs: 1_000 });
+  });
+
+  it('worked each partition’s jobs fenced by that partition’s token, and charged every job exactly once', () => {
+    const writes = history.flatMap((e) => (e.record.type === 'op' && e.record.op === 'write' ? [e.record] : []));
+    expect(new Set(writes.map((w) => w.lease)).size).toBeGreaterThanOrEqual(6);
+    expect(writes.every((w) => w.lease.startsWith('chaos.p.'))).toBe(true);
+    const { jobs } = run.summary;
+    expect(jobs.enqueued).toBeGreaterThan(20);
+    expect(jobs).toMatchObject({ chargedOnce: jobs.enqueued, chargedMoreThanOnce: 0, neverCharged: 0 });
   });
 });
