@@ -142,6 +142,8 @@ const AIM_EARLY_MS = 10;
 const LIVE_SHARE_OF_TTL = 0.5;
 /** A membership with less than this share of its ttl left has probably missed a renewal: watch it closely. */
 const SUSPECT_SHARE_OF_TTL = 0.6;
+/** A read prompted by a push waits at most this long for the rest of its burst (see `pushedReadDelayMs`). */
+const PUSHED_READ_DELAY_MS = 250;
 /** The most acquires one member has in flight: a member that sees only itself at start must not flood the server (its renewals share it). */
 const MAX_ACQUIRES_IN_FLIGHT = 8;
 
@@ -158,6 +160,12 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
   private readonly partitionOf = new Map<Term, string>();
   private membership: Term | undefined;
   private readonly balanceEveryMs: number;
+  /**
+   * How long a read prompted by a release waits for the rest of its burst: a leaving member's
+   * handoffs and its membership's release arrive together, and one read after the receivers'
+   * acquires beats four reads racing them for the server.
+   */
+  private readonly pushedReadDelayMs: number;
   /** The rhythm every renewal is aligned to (monotonic ms), set by the first membership grant. */
   private beatAnchorMs: number | undefined;
   private started = false;
@@ -167,13 +175,14 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
   private readonly acquiring = new Set<string>();
   private readonly acquireQueue: string[] = [];
   private acquiresInFlight = 0;
-  /** From the last read: each other live member's holder → when (monotonic ms) it stops being live, and what it owns. */
-  private knownMembers = new Map<string, { liveUntilMs: number; owned: number }>();
+  /** From the last read: each other live member's holder → when (monotonic ms) its membership runs out, and what it owns. */
+  private knownMembers = new Map<string, { expiresAtMs: number; owned: number }>();
   private readonly aimed = new Map<string, CancelTimer>();
   private cancelRead: CancelTimer | undefined;
   private readAtMs = Number.POSITIVE_INFINITY;
   private reading: Promise<void> | undefined;
-  private readAgain = false;
+  /** A read asked for while one was in flight: how soon to read again after it. */
+  private readAgainMs: number | undefined;
   private cancelJoin: CancelTimer | undefined;
   /** Partition → when a read first saw it free, for the fallback when its planned taker never comes. */
   private readonly freeSince = new Map<string, number>();
@@ -203,6 +212,7 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
     this.memberCtx.request.group = this.group;
     this.balanceEveryMs = options.balanceEveryMs ?? Math.round(this.memberCtx.timing.ttlMs / 2);
     expectPositive('balanceEveryMs', this.balanceEveryMs);
+    this.pushedReadDelayMs = Math.min(PUSHED_READ_DELAY_MS, this.balanceEveryMs / 4);
     const watch = options.watch;
     this.ownsWatch = typeof watch === 'string' || watch instanceof URL;
     if (watch === undefined) this.watch = undefined;
@@ -330,7 +340,8 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
   private requestRead(delayMs: number): void {
     if (this.stopped || !this.started) return;
     if (this.reading !== undefined) {
-      if (delayMs === 0) this.readAgain = true;
+      // Asked for while a read is in flight: that read may have missed what prompted this one.
+      this.readAgainMs = Math.min(this.readAgainMs ?? Number.POSITIVE_INFINITY, delayMs);
       return;
     }
     const { clock } = this.memberCtx;
@@ -343,10 +354,9 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
       this.readAtMs = Number.POSITIVE_INFINITY;
       this.reading = this.readAndBalance().then((nextMs) => {
         this.reading = undefined;
-        if (this.readAgain) {
-          this.readAgain = false;
-          this.requestRead(0);
-        } else this.requestRead(nextMs);
+        const again = this.readAgainMs;
+        this.readAgainMs = undefined;
+        this.requestRead(Math.min(nextMs, again ?? Number.POSITIVE_INFINITY));
       });
     });
   }
@@ -396,7 +406,7 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
         // before they expire. Reads every half ttl land in that window anyway unless delayed; this
         // covers the delay without a read per member per interval.
         if (lease.remainingMs < lease.ttlMs * SUSPECT_SHARE_OF_TTL) nextMs = Math.min(nextMs, lease.remainingMs - lease.ttlMs * LIVE_SHARE_OF_TTL + 1);
-        this.knownMembers.set(lease.holder, { liveUntilMs: now + lease.remainingMs - lease.ttlMs * LIVE_SHARE_OF_TTL, owned: 0 });
+        this.knownMembers.set(lease.holder, { expiresAtMs: now + lease.remainingMs, owned: 0 });
       }
     }
     if (isMember) members.push({ id: this.memberId, holder: this.holder });
@@ -583,10 +593,11 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
             if (event.name.startsWith(partitionPrefix)) {
               const partition = event.name.slice(partitionPrefix.length);
               if (event.type === 'handoff' && event.to === this.holder && this.partitionSet.has(partition) && this.isMember()) this.take(partition, true);
-              else if (event.type === 'released' || (event.type === 'revoked' && event.revoked?.force === true)) this.requestRead(0);
+              else if (event.type === 'released' || (event.type === 'revoked' && event.revoked?.force === true)) this.requestRead(this.pushedReadDelayMs);
             } else if (event.name.startsWith(memberPrefix) && event.holder !== this.holder && (event.type === 'acquired' || event.type === 'released' || event.type === 'handoff')) {
-              // A member joined or left: the plan changes for everyone.
-              this.requestRead(0);
+              // A member joined (its membership is its ask for partitions: read at once) or left
+              // (its handoffs are under way: read once they have landed).
+              this.requestRead(event.type === 'acquired' ? 0 : this.pushedReadDelayMs);
             }
           },
           live: () => this.requestRead(0),
@@ -644,13 +655,14 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
   }
 
   /**
-   * The other live members and how many partitions each owns: from the last read while its members
-   * are still live by it (a read is at most `balanceEveryMs` old, and leaving must not wait for
-   * another), else from one fresh read.
+   * The other live members and how many partitions each owns: from the last read (at most
+   * `balanceEveryMs` old; leaving must not wait for another), those whose membership has not run
+   * out since; one fresh read if none is left. A member that died since that read gets handoffs it
+   * will not take: their reservations lapse after a ttl and the others take them then.
    */
   private async otherMembers(): Promise<Array<{ holder: string; owned: number }>> {
     const now = this.memberCtx.clock.nowMs();
-    const known = [...this.knownMembers.entries()].filter(([, m]) => m.liveUntilMs > now);
+    const known = [...this.knownMembers.entries()].filter(([, m]) => m.expiresAtMs > now);
     if (known.length > 0) return known.map(([holder, m]) => ({ holder, owned: m.owned }));
     let leases: PublicLease[];
     try {
