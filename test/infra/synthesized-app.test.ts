@@ -188,6 +188,8 @@ describe('cdk synth (pinned CLI, offline)', () => {
         ...ROUTES.filter((r) => /\{(name|prefix|group)\}/.test(r.path) && !ADMIN_ROUTE_IDS.has(r.id)).map(
           (r) => `${API_ARN}/${r.method}${r.path.replace(/\{(name|prefix|group)\}/, 'team-a.*')}`,
         ),
+        // The group the prefix names: its leases are exactly the names under team-a.
+        `${API_ARN}/GET/v1/groups/team-a`,
         `${WATCH_ARN}/$connect`,
       ].sort(),
     );
