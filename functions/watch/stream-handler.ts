@@ -73,8 +73,8 @@ export function createStreamHandler(deps: WatchDeps) {
   };
 }
 
-async function publish(deps: WatchDeps, subscribersOf: (name: string) => Promise<Subscriber[]>, event: LeaseEvent): Promise<void> {
-  const subscribers = await subscribersOf(event.name);
+async function publish(deps: WatchDeps, subscribersOf: (name: string, renewal: boolean) => Promise<Subscriber[]>, event: LeaseEvent): Promise<void> {
+  const subscribers = await subscribersOf(event.name, event.type === 'renewed');
   const message: WatchMessage = { type: 'event', event };
   const data = JSON.stringify(message);
   await Promise.all(

@@ -20,6 +20,12 @@ export const SUBSCRIPTION_TABLE_SCHEMA = {
 } as const;
 
 const PREFIXES_PARTITION = 'prefixes';
+/**
+ * One item per subscription that asked for `renewed` events (`n#<name>#<connection>` or
+ * `p#<prefix>#<connection>`), so the stream consumer can tell in one query per batch that nobody
+ * wants a renewal, without a query per renewed lease. A busy table's stream is mostly renewals.
+ */
+const RENEWED_PARTITION = 'renewed';
 const SCOPE_SORT_KEY = 'scope';
 const DEFAULT_TTL_MS = 3 * 60 * 60 * 1000;
 
@@ -44,6 +50,8 @@ interface SubscriptionItem {
   sk: string;
   connectionId: string;
   prefix?: string;
+  /** In the `renewed` partition: the lease name a subscription watches by name. */
+  name?: string;
   renewed: boolean;
   expireAt: number;
 }
@@ -57,6 +65,10 @@ export class SubscriptionStore {
       ...names.map((name) => ({ pk: `name#${name}`, sk: connectionId, connectionId, renewed, expireAt })),
       ...prefixes.map((prefix) => ({ pk: PREFIXES_PARTITION, sk: `${prefix}#${connectionId}`, connectionId, prefix, renewed, expireAt })),
     ];
+    if (renewed) {
+      for (const name of names) items.push({ pk: RENEWED_PARTITION, sk: `n#${name}#${connectionId}`, connectionId, name, renewed, expireAt });
+      for (const prefix of prefixes) items.push({ pk: RENEWED_PARTITION, sk: `p#${prefix}#${connectionId}`, connectionId, prefix, renewed, expireAt });
+    }
     await Promise.all(items.map((Item) => this.options.client.send(new PutCommand({ TableName: this.options.tableName, Item }))));
   }
 
@@ -84,22 +96,36 @@ export class SubscriptionStore {
    * watchers once (a batch carries many records of few names: a lease group member's renewals, a
    * run of handoffs), instead of two queries per record.
    */
-  lookup(): (name: string) => Promise<Subscriber[]> {
+  lookup(): (name: string, renewal?: boolean) => Promise<Subscriber[]> {
     let prefixed: Promise<SubscriptionItem[]> | undefined;
+    let renewedWatches: Promise<SubscriptionItem[]> | undefined;
     const byName = new Map<string, Promise<Subscriber[]>>();
-    return (name) => {
+    const forget = () => {
+      byName.clear();
+      prefixed = undefined;
+      renewedWatches = undefined;
+    };
+    const subscribersOf = (name: string): Promise<Subscriber[]> => {
       let found = byName.get(name);
       if (found === undefined) {
         prefixed ??= this.query(PREFIXES_PARTITION);
         found = Promise.all([this.query(`name#${name}`), prefixed]).then(([direct, prefixes]) => this.subscribersFrom(name, direct, prefixes));
         // A failed read is not remembered: the record is retried, and must read again.
-        found.catch(() => {
-          byName.delete(name);
-          prefixed = undefined;
-        });
+        found.catch(forget);
         byName.set(name, found);
       }
       return found;
+    };
+    return async (name, renewal = false) => {
+      if (renewal) {
+        // Only subscriptions that asked for renewals get them: when none covers this name, no read.
+        renewedWatches ??= this.query(RENEWED_PARTITION);
+        renewedWatches.catch(forget);
+        const watches = await renewedWatches;
+        const nowSec = this.options.clock.nowMs() / 1000;
+        if (!watches.some((w) => w.expireAt >= nowSec && (w.name === name || (w.prefix !== undefined && name.startsWith(w.prefix))))) return [];
+      }
+      return subscribersOf(name);
     };
   }
 

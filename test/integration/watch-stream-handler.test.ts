@@ -132,4 +132,13 @@ describe('the stream consumer', () => {
     expect(posts).toHaveLength(31);
     expect(posts[0]?.name).toBe(`${prefix}moved`);
   });
+
+  it('reads nothing per lease for renewals when no subscription asked for them: one query for the whole batch', async () => {
+    const prefix = unique();
+    const { handler, posts, queries } = await consumer(prefix); // subscribed without renewals
+    const records = Array.from({ length: 12 }, (_, i) => renewal(`${prefix}r${i}`, 100 + i, i + 1));
+    expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [] });
+    expect(posts).toEqual([]);
+    expect(queries.count).toBe(1);
+  });
 });
