@@ -386,48 +386,13 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
 
   /** One view of the group → this member's part of the plan. Returns when to read again at the latest. */
   private balance(leases: readonly PublicLease[]): number {
-    const { clock } = this.memberCtx;
-    const now = clock.nowMs();
-    const memberPrefix = `${this.group}.m.`;
-    const partitionPrefix = `${this.group}.p.`;
-    const members: GroupMember[] = [];
-    const expiring = new Map<string, number>();
-    let nextMs = Number.POSITIVE_INFINITY;
+    const now = this.memberCtx.clock.nowMs();
     const isMember = this.isMember();
-    this.knownMembers = new Map();
-    for (const lease of leases) {
-      if (!lease.name.startsWith(memberPrefix) || lease.holder === null || lease.remainingMs <= 0) continue;
-      const id = lease.name.slice(memberPrefix.length);
-      if (id === this.memberId && lease.holder === this.holder) continue; // this member's own state is local
-      if (lease.remainingMs >= lease.ttlMs * LIVE_SHARE_OF_TTL) {
-        members.push({ id, holder: lease.holder });
-        // A membership that has missed a renewal (a running member's has at least two thirds of its
-        // ttl left): read again the moment it stops being live, so its partitions are planned for
-        // before they expire. Reads every half ttl land in that window anyway unless delayed; this
-        // covers the delay without a read per member per interval.
-        if (lease.remainingMs < lease.ttlMs * SUSPECT_SHARE_OF_TTL) nextMs = Math.min(nextMs, lease.remainingMs - lease.ttlMs * LIVE_SHARE_OF_TTL + 1);
-        this.knownMembers.set(lease.holder, { expiresAtMs: now + lease.remainingMs, owned: 0 });
-      }
-    }
-    if (isMember) members.push({ id: this.memberId, holder: this.holder });
-    const live = new Set(members.map((m) => m.holder));
-    const owners = new Map<string, string>();
-    for (const lease of leases) {
-      if (!lease.name.startsWith(partitionPrefix)) continue;
-      const partition = lease.name.slice(partitionPrefix.length);
-      if (!this.partitionSet.has(partition) || lease.holder === null || lease.remainingMs <= 0) continue;
-      if (lease.holder === this.holder) {
-        // Held under this holder without a term here (a grant from before a restart, or a read older
-        // than a handoff): nobody may count on it, and it is free from its expiry.
-        if (!this.isOwner(partition)) expiring.set(partition, lease.remainingMs);
-      } else if (live.has(lease.holder)) owners.set(partition, lease.holder);
-      else expiring.set(partition, lease.remainingMs);
-    }
+    const view = this.viewOf(leases, now);
+    this.knownMembers = view.known;
+    const { owners, expiring } = view;
+    const members = isMember ? [...view.members, { id: this.memberId, holder: this.holder }] : view.members;
     for (const partition of this.owned()) owners.set(partition, this.holder);
-    for (const owner of owners.values()) {
-      const known = this.knownMembers.get(owner);
-      if (known !== undefined) known.owned += 1;
-    }
     for (const partition of this.partitions) {
       if (owners.has(partition) || expiring.has(partition)) this.freeSince.delete(partition);
       else if (!this.freeSince.has(partition)) this.freeSince.set(partition, now);
@@ -458,7 +423,6 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
         mine += 1;
       }
     }
-    for (const leftMs of expiring.values()) nextMs = Math.min(nextMs, leftMs + 1);
     this.emit({
       type: 'groupRead',
       group: this.group,
@@ -469,7 +433,51 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
       taking,
       giving,
     });
-    return nextMs;
+    return view.nextReadMs;
+  }
+
+  /**
+   * What one read of the group says about the *other* members (this member's own state is local):
+   * the live ones (membership with at least half its ttl left), the partitions they own, the
+   * partitions free from an expiry (held by no live member, or under this holder without a term
+   * here), when to read again for a membership that missed a renewal, and each live member's expiry
+   * and partition count (for `stop()`).
+   */
+  private viewOf(leases: readonly PublicLease[], now: number) {
+    const memberPrefix = `${this.group}.m.`;
+    const partitionPrefix = `${this.group}.p.`;
+    const members: GroupMember[] = [];
+    const known = new Map<string, { expiresAtMs: number; owned: number }>();
+    const owners = new Map<string, string>();
+    const expiring = new Map<string, number>();
+    let nextReadMs = Number.POSITIVE_INFINITY;
+    for (const lease of leases) {
+      if (!lease.name.startsWith(memberPrefix) || lease.holder === null || lease.remainingMs <= 0 || lease.holder === this.holder) continue;
+      if (lease.remainingMs < lease.ttlMs * LIVE_SHARE_OF_TTL) continue;
+      members.push({ id: lease.name.slice(memberPrefix.length), holder: lease.holder });
+      known.set(lease.holder, { expiresAtMs: now + lease.remainingMs, owned: 0 });
+      // A membership that has missed a renewal (a running member's has at least two thirds of its
+      // ttl left): read again the moment it stops being live, so its partitions are planned for
+      // before they expire. Reads every half ttl land in that window anyway unless delayed; this
+      // covers the delay without a read per member per interval.
+      if (lease.remainingMs < lease.ttlMs * SUSPECT_SHARE_OF_TTL) nextReadMs = Math.min(nextReadMs, lease.remainingMs - lease.ttlMs * LIVE_SHARE_OF_TTL + 1);
+    }
+    for (const lease of leases) {
+      if (!lease.name.startsWith(partitionPrefix)) continue;
+      const partition = lease.name.slice(partitionPrefix.length);
+      if (!this.partitionSet.has(partition) || lease.holder === null || lease.remainingMs <= 0) continue;
+      const owner = known.get(lease.holder);
+      if (owner !== undefined) {
+        owners.set(partition, lease.holder);
+        owner.owned += 1;
+      } else if (lease.holder !== this.holder || !this.isOwner(partition)) {
+        // Held by no live member, or under this holder without a term here (a grant from before a
+        // restart, or a read older than a handoff): nobody may count on it, and it is free from its expiry.
+        expiring.set(partition, lease.remainingMs);
+        nextReadMs = Math.min(nextReadMs, lease.remainingMs + 1);
+      }
+    }
+    return { members, known, owners, expiring, nextReadMs };
   }
 
   /** Acquires `partition` once its lease runs out (`leftMs` from now by the server's answer). */
@@ -671,16 +679,7 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
       this.emit({ type: 'groupError', group: this.group, holder: this.holder, operation: 'describeGroup', error });
       return [];
     }
-    const memberPrefix = `${this.group}.m.`;
-    const partitionPrefix = `${this.group}.p.`;
-    const owned = new Map<string, number>();
-    for (const lease of leases) {
-      if (lease.name.startsWith(memberPrefix) && lease.holder !== null && lease.holder !== this.holder && lease.remainingMs >= lease.ttlMs * LIVE_SHARE_OF_TTL) owned.set(lease.holder, 0);
-    }
-    for (const lease of leases) {
-      if (lease.name.startsWith(partitionPrefix) && lease.holder !== null && lease.remainingMs > 0 && owned.has(lease.holder)) owned.set(lease.holder, (owned.get(lease.holder) as number) + 1);
-    }
-    return [...owned.entries()].map(([holder, count]) => ({ holder, owned: count }));
+    return [...this.viewOf(leases, this.memberCtx.clock.nowMs()).known].map(([holder, m]) => ({ holder, owned: m.owned }));
   }
 
   // ── plumbing ───────────────────────────────────────────────────────────────────────────────
