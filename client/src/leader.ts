@@ -59,7 +59,7 @@ import { Term, type TermOwner } from './term.js';
 import { createTermContext, releaseQuietly, type TermContext, type TermOptions } from './term-context.js';
 import type { LossReason, TermInfo } from './term-events.js';
 import { backoffMs, followerWaitMs, type Timing } from './timing.js';
-import { createWatch, type WatchClient, type WatchSubscription } from './watch.js';
+import { watchFromOption, type WatchClient, type WatchSubscription } from './watch.js';
 
 export interface LeaderOptions extends TermOptions, HealthOptions, FencingOptions {
   /** Lease name. Required. */
@@ -210,18 +210,9 @@ class LeaderImpl implements Leader, TermOwner {
     this.yieldTimeoutMs = options.yieldTimeoutMs ?? this.timing.ttlMs;
     if (!(Number.isFinite(this.yieldTimeoutMs) && this.yieldTimeoutMs >= 0)) throw new RangeError(`Expected \`yieldTimeoutMs\` to be a number ≥ 0, got ${String(options.yieldTimeoutMs)}.`);
     this.invocation = InvocationGate.of(this.ctx, (error) => this.endCampaigns(error));
-    const watch = options.watch;
-    this.ownsWatch = typeof watch === 'string' || watch instanceof URL;
-    if (watch === undefined) {
-      this.watch = undefined;
-    } else if (typeof watch === 'string' || watch instanceof URL) {
-      const signer = client.signer;
-      this.watch = createWatch({ url: watch, clock: this.ctx.clock, random: this.ctx.random, ...(signer ? { signer } : {}) });
-    } else if (typeof watch === 'object' && watch !== null && typeof (watch as Partial<WatchClient>).subscribe === 'function') {
-      this.watch = watch;
-    } else {
-      throw new TypeError(`Expected \`watch\` to be a WatchClient or a ws:// or wss:// URL, got ${typeof watch}.`);
-    }
+    const resolved = watchFromOption(options.watch, { signer: client.signer, clock: this.ctx.clock, random: this.ctx.random });
+    this.watch = resolved.watch;
+    this.ownsWatch = resolved.owned;
     const signal = options.signal;
     if (signal?.aborted) {
       this.stopped = true;

@@ -57,7 +57,7 @@ import { createTermContext, releaseQuietly, type TermContext, type TermOptions }
 import type { LeaderEvent, LossReason, TermInfo } from './term-events.js';
 import { FOLLOWER_SERVER_WAIT_MS, expectPositive } from './timing.js';
 import type { CallOptions } from './transport.js';
-import { createWatch, type WatchClient, type WatchSubscription } from './watch.js';
+import { watchFromOption, type WatchClient, type WatchSubscription } from './watch.js';
 
 /** The verbs a lease group needs. LeaseClient implements them all. */
 export interface LeaseGroupApi extends LeaseApi {
@@ -213,14 +213,9 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
     this.balanceEveryMs = options.balanceEveryMs ?? Math.round(this.memberCtx.timing.ttlMs / 2);
     expectPositive('balanceEveryMs', this.balanceEveryMs);
     this.pushedReadDelayMs = Math.min(PUSHED_READ_DELAY_MS, this.balanceEveryMs / 4);
-    const watch = options.watch;
-    this.ownsWatch = typeof watch === 'string' || watch instanceof URL;
-    if (watch === undefined) this.watch = undefined;
-    else if (this.ownsWatch) {
-      const signer = client.signer;
-      this.watch = createWatch({ url: watch as string | URL, clock: this.memberCtx.clock, random: this.memberCtx.random, ...(signer ? { signer } : {}) });
-    } else if (typeof (watch as Partial<WatchClient>).subscribe === 'function') this.watch = watch as WatchClient;
-    else throw new TypeError(`Expected \`watch\` to be a WatchClient or a ws:// or wss:// URL, got ${typeof watch}.`);
+    const resolved = watchFromOption(options.watch, { signer: client.signer, clock: this.memberCtx.clock, random: this.memberCtx.random });
+    this.watch = resolved.watch;
+    this.ownsWatch = resolved.owned;
     const signal = options.signal;
     if (signal !== undefined) {
       this.onAbort = () => void this.stop();

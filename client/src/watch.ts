@@ -1,4 +1,5 @@
-import type { CancelTimer } from './clock.js';
+import type { CancelTimer, MonotonicClock } from './clock.js';
+import type { RequestSigner } from './signing.js';
 import {
   ErrorCode,
   UnavailableError,
@@ -46,6 +47,23 @@ export type {
  */
 
 /** Creates a watch; nothing connects until the first `subscribe`. Validates its options at once. */
+/**
+ * The `watch` option of a Leader or a lease group: a WatchClient it shares (and does not close), or
+ * a URL for which it opens its own socket, signed with the client's signer (`owned`: it closes it).
+ */
+export function watchFromOption(
+  watch: WatchClient | string | URL | undefined,
+  settings: { signer: RequestSigner | undefined; clock: MonotonicClock; random: () => number },
+): { watch: WatchClient | undefined; owned: boolean } {
+  if (watch === undefined) return { watch: undefined, owned: false };
+  if (typeof watch === 'string' || watch instanceof URL) {
+    const { signer, clock, random } = settings;
+    return { watch: createWatch({ url: watch, clock, random, ...(signer ? { signer } : {}) }), owned: true };
+  }
+  if (typeof watch === 'object' && watch !== null && typeof (watch as Partial<WatchClient>).subscribe === 'function') return { watch, owned: false };
+  throw new TypeError(`Expected \`watch\` to be a WatchClient or a ws:// or wss:// URL, got ${typeof watch}.`);
+}
+
 export function createWatch(options: WatchOptions): WatchClient {
   return new Watch(options);
 }
