@@ -435,10 +435,12 @@ export function renderScale(results: BenchResults): string[] {
       'limit here is that stack, not the SDK process. **$/lease/month**: the list price of a lease held at the SDK\'s ' +
       `default ttl of 15 s with as many renewals per request as measured here (docs/deploy.md's prices; a batch shares ` +
       'everything but the DynamoDB write; how full batches are depends on how many leases renew within 1 % of the ttl, ' +
-      'not on the ttl itself).',
+      'not on the ttl itself). **Renew latency per lease**: the round trip of the request that carried each renewal in ' +
+      'the window, counted once per renewal it carried (a batch of 80 is 80 samples); a batched renewal also waits up ' +
+      'to its window (1 % of the ttl, at most 1 s) before it leaves, by design, and that wait is not included.',
     '',
     ...table(
-      ['leases', 'measured', 'renewals', 'ttl', 'window', 'ramp-up', 'renewals/s (expected)', 'renew requests per lease per ttl', 'renewals per request', '$/lease/month at 15 s', 'renew failures', 'lost', 'CPU µs per lease per s', 'CPU (% of a core)', 'RSS per lease', 'heap per lease', 'RSS'],
+      ['leases', 'measured', 'renewals', 'ttl', 'window', 'ramp-up', 'renewals/s (expected)', 'renew requests per lease per ttl', 'renewals per request', 'renew latency per lease p50 / p99', '$/lease/month at 15 s', 'renew failures', 'lost', 'CPU µs per lease per s', 'CPU (% of a core)', 'RSS per lease', 'heap per lease', 'RSS'],
       rows.map((s) => [
         fmtInt(s.leases),
         (s.measuredAt ?? results.startedAt).slice(0, 10),
@@ -450,7 +452,8 @@ export function renderScale(results: BenchResults): string[] {
         s.renewRequestsPerLeasePerTerm === undefined ? '—' : s.renewRequestsPerLeasePerTerm.toFixed(3),
         ...(() => {
           const perRequest = s.renewRequests ? s.renewals / s.renewRequests : undefined;
-          return perRequest === undefined ? ['—', '—'] : [perRequest.toFixed(1), fmtUsd(usdPerLeaseMonth(REFERENCE_TTL_MS, perRequest))];
+          const latency = s.renewLatencyMs ? `${fmtMs(s.renewLatencyMs.p50)} / ${fmtMs(s.renewLatencyMs.p99)}` : '—';
+          return perRequest === undefined ? ['—', latency, '—'] : [perRequest.toFixed(1), latency, fmtUsd(usdPerLeaseMonth(REFERENCE_TTL_MS, perRequest))];
         })(),
         fmtInt(s.renewFailures),
         s.lostTotal === 0 ? '0' : `**${s.lostTotal}** (${Object.entries(s.lost).map(([k, v]) => `${k} ${v}`).join(', ')})`,

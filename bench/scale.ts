@@ -17,6 +17,11 @@ export interface ScaleResult {
   renewRequests?: number;
   /** Renew requests per lease per ttl: 3 without batching (one per ttl/3). */
   renewRequestsPerLeasePerTerm?: number;
+  /**
+   * Round trip of the renew request that carried each renewal in the window (ms; a batch's round trip
+   * counts once per renewal it carried). Absent in older results.
+   */
+  renewLatencyMs?: { samples: number; p50: number; p99: number; max: number };
   renewalsPerSec: number;
   /** leases / renewEvery: what the SDK should sustain. */
   expectedRenewalsPerSec: number;
@@ -63,6 +68,7 @@ export async function measureScale(options: {
       windowMs: number;
       renewals: number;
       renewRequests: number;
+      renewLatencyMs: { samples: number; p50: number; p99: number; max: number } | null;
       batch: boolean;
       renewFailures: number;
       lost: Record<string, number>;
@@ -85,6 +91,7 @@ export async function measureScale(options: {
       batch: r.batch,
       renewRequests: r.renewRequests,
       renewRequestsPerLeasePerTerm: r.renewRequests / r.leases / (r.windowMs / r.ttlMs),
+      ...(r.renewLatencyMs ? { renewLatencyMs: r.renewLatencyMs } : {}),
       renewalsPerSec: (r.renewals / r.windowMs) * 1000,
       expectedRenewalsPerSec: (r.leases / renewEveryMs) * 1000,
       renewFailures: r.renewFailures,

@@ -7,6 +7,7 @@
  */
 import { LeaseClient, createLeader, type Leader } from '../../client/src/index.js';
 import { benchNowMs, sleep } from '../clock.js';
+import { percentile } from '../stats.js';
 
 interface ScaleConfig {
   endpoint: string;
@@ -29,11 +30,25 @@ function memory(): { rss: number; heapUsed: number } {
 }
 
 const before = memory();
-// Counts the renew requests that leave the process (single or batched), to report requests per lease.
+// Counts the renew requests that leave the process (single or batched), to report requests per lease,
+// and times each one from when it left to its answer. During the window every renewal it carries gets
+// that round trip as a sample (a batch of 80 counts 80 times), so the percentiles are per lease
+// renewal, not per request. A batched renewal also waits up to its window before it leaves (the
+// SDK's choice, at most 1 % of the ttl); that wait is not in these samples.
 let renewRequests = 0;
-const countingFetch = ((input: string | URL | Request, init?: RequestInit) => {
-  if (/\/renew$/.test(String(input))) renewRequests += 1;
-  return fetch(input, init);
+let sampling = false;
+const renewLatencies: number[] = [];
+const countingFetch = (async (input: string | URL | Request, init?: RequestInit) => {
+  if (!/\/renew$/.test(String(input))) return fetch(input, init);
+  renewRequests += 1;
+  const sentAt = performance.now();
+  const response = await fetch(input, init);
+  if (sampling) {
+    const carried = config.batch ? (JSON.parse(String(init?.body)) as { grants: unknown[] }).grants.length : 1;
+    const ms = performance.now() - sentAt;
+    for (let i = 0; i < carried; i++) renewLatencies.push(ms);
+  }
+  return response;
 }) as typeof fetch;
 const client = new LeaseClient({ endpoint: config.endpoint, fetch: countingFetch, ...(config.batch ? { batch: { prefix: `${config.prefix}:` } } : {}) });
 let renewals = 0;
@@ -78,7 +93,9 @@ const cpu0 = process.cpuUsage();
 const t0 = performance.now();
 const renewals0 = renewals;
 const requests0 = renewRequests;
+sampling = true;
 await sleep(config.windowMs);
+sampling = false;
 const cpu = process.cpuUsage(cpu0);
 const windowMs = performance.now() - t0;
 const windowRenewals = renewals - renewals0;
@@ -96,6 +113,8 @@ process.stdout.write(
     windowMs,
     renewals: windowRenewals,
     renewRequests: windowRenewRequests,
+    renewLatencyMs:
+      renewLatencies.length === 0 ? null : { samples: renewLatencies.length, p50: percentile(renewLatencies, 50), p99: percentile(renewLatencies, 99), max: percentile(renewLatencies, 100) },
     batch: config.batch === true,
     renewFailures,
     lost,
