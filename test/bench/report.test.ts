@@ -77,12 +77,32 @@ describe('bench report', () => {
     const checks = checkTargets(fixture());
     expect(checks.map((c) => [c.target.split(' ').slice(0, 5).join(' '), c.met])).toEqual([
       ['Operation overhead ≤ 1.3× the', false],
+      ["The local server's tail under", undefined],
       ['Crash failover p50 within 100', true],
       ['Crash failover p50 not worse', true],
       ['Crash failover excess over the', false],
     ]);
     expect(checks[0]?.measured).toContain('acquire 1.20×, renew 1.50×');
     expect(checks[0]?.measured).toContain('1 of 2 configurations within 1.3×');
+  });
+
+  it("checks issue #18's tail: API p99 within 1.5× of the bare request's at 16 and 64 callers, every configuration", () => {
+    const results = fixture();
+    const at = (via: LatencyCell['via'], concurrency: number, names: LatencyCell['names'], p99Ms: number): LatencyCell => ({
+      ...latencyCell('release', via, p99Ms / 3),
+      names,
+      concurrency,
+      p99Ms,
+    });
+    results.latency = {
+      ...(results.latency as NonNullable<BenchResults['latency']>),
+      cells: [at('api', 1, 'hot', 90), at('bare', 1, 'hot', 10), at('api', 16, 'hot', 60), at('bare', 16, 'hot', 40), at('api', 64, 'distinct', 140), at('bare', 64, 'distinct', 100)],
+    };
+    const tail = () => checkTargets(results).find((c) => c.target.startsWith("The local server's tail"));
+    // The sequential row (9×) is not part of it; 1.5× exactly is within.
+    expect(tail()).toMatchObject({ met: true, measured: '2 of 2 configurations within 1.5×; the largest 1.50× (release, hot names, 16 callers: 60.0 against 40.0 ms)' });
+    (results.latency.cells[4] as LatencyCell).p99Ms = 151;
+    expect(tail()).toMatchObject({ met: false, measured: '1 of 2 configurations within 1.5×; the largest 1.51× (release, distinct names, 64 callers: 151 against 100 ms)' });
   });
 
   it("checks issue #23's targets: excess p50 ≤ 10 and p90 ≤ 20 ms, not behind the npm lock client, ≤ 1.05 requests per term, no overlap after a pause", () => {
