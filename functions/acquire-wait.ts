@@ -1,4 +1,5 @@
 import type { AcquireRequest } from '../client/src/protocol/index.js';
+import type { WallClock } from './clock.js';
 import type { AcquireResult, LeaseStore } from './lease-store.js';
 
 /**
@@ -15,28 +16,32 @@ import type { AcquireResult, LeaseStore } from './lease-store.js';
  * server's own write and the answer's way back.
  */
 export interface WaitTimer {
-  /** Milliseconds on any clock that `sleep` also runs on. */
-  nowMs(): number;
-  sleep(ms: number): Promise<void>;
+  /** Resolves once `clock.nowMs()` has reached `atMs`, as soon after that as it can. */
+  sleepUntil(clock: WallClock, atMs: number): Promise<void>;
 }
 
+/**
+ * setTimeout fires a millisecond or two after the time asked for (libuv's clock has a millisecond
+ * grain, and the loop may be busy), and every millisecond of that was added to a crash failover.
+ * So the timer is set this much short of the target and the rest is waited out one event-loop turn
+ * at a time (setImmediate: I/O still runs in between), at most about this long.
+ */
+const TIMER_LEAD_MS = 2;
+
 export const realWaitTimer: WaitTimer = {
-  nowMs: () => performance.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
+  async sleepUntil(clock, atMs) {
+    const timerMs = atMs - clock.nowMs() - TIMER_LEAD_MS;
+    if (timerMs > 0) await new Promise((resolve) => setTimeout(resolve, timerMs));
+    while (clock.nowMs() < atMs) await new Promise((resolve) => setImmediate(resolve));
+  },
 };
 
-/**
- * A millisecond past the store's `retryAfterMs`: the store counts it from its own `now`, read
- * synchronously just after `startedMs`, and on a millisecond clock that reading may be up to one
- * millisecond later than `startedMs` says.
- */
-const CLOCK_GRAIN_MS = 1;
-
 export async function acquireWithServerWait(store: LeaseStore, name: string, request: AcquireRequest, timer: WaitTimer = realWaitTimer): Promise<AcquireResult> {
-  const startedMs = timer.nowMs();
   const first = await store.acquire(name, request);
   const waitMs = request.serverWaitMs ?? 0;
   if (first.acquired || first.retryAfterMs > waitMs) return first;
-  await timer.sleep(startedMs + first.retryAfterMs + CLOCK_GRAIN_MS - timer.nowMs());
+  // The store's own instant, on its own clock: the second write's `now` is the first at which the
+  // condition can hold, not a millisecond or two after it.
+  await timer.sleepUntil(store.clock, first.availableAtMs);
   return store.acquire(name, request);
 }

@@ -107,13 +107,19 @@ export interface LeaseStoreOptions {
 
 export type AcquireResult =
   | { acquired: true; lease: Grant }
-  /** `claim`: the live claim on the lease after this acquire (the caller's own if its priority won). */
-  | { acquired: false; lease: PublicLease; retryAfterMs: number; claim?: LeaseClaim };
+  /**
+   * `claim`: the live claim on the lease after this acquire (the caller's own if its priority won).
+   * `availableAtMs`: the first instant, on the store's clock, at which an acquire by this holder can
+   * succeed (`retryAfterMs` counts to it from the store's `now`); the server's own wait aims at it
+   * (acquire-wait.ts). Not part of the answer on the wire.
+   */
+  | { acquired: false; lease: PublicLease; retryAfterMs: number; availableAtMs: number; claim?: LeaseClaim };
 
 export class LeaseStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
-  private readonly clock: WallClock;
+  /** The store decides availability by this clock; a caller that waits for a lease waits on it too. */
+  readonly clock: WallClock;
   private readonly cleanupAfterMs: number;
   private readonly newLeaseId: () => string;
 
@@ -201,10 +207,10 @@ export class LeaseStore {
         const claimed = await this.claim(name, current, request.holder, priority, request.ttlMs);
         if (claimed !== undefined) {
           const after = this.clock.nowMs();
-          return { acquired: false, lease: toPublicLease(claimed, after), retryAfterMs: waitMs, ...claimOf(claimed, after) };
+          return { acquired: false, lease: toPublicLease(claimed, after), retryAfterMs: waitMs, availableAtMs: now + waitMs, ...claimOf(claimed, after) };
         }
       }
-      return { acquired: false, lease: toPublicLease(current, at), retryAfterMs: waitMs, ...claimOf(current, at) };
+      return { acquired: false, lease: toPublicLease(current, at), retryAfterMs: waitMs, availableAtMs: now + waitMs, ...claimOf(current, at) };
     }
   }
 

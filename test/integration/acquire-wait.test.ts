@@ -19,10 +19,10 @@ function setup() {
   const store = new LeaseStore({ client: table.doc, tableName: table.tableName, clock });
   const waits: number[] = [];
   const timer: WaitTimer & { during?: () => Promise<void> } = {
-    nowMs: () => clock.nowMs(),
-    async sleep(ms) {
-      waits.push(ms);
-      clock.advance(ms);
+    async sleepUntil(on, atMs) {
+      expect(on).toBe(clock); // the wait runs on the store's own clock
+      waits.push(atMs - clock.nowMs());
+      clock.set(atMs);
       await timer.during?.();
     },
   };
@@ -45,7 +45,9 @@ describe('an acquire that lets the server wait (serverWaitMs)', () => {
     const result = await acquireWithServerWait(t.store, t.name, { holder: 'b', ttlMs: 1_000, serverWaitMs: 25 }, t.timer);
 
     expect(result).toMatchObject({ acquired: true, lease: { holder: 'b', token: first.token + 1 } });
-    expect(t.waits).toEqual([8]); // the 7 ms the store said were left + 1 ms for the clock's grain
+    // Exactly to the first millisecond at which \`availableAt < now\` holds, not one more.
+    expect(t.waits).toEqual([7]);
+    expect(result.acquired && result.lease.expiresAt).toBe(first.expiresAt + 1 + 1_000);
   });
 
   it('answers LEASE_HELD at once, without waiting, when the lease is free only later than serverWaitMs', async () => {
