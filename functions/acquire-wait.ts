@@ -27,12 +27,19 @@ export interface WaitTimer {
  * at a time (setImmediate: I/O still runs in between), at most about this long.
  */
 const TIMER_LEAD_MS = 2;
+/**
+ * The turn-by-turn part gives up this long after the timer (real time): a clock that does not move
+ * with real time must not hold a request forever. Then the second write is simply refused, as any
+ * early acquire is; on a real clock the wait never gets near this.
+ */
+const SPIN_LIMIT_MS = TIMER_LEAD_MS + 5;
 
 export const realWaitTimer: WaitTimer = {
   async sleepUntil(clock, atMs) {
     const timerMs = atMs - clock.nowMs() - TIMER_LEAD_MS;
     if (timerMs > 0) await new Promise((resolve) => setTimeout(resolve, timerMs));
-    while (clock.nowMs() < atMs) await new Promise((resolve) => setImmediate(resolve));
+    const giveUpAt = performance.now() + SPIN_LIMIT_MS;
+    while (clock.nowMs() < atMs && performance.now() < giveUpAt) await new Promise((resolve) => setImmediate(resolve));
   },
 };
 
