@@ -45,7 +45,7 @@ describe('an acquire that lets the server wait (serverWaitMs)', () => {
     const result = await acquireWithServerWait(t.store, t.name, { holder: 'b', ttlMs: 1_000, serverWaitMs: 25 }, t.timer);
 
     expect(result).toMatchObject({ acquired: true, lease: { holder: 'b', token: first.token + 1 } });
-    // Exactly to the first millisecond at which \`availableAt < now\` holds, not one more.
+    // Exactly to the first millisecond at which `availableAt < now` holds, not one more.
     expect(t.waits).toEqual([7]);
     expect(result.acquired && result.lease.expiresAt).toBe(first.expiresAt + 1 + 1_000);
   });

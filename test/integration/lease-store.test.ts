@@ -85,7 +85,7 @@ describe('acquire', () => {
     expect(result).toEqual({
       acquired: false,
       retryAfterMs: 6_001,
-      // The first instant on the store's clock at which \`availableAt < now\` holds.
+      // The first instant on the store's clock at which `availableAt < now` holds.
       availableAtMs: held.expiresAt + 1,
       lease: expect.objectContaining({ holder: 'worker-a', token: held.token, remainingMs: 6_000 }),
     });
