@@ -1,6 +1,6 @@
 import type { EventRecord, FaultKind } from '../history.js';
 import type { ApiNode, DatabaseNode, WorkerNode } from './cluster.js';
-import type { FaultChoice, PlannedFault } from './nemesis.js';
+import { chooseTarget, type FaultChoice, type PlannedFault } from './nemesis.js';
 
 /**
  * Carries out a planned schedule (nemesis.ts) against the live cluster: injects each fault at its
@@ -115,23 +115,15 @@ export class NemesisRunner {
     }
   }
 
-  /** The planned target if it is free, else the first free fallback. */
+  /** Where a signal or network fault goes now (`chooseTarget`), among the workers free for it. */
   private pickWorker(fault: PlannedFault, mechanism: 'signal' | 'net'): { worker: WorkerNode; leaderOf?: string } | undefined {
     const free = (i: number) => {
       const w = this.ctx.workers[i];
       if (!w?.alive || this.busySignal.has(i)) return false;
       return mechanism === 'signal' || !this.busyNet.has(i);
     };
-    const target = fault.target;
-    if (target && 'leaderOf' in target) {
-      const lease = this.ctx.leases[target.leaderOf]!;
-      const leader = this.ctx.leaderOf(lease);
-      if (leader && free(leader.index)) return { worker: this.ctx.workers[leader.index]!, leaderOf: lease };
-    } else if (target && free(target.worker)) {
-      return { worker: this.ctx.workers[target.worker]! };
-    }
-    const fallback = (fault.fallback ?? []).find(free);
-    return fallback === undefined ? undefined : { worker: this.ctx.workers[fallback]! };
+    const chosen = chooseTarget(fault, this.ctx.leases, (lease) => this.ctx.leaderOf(lease)?.index, free);
+    return chosen && { worker: this.ctx.workers[chosen.worker]!, ...(chosen.leaderOf !== undefined ? { leaderOf: chosen.leaderOf } : {}) };
   }
 
   private skip(kind: FaultChoice, reason: string): void {

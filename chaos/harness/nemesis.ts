@@ -82,6 +82,33 @@ export interface PlannedFault {
   offsetMs?: number;
 }
 
+/**
+ * Where a planned worker fault goes at the moment it is injected. Aimed at the leader of a lease:
+ * that leader if it is free for the fault, else the free leader of the next lease in order (so the
+ * fault still hurts a holder: with many leases, a group's partitions, the planned one is often
+ * between owners after earlier faults). Aimed at a worker: that worker if free. Otherwise the first
+ * free fallback; `undefined` if nobody is free.
+ */
+export function chooseTarget(
+  fault: Pick<PlannedFault, 'target' | 'fallback'>,
+  leases: readonly string[],
+  leaderOf: (lease: string) => number | undefined,
+  free: (worker: number) => boolean,
+): { worker: number; leaderOf?: string } | undefined {
+  const target = fault.target;
+  if (target && 'leaderOf' in target) {
+    for (let k = 0; k < leases.length; k += 1) {
+      const lease = leases[(target.leaderOf + k) % leases.length]!;
+      const leader = leaderOf(lease);
+      if (leader !== undefined && free(leader)) return { worker: leader, leaderOf: lease };
+    }
+  } else if (target && free(target.worker)) {
+    return { worker: target.worker };
+  }
+  const fallback = (fault.fallback ?? []).find(free);
+  return fallback === undefined ? undefined : { worker: fallback };
+}
+
 export interface PlanOptions {
   seed: number;
   durationMs: number;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FAULT_CHOICES, initialOffsets, injectableOffsetMs, planFaults, warmupMs, type PlanOptions } from '../../chaos/harness/nemesis.js';
+import { chooseTarget, FAULT_CHOICES, initialOffsets, injectableOffsetMs, planFaults, warmupMs, type PlanOptions } from '../../chaos/harness/nemesis.js';
 import { seededRandom } from '../../chaos/harness/random.js';
 
 const base: PlanOptions = {
@@ -104,5 +104,34 @@ describe('nemesis schedule', () => {
     expect(injectableOffsetMs(50)).toBe(40);
     const offsets = [...initialOffsets(7, 50, 50), ...planFaults({ ...base, durationMs: 600_000 }).flatMap((f) => (f.offsetMs === undefined ? [] : [f.offsetMs]))];
     for (const offset of offsets) expect(Math.abs(offset)).toBeLessThanOrEqual(40);
+  });
+});
+
+describe('where a worker fault goes when it is injected', () => {
+  const leases = ['g.p.0', 'g.p.1', 'g.p.2', 'g.p.3'];
+  const leaders = new Map([
+    ['g.p.1', 3],
+    ['g.p.3', 0],
+  ]);
+  const leaderOf = (lease: string) => leaders.get(lease);
+  const everyone = () => true;
+
+  it('hits the leader of the planned lease when it is free', () => {
+    expect(chooseTarget({ target: { leaderOf: 1 }, fallback: [2, 4] }, leases, leaderOf, everyone)).toEqual({ worker: 3, leaderOf: 'g.p.1' });
+  });
+
+  it('moves on to the leader of the next lease in order when the planned lease has no leader, wrapping around', () => {
+    expect(chooseTarget({ target: { leaderOf: 2 }, fallback: [2, 4] }, leases, leaderOf, everyone)).toEqual({ worker: 0, leaderOf: 'g.p.3' });
+    expect(chooseTarget({ target: { leaderOf: 0 }, fallback: [2, 4] }, leases, leaderOf, (w) => w !== 0)).toEqual({ worker: 3, leaderOf: 'g.p.1' });
+  });
+
+  it('falls back to the first free worker of the plan only when no lease has a free leader', () => {
+    expect(chooseTarget({ target: { leaderOf: 1 }, fallback: [3, 2, 4] }, leases, leaderOf, (w) => w !== 3 && w !== 0)).toEqual({ worker: 2 });
+    expect(chooseTarget({ target: { leaderOf: 1 }, fallback: [3] }, leases, () => undefined, (w) => w !== 3)).toBeUndefined();
+  });
+
+  it('hits a planned worker when it is free, whether or not it leads anything', () => {
+    expect(chooseTarget({ target: { worker: 2 }, fallback: [4] }, leases, leaderOf, everyone)).toEqual({ worker: 2 });
+    expect(chooseTarget({ target: { worker: 2 }, fallback: [4] }, leases, leaderOf, (w) => w !== 2)).toEqual({ worker: 4 });
   });
 });

@@ -112,11 +112,18 @@ describe('a lease group on the local server', () => {
     await until(() => [a, b, c].every((m) => m.group.owned().length === 3), 5 * TTL_MS);
     const groups = [a.group, b.group, c.group];
 
+    // Only what happens from here on counts: while converging, a member that started first may
+    // have taken more than its share and handed the extras off (revoked with reason `released`).
+    let bOwnedAtCut: string[] = [];
+    let bRevokedBeforeCut = 0;
+    const aRevokedBeforeStop = a.revoked.length;
     const scenario = (async () => {
       await a.group.stop();
-      expect(a.revoked.map((r) => r.reason)).toEqual(['stopped', 'stopped', 'stopped']);
+      expect(a.revoked.slice(aRevokedBeforeStop).map((r) => r.reason)).toEqual(['stopped', 'stopped', 'stopped']);
       // Handed off, so the receivers hold them within a round trip or two of the push, not a ttl.
       await until(() => b.group.owned().length + c.group.owned().length === 9, 1_000);
+      bOwnedAtCut = b.group.owned();
+      bRevokedBeforeCut = b.revoked.length;
       b.link.cut = true;
       await until(() => c.group.owned().length === 9, 4 * TTL_MS);
     })();
@@ -124,7 +131,11 @@ describe('a lease group on the local server', () => {
     await scenario;
     expect(overlaps).toEqual([]);
     expect(b.group.owned()).toEqual([]);
-    expect(b.revoked.every((r) => r.reason === 'expired')).toBe(true);
+    // Cut off, b could not renew: each partition it held ended at its own deadline, as `expired`.
+    expect(bOwnedAtCut.length).toBeGreaterThan(0);
+    const bLost = b.revoked.slice(bRevokedBeforeCut);
+    expect(bLost.map((r) => r.partition).sort()).toEqual([...bOwnedAtCut].sort());
+    expect(bLost.map((r) => r.reason)).toEqual(bOwnedAtCut.map(() => 'expired'));
     b.link.cut = false;
   }, 40_000);
 });
