@@ -181,6 +181,7 @@ export const TABLE_ACTIONS_BY_ROUTE: Readonly<Record<RouteId, readonly string[]>
   handoff: ['dynamodb:UpdateItem'],
   revoke: ['dynamodb:UpdateItem'],
   'renew-batch': ['dynamodb:UpdateItem'],
+  'handoff-batch': ['dynamodb:UpdateItem'],
   describe: ['dynamodb:GetItem'],
   list: ['dynamodb:Scan'],
   // The group index's keys (Query, on the index), then the items (BatchGetItem, on the table).
@@ -191,6 +192,13 @@ export const TABLE_ACTIONS_BY_ROUTE: Readonly<Record<RouteId, readonly string[]>
   'semaphore-release': ['dynamodb:UpdateItem'],
   'semaphore-describe': ['dynamodb:GetItem'],
 };
+
+/**
+ * The batch routes: their functions' errors and throttles have an alarm of their own, as the
+ * semaphores' do (one alarm reads at most 10 metrics, and the other lease route functions and the
+ * fallback are 9).
+ */
+export const BATCH_ROUTE_IDS: ReadonlySet<RouteId> = new Set<RouteId>(['renew-batch', 'handoff-batch']);
 
 /** The routes whose functions use the semaphore table (with the actions above), not the lease table. */
 export const SEMAPHORE_ROUTE_IDS: ReadonlySet<RouteId> = new Set<RouteId>(['semaphore-acquire', 'semaphore-renew', 'semaphore-release', 'semaphore-describe']);
@@ -374,7 +382,10 @@ export class LeaseService extends Construct {
     this.alarms = createServiceAlarms(this, {
       accessLogs: this.accessLogs,
       httpApi: this.httpApi,
-      functions: Object.entries(this.functions).filter(([id]) => !SEMAPHORE_ROUTE_IDS.has(id as RouteId)).map(([, fn]) => fn),
+      functions: Object.entries(this.functions)
+        .filter(([id]) => !SEMAPHORE_ROUTE_IDS.has(id as RouteId) && !BATCH_ROUTE_IDS.has(id as RouteId))
+        .map(([, fn]) => fn),
+      batchFunctions: Object.entries(this.functions).filter(([id]) => BATCH_ROUTE_IDS.has(id as RouteId)).map(([, fn]) => fn),
       semaphoreFunctions: Object.entries(this.functions).filter(([id]) => SEMAPHORE_ROUTE_IDS.has(id as RouteId)).map(([, fn]) => fn),
       table: this.table,
       semaphoreTable: this.semaphoreTable,
@@ -400,7 +411,7 @@ export class LeaseService extends Construct {
 
   /**
    * Lets `grantee` use the lease routes (acquire, renew, release, handoff, describe, and the batched
-   * renew `POST /v1/prefixes/{prefix}/renew`):
+   * renew and handoff `POST /v1/prefixes/{prefix}/renew` and `…/handoff`):
    * `execute-api:Invoke` on those routes; and, with the watch on, watch the same leases.
    *
    * With `namePrefix`, only for lease names that start with it (`team-a.` allows `team-a.indexer`),
@@ -425,7 +436,7 @@ export class LeaseService extends Construct {
     }
     const names = namePrefix === undefined ? '*' : `${namePrefix}*`;
     // Every route but the operators' (revoke). The `{name}` of a lease route, the `{prefix}` of the
-    // batched renew and a `{group}` all become `team-a.*`: a batch prefix under team-a. may only name
+    // batch routes and a `{group}` all become `team-a.*`: a batch prefix under team-a. may only name
     // leases under it (the handler refuses any other name), and a group's leases are named under the
     // group, so team A can neither batch nor read a group under team-b.
     const arns = ROUTES.filter((route) => !ADMIN_ROUTE_IDS.has(route.id) && (namePrefix === undefined || scoped(route.path))).map((route) =>

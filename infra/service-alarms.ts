@@ -17,6 +17,8 @@ export interface LeaseServiceAlarms {
   readonly functionThrottles: Alarm;
   readonly tableThrottles: Alarm;
   readonly tableSystemErrors: Alarm;
+  /** Errors and throttles summed over the two batch route functions (an alarm reads at most 10 metrics). */
+  readonly batchFunctionErrors: Alarm;
   /** Errors and throttles summed over the four semaphore functions (an alarm reads at most 10 metrics). */
   readonly semaphoreFunctionErrors: Alarm;
   /** Throttled requests and system errors of the semaphore table. */
@@ -32,8 +34,10 @@ export interface ServiceAlarmParts {
   /** The HTTP API's access logs: its 429s are counted from them. */
   accessLogs: LogGroup;
   httpApi: HttpApi;
-  /** The lease route functions and the fallback (the watch's and the semaphores' have alarms of their own). */
+  /** The lease route functions and the fallback (the batch routes', the watch's and the semaphores' have alarms of their own). */
   functions: NodejsFunction[];
+  /** The batch route functions (renew and handoff under a prefix). */
+  batchFunctions: NodejsFunction[];
   /** The semaphore route functions. */
   semaphoreFunctions: NodejsFunction[];
   table: Table;
@@ -49,8 +53,8 @@ const TABLE_OPERATIONS = [Operation.UPDATE_ITEM, Operation.GET_ITEM, Operation.S
 const SEMAPHORE_TABLE_OPERATIONS = [Operation.UPDATE_ITEM, Operation.GET_ITEM];
 
 /**
- * Six alarms on the API, the lease route functions and the lease table, two on the semaphores'
- * functions and table, plus two on the watch when it is on:
+ * Six alarms on the API, the lease route functions and the lease table, one on the batch route
+ * functions, two on the semaphores' functions and table, plus two on the watch when it is on:
  * each fires on a single event in five minutes and treats missing data as fine.
  */
 export function createServiceAlarms(scope: Construct, parts: ServiceAlarmParts): LeaseServiceAlarms {
@@ -129,6 +133,14 @@ export function createServiceAlarms(scope: Construct, parts: ServiceAlarmParts):
       parts.table.metricSystemErrorsForOperations({ operations: TABLE_OPERATIONS, period, statistic: 'Sum' }),
       'DynamoDB returned internal errors (5xx) for lease table requests.',
     ),
+    batchFunctionErrors: alarmOn(
+      'BatchFunctionErrorsAlarm',
+      sumOf('Batch Lambda Errors and Throttles', [
+        ...parts.batchFunctions.map((fn) => fn.metricErrors({ period, statistic: 'Sum' })),
+        ...parts.batchFunctions.map((fn) => fn.metricThrottles({ period, statistic: 'Sum' })),
+      ]),
+      'a batch route function (renew or handoff under a prefix) failed (unhandled error or timeout) or was throttled; callers got 5xx.',
+    ),
     semaphoreFunctionErrors: alarmOn(
       'SemaphoreFunctionErrorsAlarm',
       sumOf('Semaphore Lambda Errors and Throttles', [
@@ -153,7 +165,7 @@ export function createServiceAlarms(scope: Construct, parts: ServiceAlarmParts):
 
 /**
  * The watch's functions have alarms of their own (a CloudWatch alarm reads at most 10 metrics,
- * and the route functions' sums already use 7). A batch item failure is not a Lambda error:
+ * and the route functions' sums already use 9). A batch item failure is not a Lambda error:
  * when the stream consumer keeps failing on a record, `IteratorAge` shows it.
  */
 function createWatchAlarms(

@@ -11,6 +11,7 @@ import { createDescribeHandler } from '../functions/handlers/describe.js';
 import { createHandoffHandler } from '../functions/handlers/handoff.js';
 import { createRevokeHandler } from '../functions/handlers/revoke.js';
 import { createRenewBatchHandler } from '../functions/handlers/renew-batch.js';
+import { createHandoffBatchHandler } from '../functions/handlers/handoff-batch.js';
 import { createListHandler } from '../functions/handlers/list.js';
 import { createReleaseHandler } from '../functions/handlers/release.js';
 import { createRenewHandler } from '../functions/handlers/renew.js';
@@ -116,6 +117,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     handoff: createHandoffHandler(deps),
     revoke: createRevokeHandler(deps),
     'renew-batch': createRenewBatchHandler(deps),
+    'handoff-batch': createHandoffBatchHandler(deps),
     describe: createDescribeHandler(deps),
     list: createListHandler(deps),
     'group-describe': createGroupDescribeHandler(deps),
@@ -273,7 +275,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
     return;
   }
 
-  // The route first: it decides the body limit (8 KiB, 64 KiB for the batched renew), as each
+  // The route first: it decides the body limit (8 KiB, 64 KiB for the batch routes), as each
   // function's own limit does in AWS. A request for no route is bounded at 8 KiB, then answered 404/405.
   let match;
   let noRoute: LeaseholdError | undefined;

@@ -79,7 +79,8 @@ export function recordingFetch(journal: Journal, options: RecordingOptions): typ
   return async function recordedFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
     const url = new URL(input instanceof Request ? input.url : input);
     const method = (init?.method ?? 'GET').toUpperCase();
-    if (routeOf(method, url)?.route.id === 'renew-batch') return recordBatch(journal, options, realFetch, input, init);
+    const batchOp = BATCH_OP_OF_ROUTE[routeOf(method, url)?.route.id as RouteId];
+    if (batchOp !== undefined) return recordBatch(batchOp, journal, options, realFetch, input, init);
     const operation = operationOf(method, url);
     if (operation === undefined) return realFetch(input, init);
     const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as Record<string, unknown>) : {};
@@ -112,24 +113,34 @@ function replay(response: Response, text: string): Response {
   return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
+/** The batch routes, the operation each entry is, and the body field that lists the entries. */
+const BATCH_OP_OF_ROUTE: Partial<Record<RouteId, { op: 'renew' | 'release'; entries: string }>> = {
+  'renew-batch': { op: 'renew', entries: 'grants' },
+  // A handoff, as for the single route: the release that reserves the lease for `to`.
+  'handoff-batch': { op: 'release', entries: 'handoffs' },
+};
+
 /**
- * A batched renew is one HTTP attempt carrying many renewals: each entry is recorded as its own
- * renew operation (the checker knows nothing of batches), invoked when the request left and
- * completed with its own result, or all with the request's fate when it failed as a whole.
+ * A batched renew (or handoff) is one HTTP attempt carrying many renewals (handoffs): each entry is
+ * recorded as its own renew (release) operation (the checker knows nothing of batches), invoked
+ * when the request left and completed with its own result, or all with the request's fate when it
+ * failed as a whole.
  */
 async function recordBatch(
+  batch: { op: 'renew' | 'release'; entries: string },
   journal: Journal,
   options: RecordingOptions,
   realFetch: typeof fetch,
   input: string | URL | Request,
   init: RequestInit | undefined,
 ): Promise<Response> {
-  const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as { grants?: Array<Record<string, unknown>> }) : {};
-  const entries = body.grants ?? [];
-  const ids = entries.map((entry) => journal.invoke(startOf('renew', entry.name as string, entry, options)));
+  const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as Record<string, Array<Record<string, unknown>> | undefined>) : {};
+  const entries = body[batch.entries] ?? [];
+  const { op } = batch;
+  const ids = entries.map((entry) => journal.invoke(startOf(op, entry.name as string, entry, options)));
   const { response, text } = await attempt(journal, ids, realFetch, input, init);
   const completeMs = harnessNowMs();
-  let results: Array<{ name?: string; lease?: unknown; error?: unknown }> | undefined;
+  let results: Array<{ name?: string; lease?: unknown; error?: unknown; handedOff?: boolean }> | undefined;
   if (response.ok) {
     try {
       results = (JSON.parse(text) as { results?: typeof results }).results;
@@ -139,13 +150,16 @@ async function recordBatch(
   }
   ids.forEach((id, i) => {
     if (!response.ok) {
-      journal.complete(id, { completeMs, ...answerOf('renew', response.status, text) });
+      journal.complete(id, { completeMs, ...answerOf(op, response.status, text) });
       return;
     }
     const result = results?.[i];
     if (result === undefined || result.name !== entries[i]?.name) journal.complete(id, { completeMs, outcome: 'unknown', error: 'BAD_ANSWER' });
-    else if (result.lease !== undefined) journal.complete(id, { completeMs, ...answerOf('renew', 200, JSON.stringify({ lease: result.lease })) });
-    else journal.complete(id, { completeMs, ...answerOf('renew', 409, JSON.stringify({ error: result.error })) });
+    else if (result.error === undefined) {
+      // The entry's answer as the single route would have sent it (a handoff's carries `lease` too).
+      const { name: _name, ...answer } = result;
+      journal.complete(id, { completeMs, ...answerOf(op, 200, JSON.stringify(answer)) });
+    } else journal.complete(id, { completeMs, ...answerOf(op, 409, JSON.stringify({ error: result.error })) });
   });
   return replay(response, text);
 }

@@ -30,8 +30,12 @@ import {
   validateRenewRequest,
   validateRevokeRequest,
   validateBatchPrefix,
+  validateBatchHandoffRequest,
   validateBatchRenewRequest,
   type AcquireRequest,
+  type BatchHandoffEntry,
+  type BatchHandoffResponse,
+  type BatchHandoffResult,
   type BatchRenewEntry,
   type BatchRenewResponse,
   type BatchRenewResult,
@@ -245,6 +249,26 @@ export class LeaseClient implements LeaseApi, SemaphoreApi {
       { operation: 'renew-batch', ...routeRequest('renew-batch', prefix), body, idempotent: true },
       call,
     )) as BatchRenewResponse;
+    return out.results;
+  }
+
+  /**
+   * Hands off up to 100 leases whose names start with `prefix` in one request
+   * (`POST /v1/prefixes/{prefix}/handoff`): each entry exactly as `handoff` would, answered in order
+   * with that route's answer or the error body it would have sent. Never all-or-nothing; rejects
+   * only when the whole request fails. Not retried, as `handoff` is not: a repeat would find the
+   * grants gone. Entries may carry whole Grants (`{ name, leaseId, token, … }` plus `to`); only the
+   * handoff fields are sent.
+   */
+  async handoffBatch(prefix: string, handoffs: readonly BatchHandoffEntry[], call?: CallOptions): Promise<BatchHandoffResult[]> {
+    validateBatchPrefix(prefix);
+    const body = validateBatchHandoffRequest(prefix, {
+      handoffs: handoffs.map((h) => ({ ...pickFields(h, REQUEST_FIELDS.handoff), name: h.name })),
+    });
+    const out = (await this.transport.send(
+      { operation: 'handoff-batch', ...routeRequest('handoff-batch', prefix), body, idempotent: false },
+      call,
+    )) as BatchHandoffResponse;
     return out.results;
   }
 

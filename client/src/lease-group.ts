@@ -34,8 +34,10 @@ import { memberIdFor, memberLeaseName, partitionLeaseName, validateGroupLayout }
 import { planBalance, type GroupMember } from './group-plan.js';
 import type { AcquireResult, GrantRef, LeaseApi } from './lease-client.js';
 import {
+  ErrorCode,
   LIMITS,
   RENEW_GRANT_FIELDS,
+  errorFromBody,
   isLeaseLostError,
   pickFields,
   validateHolder,
@@ -43,6 +45,8 @@ import {
   type AcquireRequest,
   type HandoffRequest,
   type HandoffResponse,
+  type BatchHandoffEntry,
+  type BatchHandoffResult,
   type BatchRenewEntry,
   type BatchRenewResult,
   type Grant,
@@ -65,6 +69,8 @@ export interface LeaseGroupApi extends LeaseApi {
   describeGroup(group: string, request?: { limit?: number; cursor?: string }, call?: CallOptions): Promise<GroupResponse>;
   /** When present (LeaseClient has it), the group's renewals travel in batched requests. */
   renewBatch?(prefix: string, grants: readonly BatchRenewEntry[], call?: CallOptions): Promise<BatchRenewResult[]>;
+  /** When present (LeaseClient has it), a stopping member hands all its partitions off in one request. */
+  handoffBatch?(prefix: string, handoffs: readonly BatchHandoffEntry[], call?: CallOptions): Promise<BatchHandoffResult[]>;
 }
 
 export interface LeaseGroupOptions extends Omit<TermOptions, 'lambdaContext' | 'lambdaMarginMs' | 'priority' | 'metadata' | 'lockDelayMs'> {
@@ -582,6 +588,51 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
     }
   }
 
+  /**
+   * A stopping member's handoffs (their terms already ended): in batched requests of up to 100 when
+   * the client can send them, one request each otherwise. One request gets there sooner than many
+   * that each need a connection and a turn of the server (issue #19's leave). An entry refused as
+   * lost is fine (the lease had moved on); any other failure releases that lease, as `handOff` does,
+   * so nobody waits for its expiry.
+   */
+  private async handOffAll(handoffs: ReadonlyArray<{ ctx: TermContext; grant: Grant; to: string }>): Promise<void> {
+    const batch = this.api.handoffBatch;
+    if (batch === undefined || handoffs.length < 2) {
+      await Promise.all(handoffs.map(({ ctx, grant, to }) => this.handOff(ctx, grant, to)));
+      return;
+    }
+    const prefix = partitionLeaseName(this.group, '');
+    const chunks: Array<typeof handoffs> = [];
+    for (let i = 0; i < handoffs.length; i += LIMITS.batchMaxGrants) chunks.push(handoffs.slice(i, i + LIMITS.batchMaxGrants));
+    await Promise.all(
+      chunks.map(async (chunk) => {
+        const timeoutMs = (chunk[0] as (typeof chunk)[number]).ctx.timing.requestTimeoutMs;
+        let results: BatchHandoffResult[];
+        try {
+          results = await batch.call(
+            this.api,
+            prefix,
+            chunk.map(({ ctx, grant, to }) => ({ name: ctx.name, leaseId: grant.leaseId, token: grant.token, to, windowMs: handoffWindowMs(ctx.timing.ttlMs) })),
+            { timeoutMs },
+          );
+        } catch (error) {
+          this.emit({ type: 'error', name: prefix, holder: this.holder, operation: 'handoff', error });
+          await Promise.all(chunk.map(({ ctx, grant }) => releaseQuietly(ctx, grant)));
+          return;
+        }
+        await Promise.all(
+          chunk.map(async ({ ctx, grant }, i) => {
+            const result = results[i];
+            if (result === undefined || !('error' in result)) return;
+            if (result.error.code === ErrorCode.LEASE_LOST) return;
+            this.emit({ type: 'error', name: ctx.name, holder: this.holder, operation: 'handoff', error: errorFromBody(result.error, ctx.name) });
+            await releaseQuietly(ctx, grant);
+          }),
+        );
+      }),
+    );
+  }
+
   // ── the watch ──────────────────────────────────────────────────────────────────────────────
 
   private subscribe(): void {
@@ -629,19 +680,21 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
       const others = await this.otherMembers();
       const load = new Map(others.map((m) => [m.holder, m.owned]));
       const gives: Promise<void>[] = [];
+      const handoffs: Array<{ ctx: TermContext; grant: Grant; to: string }> = [];
       for (const partition of this.owned()) {
         const to = [...load.entries()].sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1))[0];
         const term = this.terms.get(partition) as Term;
+        const ctx = this.contextOf(partition);
+        const grant = term.lease;
+        term.end('stopped');
         if (to === undefined) {
-          const ctx = this.contextOf(partition);
-          const grant = term.lease;
-          term.end('stopped');
           gives.push(releaseQuietly(ctx, grant));
         } else {
           load.set(to[0], to[1] + 1);
-          gives.push(this.give(partition, to[0], 'stopped'));
+          handoffs.push({ ctx, grant, to: to[0] });
         }
       }
+      gives.push(this.handOffAll(handoffs));
       await Promise.all(gives);
     }
     for (const term of [...this.terms.values()]) term.end('stopped');
@@ -735,6 +788,11 @@ class GroupApi implements LeaseGroupApi {
 
   handoff(name: string, request: HandoffRequest, call?: CallOptions): Promise<HandoffResponse> {
     return this.client.handoff(name, request, call);
+  }
+
+  get handoffBatch(): LeaseGroupApi['handoffBatch'] {
+    const batch = this.client.handoffBatch;
+    return typeof batch === 'function' ? (prefix, handoffs, call) => batch.call(this.client, prefix, handoffs, call) : undefined;
   }
 
   describeGroup(group: string, request?: { limit?: number; cursor?: string }, call?: CallOptions): Promise<GroupResponse> {

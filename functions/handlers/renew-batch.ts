@@ -9,16 +9,10 @@ import {
   type BatchRenewResult,
 } from '../../client/src/protocol/index.js';
 import type { LeaseStore } from '../lease-store.js';
+import { BATCH_CONCURRENCY, mapBounded } from '../http/batch.js';
 import { jsonResponse } from '../http/responses.js';
 import { OUTCOME, leaseRoute, type HandlerDeps } from '../http/route.js';
 import { lambdaEntry } from '../runtime.js';
-
-/**
- * How many of a batch's renewals are in flight at once: enough that 100 renewals take a few
- * round trips rather than a hundred, few enough that one batch does not take every socket of the
- * DynamoDB client (50 by default) from the other requests this process serves.
- */
-export const BATCH_CONCURRENCY = 16;
 
 /**
  * POST /v1/prefixes/{prefix}/renew — many renewals in one request (issue #18). Each entry is renewed
@@ -51,20 +45,6 @@ async function renewOne(store: LeaseStore, entry: BatchRenewEntry): Promise<Batc
     if (!isLeaseholdError(error)) throw error;
     return { name, error: error.toBody() };
   }
-}
-
-/** Runs `fn` over `items` with at most `limit` at once; results in the items' order. */
-async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
 }
 
 export const handler = lambdaEntry(createRenewBatchHandler);

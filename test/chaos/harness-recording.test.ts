@@ -154,6 +154,23 @@ describe('the recording fetch', () => {
     expect(recorded()).toEqual([expect.objectContaining({ op: 'release', token: 42, holder: 'w1', to: 'w2', windowMs: 2_000, localDeadlineMs: 9_000, outcome: 'ok' })]);
   });
 
+  it('records each entry of a batched handoff as its own release, with its own outcome', async () => {
+    const answer = {
+      results: [
+        { name: 'g.p.0', handedOff: true, to: 'w2', reservedUntil: 13_000, lease: { ...lease, name: 'g.p.0', holder: null } },
+        { name: 'g.p.1', error: { code: 'LEASE_LOST', message: 'gone', reason: 'superseded', lease: { ...lease, name: 'g.p.1', token: 44, holder: 'w3' } } },
+      ],
+    };
+    await client(() => json(200, answer), 9_000).handoffBatch('g.p.', [
+      { name: 'g.p.0', leaseId: 'a'.repeat(32), token: 42, to: 'w2', windowMs: 2_000 },
+      { name: 'g.p.1', leaseId: 'b'.repeat(32), token: 43, to: 'w2', windowMs: 2_000 },
+    ]);
+    expect(recorded()).toEqual([
+      expect.objectContaining({ op: 'release', lease: 'g.p.0', token: 42, holder: 'w1', to: 'w2', windowMs: 2_000, localDeadlineMs: 9_000, outcome: 'ok' }),
+      expect.objectContaining({ op: 'release', lease: 'g.p.1', token: 43, holder: 'w1', to: 'w2', outcome: 'fail' }),
+    ]);
+  });
+
   it('records what a describe showed: metadata, priority and a live claim', async () => {
     const claim = { holder: 'w2', priority: 3, expiresAt: 12_500 };
     await client(() => json(200, { lease: { ...lease, metadata: 'addr', priority: 1, claim } })).describe('orders');

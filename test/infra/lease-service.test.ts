@@ -10,7 +10,7 @@ import { pascal } from '../../infra/service-function.js';
 import { ADMIN_ROUTE_IDS } from '../../client/src/protocol/index.js';
 import { SKIP_RENEWALS_PATTERN } from '../../functions/watch/stream-filter.js';
 import { SUBSCRIPTION_TABLE_SCHEMA } from '../../functions/watch/subscriptions.js';
-import { LeaseService, SEMAPHORE_ROUTE_IDS, TABLE_ACTIONS_BY_ROUTE } from '../../infra/lease-service.js';
+import { BATCH_ROUTE_IDS, LeaseService, SEMAPHORE_ROUTE_IDS, TABLE_ACTIONS_BY_ROUTE } from '../../infra/lease-service.js';
 import { WATCH_ACCESS, WATCH_FUNCTION_IDS, WATCH_STAGE_NAME, type WatchFunctionId } from '../../infra/lease-watch.js';
 import { parseGrants } from '../../infra/leasehold-stack.js';
 import {
@@ -146,6 +146,7 @@ describe('LeaseService table', () => {
       Handoff: readWrite,
       Revoke: readWrite,
       RenewBatch: readWrite,
+      HandoffBatch: readWrite,
       Describe: ['kms:Decrypt', 'kms:DescribeKey'],
       List: ['kms:Decrypt', 'kms:DescribeKey'],
       GroupDescribe: ['kms:Decrypt', 'kms:DescribeKey'],
@@ -266,6 +267,7 @@ describe('LeaseService functions', () => {
       handoff: ['dynamodb:UpdateItem'],
       revoke: ['dynamodb:UpdateItem'],
       'renew-batch': ['dynamodb:UpdateItem'],
+      'handoff-batch': ['dynamodb:UpdateItem'],
       describe: ['dynamodb:GetItem'],
       list: ['dynamodb:Scan'],
       'group-describe': ['dynamodb:Query', 'dynamodb:BatchGetItem'],
@@ -415,13 +417,27 @@ describe('LeaseService alarms', () => {
     expect(watched).toContainEqual([{ metric: 'Leasehold/ApiThrottledRequests', dimensions: { ApiId: `{${apiId}}` } }]);
   });
 
+  const batchFunctionIds = () => [...BATCH_ROUTE_IDS].flatMap((id) => functionIdsOf(functionPrefix(id))).map((id) => `{${id}}`).sort();
+
   it('alarms on Lambda Errors and Throttles summed over the lease route functions and the fallback', () => {
-    const routeFunctions = functionIdsOf('Leases').filter((id) => !id.startsWith('LeasesWatch') && !id.startsWith('LeasesSemaphore')).map((id) => `{${id}}`).sort();
-    expect(routeFunctions).toHaveLength(FUNCTION_COUNT - SEMAPHORE_ROUTE_IDS.size);
+    const batch = batchFunctionIds();
+    const routeFunctions = functionIdsOf('Leases')
+      .filter((id) => !id.startsWith('LeasesWatch') && !id.startsWith('LeasesSemaphore'))
+      .map((id) => `{${id}}`)
+      .filter((id) => !batch.includes(id))
+      .sort();
+    expect(routeFunctions).toHaveLength(FUNCTION_COUNT - SEMAPHORE_ROUTE_IDS.size - BATCH_ROUTE_IDS.size);
     for (const name of ['Errors', 'Throttles']) {
       const sums = watched.filter((metrics) => metrics.every((m) => m.metric === `AWS/Lambda/${name}`));
       expect(sums.map((metrics) => metrics.map((m) => m.dimensions.FunctionName).sort())).toContainEqual(routeFunctions);
     }
+  });
+
+  it('alarms on Lambda Errors and Throttles of the two batch route functions, apart (an alarm reads at most 10 metrics)', () => {
+    const batch = batchFunctionIds();
+    expect(batch).toHaveLength(2);
+    const alarm = watched.find((metrics) => metrics.some((m) => m.metric === 'AWS/Lambda/Throttles' && batch.includes(String(m.dimensions.FunctionName))));
+    expect(alarm?.map((m) => `${m.metric} ${m.dimensions.FunctionName}`).sort()).toEqual(['Errors', 'Throttles'].flatMap((name) => batch.map((fn) => `AWS/Lambda/${name} ${fn}`)).sort());
   });
 
   it('alarms on Lambda Errors and Throttles of the four semaphore functions, apart, and on the semaphore table', () => {
@@ -476,7 +492,7 @@ describe('LeaseService alarms', () => {
   });
 
   it('fires every count alarm on a single event and treats missing data as fine', () => {
-    expect(alarms).toHaveLength(10);
+    expect(alarms).toHaveLength(11);
     for (const alarm of alarms.filter((a) => a.MetricName !== 'IteratorAge')) {
       expect(alarm).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' });
     }
@@ -493,7 +509,7 @@ describe('LeaseService alarms', () => {
     new LeaseService(stack, 'Leases', { alarmTopic: topic });
     const withTopic = Template.fromStack(stack);
     const topicRef = { Ref: Object.keys(withTopic.findResources('AWS::SNS::Topic'))[0] };
-    withTopic.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef], OKActions: [topicRef] }, 10);
+    withTopic.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef], OKActions: [topicRef] }, 11);
   });
 });
 
@@ -721,7 +737,7 @@ describe('LeaseService watch', () => {
     });
 
     it('has the eight service alarms only, and no WatchUrl output', () => {
-      expect(resourcesOfType(off, 'AWS::CloudWatch::Alarm')).toHaveLength(8);
+      expect(resourcesOfType(off, 'AWS::CloudWatch::Alarm')).toHaveLength(9);
       expect(Object.keys(off.Outputs ?? {}).sort()).toEqual(['ApiUrl', 'TableName']);
     });
   });
@@ -740,6 +756,7 @@ describe('LeaseService grants', () => {
         `${API_ARN}/GET/v1/leases/*`,
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/*/${op}`),
         `${API_ARN}/POST/v1/prefixes/*/renew`,
+        `${API_ARN}/POST/v1/prefixes/*/handoff`,
         ...semaphoreArns('*'),
         `${API_ARN}/GET/v1/groups/*`,
         WATCH_CONNECT_ARN,
@@ -754,6 +771,7 @@ describe('LeaseService grants', () => {
         `${API_ARN}/GET/v1/leases/team-a.*`,
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/team-a.*/${op}`),
         `${API_ARN}/POST/v1/prefixes/team-a.*/renew`,
+        `${API_ARN}/POST/v1/prefixes/team-a.*/handoff`,
         ...semaphoreArns('team-a.*'),
         `${API_ARN}/GET/v1/groups/team-a.*`,
         // The group named by the prefix: its leases are exactly team-a.p.… and team-a.m.…
@@ -859,6 +877,7 @@ describe('LeaseService grants', () => {
         `${API_ARN}/GET/v1/leases/team-a.*`,
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/team-a.*/${op}`),
         `${API_ARN}/POST/v1/prefixes/team-a.*/renew`,
+        `${API_ARN}/POST/v1/prefixes/team-a.*/handoff`,
         ...semaphoreArns('team-a.*'),
         `${API_ARN}/GET/v1/groups/team-a.*`,
         `${API_ARN}/GET/v1/groups/team-a`,
@@ -876,6 +895,7 @@ describe('LeaseService grants', () => {
         `${API_ARN}/GET/v1/leases/team-a.*`,
         ...LEASE_WRITES.map((op) => `${API_ARN}/POST/v1/leases/team-a.*/${op}`),
         `${API_ARN}/POST/v1/prefixes/team-a.*/renew`,
+        `${API_ARN}/POST/v1/prefixes/team-a.*/handoff`,
         ...semaphoreArns('team-a.*'),
         `${API_ARN}/GET/v1/groups/team-a.*`,
         `${API_ARN}/GET/v1/groups/team-a`,

@@ -179,7 +179,7 @@ describe('cdk synth (pinned CLI, offline)', () => {
   });
 
   it('sends all ten alarms to the SNS topic given as context', () => {
-    template.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [ALARM_TOPIC_ARN], OKActions: [ALARM_TOPIC_ARN] }, 10);
+    template.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [ALARM_TOPIC_ARN], OKActions: [ALARM_TOPIC_ARN] }, 11);
   });
 
   it("limits team A's task role to lease names under team-a., with the watch (scoped there) and without list", () => {

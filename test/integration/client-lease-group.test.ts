@@ -39,7 +39,8 @@ function member(group: string, partitions: number, holder: string) {
     fetch: (input, init) => {
       if (link.cut) return Promise.reject(new TypeError('fetch failed: cut off'));
       const path = new URL(typeof input === 'string' || input instanceof URL ? input : input.url).pathname;
-      const route = path.startsWith('/v1/groups/') ? 'group' : path.endsWith('/renew') && path.startsWith('/v1/prefixes/') ? 'renew-batch' : (path.split('/').at(-1) as string);
+      const last = path.split('/').at(-1) as string;
+      const route = path.startsWith('/v1/groups/') ? 'group' : path.startsWith('/v1/prefixes/') ? `${last}-batch` : last;
       requests.set(route, (requests.get(route) ?? 0) + 1);
       return fetch(input, init);
     },
@@ -118,10 +119,15 @@ describe('a lease group on the local server', () => {
     let bRevokedBeforeCut = 0;
     const aRevokedBeforeStop = a.revoked.length;
     const scenario = (async () => {
+      const handoffsBeforeStop = a.requests.get('handoff') ?? 0;
       await a.group.stop();
       expect(a.revoked.slice(aRevokedBeforeStop).map((r) => r.reason)).toEqual(['stopped', 'stopped', 'stopped']);
-      // Handed off, so the receivers hold them within a round trip or two of the push, not a ttl.
-      await until(() => b.group.owned().length + c.group.owned().length === 9, 1_000);
+      // All three in one batched request, none one by one.
+      expect(a.requests.get('handoff-batch')).toBe(1);
+      expect(a.requests.get('handoff') ?? 0).toBe(handoffsBeforeStop);
+      // Handed off, so the receivers hold them within a round trip or two of the push, well inside
+      // the ttl (2,000 ms) that an expiry would take.
+      await until(() => b.group.owned().length + c.group.owned().length === 9, 1_500);
       bOwnedAtCut = b.group.owned();
       bRevokedBeforeCut = b.revoked.length;
       b.link.cut = true;

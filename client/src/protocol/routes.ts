@@ -10,6 +10,7 @@ export const ROUTES = [
   { id: 'handoff', method: 'POST', path: '/v1/leases/{name}/handoff' },
   { id: 'revoke', method: 'POST', path: '/v1/leases/{name}/revoke' },
   { id: 'renew-batch', method: 'POST', path: '/v1/prefixes/{prefix}/renew' },
+  { id: 'handoff-batch', method: 'POST', path: '/v1/prefixes/{prefix}/handoff' },
   { id: 'describe', method: 'GET', path: '/v1/leases/{name}' },
   { id: 'list', method: 'GET', path: '/v1/leases' },
   { id: 'group-describe', method: 'GET', path: '/v1/groups/{group}' },
@@ -38,7 +39,7 @@ export function routeById<Id extends RouteId>(id: Id): Extract<Route, { id: Id }
 
 /**
  * The method and path of a request to route `id`, with its one path parameter (`{name}`, `{prefix}`
- * for the batch route, `{group}` for a group) filled in. The value goes in as it is: callers pass a name or
+ * for the batch routes, `{group}` for a group) filled in. The value goes in as it is: callers pass a name or
  * prefix that already passed its rule, whose characters (A-Z a-z 0-9 . _ : -) are all legal in a
  * path segment, so the path is the same bytes the server and SigV4 see.
  */

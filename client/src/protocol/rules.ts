@@ -2,6 +2,7 @@ import { ValidationError } from './errors.js';
 import type { RouteId } from './routes.js';
 import type {
   AcquireRequest,
+  BatchHandoffRequest,
   BatchRenewRequest,
   GroupRequest,
   HandoffRequest,
@@ -145,6 +146,7 @@ export const REQUEST_FIELDS = {
   handoff: ['leaseId', 'token', 'to', 'windowMs'],
   revoke: ['reason', 'force'],
   'renew-batch': ['grants'],
+  'handoff-batch': ['handoffs'],
   'semaphore-acquire': ['holder', 'ttlMs', 'limit', 'metadata', 'requestId'],
   'semaphore-renew': ['permitId', 'token', 'ttlMs'],
   'semaphore-release': ['permitId', 'token'],
@@ -160,9 +162,12 @@ export const RENEW_GRANT_FIELDS = ['leaseId', 'token', 'ttlMs'] as const;
 /** The fields of one entry of a batched renew. */
 export const BATCH_ENTRY_FIELDS = ['name', 'leaseId', 'token', 'ttlMs'] as const;
 
-/** The largest request body a route accepts, in bytes: 8 KiB, and 64 KiB for the batched renew. */
+/** The fields of one entry of a batched handoff. */
+export const BATCH_HANDOFF_ENTRY_FIELDS = ['name', ...REQUEST_FIELDS.handoff] as const;
+
+/** The largest request body a route accepts, in bytes: 8 KiB, and 64 KiB for the batch routes. */
 export function bodyMaxBytesFor(route: RouteId): number {
-  return route === 'renew-batch' ? LIMITS.batchBodyMaxBytes : LIMITS.bodyMaxBytes;
+  return route === 'renew-batch' || route === 'handoff-batch' ? LIMITS.batchBodyMaxBytes : LIMITS.bodyMaxBytes;
 }
 
 /** A batch prefix: a list prefix (the lease-name alphabet) that is not empty. */
@@ -190,6 +195,33 @@ export function validateBatchRenewRequest(prefix: string, body: unknown): BatchR
       const name = validateName(requireField(input, 'name', at), `${at}name`);
       if (!name.startsWith(prefix)) throw new ValidationError(`${at}name`, `must start with the prefix "${prefix}"`);
       return { name, ...renewFields(input, at) };
+    }),
+  };
+}
+
+/**
+ * A batched handoff under `prefix`: 1-100 entries, each a handoff (`leaseId`, `token`, `to`,
+ * `windowMs?`) of a lease whose name starts with the prefix, each name at most once (two handoffs
+ * of one lease in one request could not both be answered as the single route would). A bad entry
+ * refuses the whole request (nothing is written), with the field named by its index, e.g.
+ * `handoffs[3].to`.
+ */
+export function validateBatchHandoffRequest(prefix: string, body: unknown): BatchHandoffRequest {
+  const input = requireObject(body, REQUEST_FIELDS['handoff-batch']);
+  const handoffs = requireField(input, 'handoffs');
+  if (!Array.isArray(handoffs) || handoffs.length < 1 || handoffs.length > LIMITS.batchMaxGrants) {
+    throw new ValidationError('handoffs', `must be an array of 1 to ${LIMITS.batchMaxGrants} handoffs`);
+  }
+  const seen = new Set<string>();
+  return {
+    handoffs: handoffs.map((entry: unknown, i) => {
+      const at = `handoffs[${i}].`;
+      const input = requireObject(entry, BATCH_HANDOFF_ENTRY_FIELDS, at);
+      const name = validateName(requireField(input, 'name', at), `${at}name`);
+      if (!name.startsWith(prefix)) throw new ValidationError(`${at}name`, `must start with the prefix "${prefix}"`);
+      if (seen.has(name)) throw new ValidationError(`${at}name`, 'must not repeat a name of an earlier entry');
+      seen.add(name);
+      return { name, ...handoffFields(input, at) };
     }),
   };
 }
@@ -283,14 +315,18 @@ export function validateReleaseRequest(body: unknown): ReleaseRequest {
 }
 
 export function validateHandoffRequest(body: unknown): HandoffRequest {
-  const input = requireObject(body, REQUEST_FIELDS.handoff);
+  return handoffFields(requireObject(body, REQUEST_FIELDS.handoff));
+}
+
+/** The fields of a handoff (`leaseId`, `token`, `to`, `windowMs?`), alone or as an entry of a batch. */
+function handoffFields(input: Record<string, unknown>, at = ''): HandoffRequest {
   const request: HandoffRequest = {
-    leaseId: validateLeaseId(requireField(input, 'leaseId')),
-    token: validateToken(requireField(input, 'token')),
-    to: validateHolder(requireField(input, 'to'), 'to'),
+    leaseId: validateLeaseId(requireField(input, 'leaseId', at), `${at}leaseId`),
+    token: validateToken(requireField(input, 'token', at), `${at}token`),
+    to: validateHolder(requireField(input, 'to', at), `${at}to`),
   };
   if (input.windowMs !== undefined) {
-    request.windowMs = requireInteger(input.windowMs, 'windowMs', LIMITS.handoffWindowMinMs, LIMITS.handoffWindowMaxMs);
+    request.windowMs = requireInteger(input.windowMs, `${at}windowMs`, LIMITS.handoffWindowMinMs, LIMITS.handoffWindowMaxMs);
   }
   return request;
 }

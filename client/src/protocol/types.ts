@@ -133,6 +133,23 @@ export interface BatchRenewResponse {
   results: BatchRenewResult[];
 }
 
+/** One entry of a batched handoff: the fields of a handoff, plus the lease's name. */
+export interface BatchHandoffEntry extends HandoffRequest {
+  name: string;
+}
+
+/** `POST /v1/prefixes/{prefix}/handoff`: 1-100 handoffs of leases whose names start with the prefix. */
+export interface BatchHandoffRequest {
+  handoffs: BatchHandoffEntry[];
+}
+
+/** Each entry's outcome, in request order: the single handoff route's answer, or the error it would have answered. */
+export type BatchHandoffResult = ({ name: string } & HandoffResponse) | { name: string; error: ErrorBody['error'] };
+
+export interface BatchHandoffResponse {
+  results: BatchHandoffResult[];
+}
+
 /** An operator's revoke: `reason` is required (1-256 printable characters), `force` defaults to false. */
 export interface RevokeRequest {
   reason: string;

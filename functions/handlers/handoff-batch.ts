@@ -1,0 +1,51 @@
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import {
+  bodyMaxBytesFor,
+  isLeaseholdError,
+  validateBatchHandoffRequest,
+  validateBatchPrefix,
+  type BatchHandoffEntry,
+  type BatchHandoffResponse,
+  type BatchHandoffResult,
+} from '../../client/src/protocol/index.js';
+import type { LeaseStore } from '../lease-store.js';
+import { BATCH_CONCURRENCY, mapBounded } from '../http/batch.js';
+import { jsonResponse } from '../http/responses.js';
+import { OUTCOME, leaseRoute, type HandlerDeps } from '../http/route.js';
+import { lambdaEntry } from '../runtime.js';
+
+/**
+ * POST /v1/prefixes/{prefix}/handoff — many handoffs in one request (issue #19: a lease group
+ * member that stops hands all its partitions off at once, and one request gets there sooner than
+ * sixteen that each need a connection and a turn of the server). Each entry is handed off exactly
+ * as the single handoff route would (one conditional UpdateItem each), and answered in request
+ * order with that route's answer or the error body it would have sent. Never all-or-nothing.
+ */
+export function createHandoffBatchHandler(deps: HandlerDeps) {
+  return leaseRoute(deps, { jsonBody: true, bodyMaxBytes: bodyMaxBytesFor('handoff-batch') }, async (event, { store, logger, metrics }) => {
+    const prefix = validateBatchPrefix(event.pathParameters?.prefix);
+    const request = validateBatchHandoffRequest(prefix, event.body);
+    const results = await mapBounded(request.handoffs, BATCH_CONCURRENCY, (entry) => handOffOne(store, entry));
+    const handedOff = results.filter((r) => 'handedOff' in r).length;
+    const failed = results.length - handedOff;
+    metrics.addMetric(OUTCOME.handedOff, MetricUnit.Count, handedOff);
+    if (failed > 0) metrics.addMetric(OUTCOME.lost, MetricUnit.Count, failed);
+    // Counts only: the entries' leaseIds never reach a log.
+    logger.info('batch handed off', { prefix, entries: results.length, handedOff, failed });
+    const body: BatchHandoffResponse = { results };
+    return jsonResponse(200, body);
+  });
+}
+
+async function handOffOne(store: LeaseStore, entry: BatchHandoffEntry): Promise<BatchHandoffResult> {
+  const { name, ...request } = entry;
+  try {
+    const { lease, to, reservedUntil } = await store.handoff(name, request);
+    return { name, handedOff: true, to, reservedUntil, lease };
+  } catch (error) {
+    if (!isLeaseholdError(error)) throw error;
+    return { name, error: error.toBody() };
+  }
+}
+
+export const handler = lambdaEntry(createHandoffBatchHandler);
