@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseClient, ValidationError, createLeader, type BatchRenewResult, type Grant } from 'leasehold';
+import { LeaseClient, ValidationError, createLeader, type BatchHandoffResult, type BatchRenewResult, type Grant } from 'leasehold';
 import { startTestServer, type TestServer } from '../support/local-server.js';
 import { expectContract } from '../support/openapi.js';
 
-// The batched renew (issue #18): POST /v1/prefixes/{prefix}/renew against the local server and
-// DynamoDB Local. Each entry must be answered exactly as the single renew route answers it.
+// The batch routes against the local server and DynamoDB Local: the batched renew (issue #18),
+// POST /v1/prefixes/{prefix}/renew, and the batched handoff (issue #19: a stopping group member
+// hands all its partitions off in one request), POST /v1/prefixes/{prefix}/handoff. Each entry must
+// be answered exactly as the single route answers it.
 
 let server: TestServer;
 let client: LeaseClient;
@@ -28,10 +30,30 @@ async function post(path: string, body: unknown): Promise<{ status: number; body
   return { status: res.status, body: (await res.json()) as any };
 }
 
-async function held(name: string, ttlMs = 30_000): Promise<Grant> {
-  const result = await client.acquire(name, { holder: 'w', ttlMs });
+async function held(name: string, ttlMs = 30_000, holder = 'w'): Promise<Grant> {
+  const result = await client.acquire(name, { holder, ttlMs });
   if (!result.acquired) throw new Error(`expected to acquire ${name}`);
   return result.lease;
+}
+
+/**
+ * Grants under a fresh prefix `p`, one for each outcome a batch entry can have: two still held
+ * (`ok`, `ok2`), two to be sent with a wrong leaseId or token, one expired, one released, one
+ * expired and taken by another grant since, and a name never acquired.
+ */
+async function grantsOfEveryKind(): Promise<Record<'ok' | 'ok2' | 'wrongId' | 'wrongToken' | 'expired' | 'released' | 'superseded', Grant> & { p: string; never: string }> {
+  const p = uniquePrefix('mixed');
+  const ok = await held(`${p}ok`);
+  const ok2 = await held(`${p}ok2`);
+  const wrongId = await held(`${p}wrong-id`);
+  const wrongToken = await held(`${p}wrong-token`);
+  const expired = await held(`${p}expired`, 1_000);
+  const released = await held(`${p}released`);
+  await client.release(`${p}released`, released);
+  const superseded = await held(`${p}superseded`, 1_000);
+  await new Promise((resolve) => setTimeout(resolve, 1_100)); // real time: the 1 s grants run out
+  await held(`${p}superseded`);
+  return { p, ok, ok2, wrongId, wrongToken, expired, released, superseded, never: `${p}never` };
 }
 
 /** What the single renew route answers for `entry`, as the batch would carry it. */
@@ -42,17 +64,7 @@ async function singleAnswer(entry: { name: string; leaseId: string; token: numbe
 
 describe('POST /v1/prefixes/{prefix}/renew', () => {
   it('answers every kind of outcome in request order, each as the single route would, as the contract says', async () => {
-    const p = uniquePrefix('mixed');
-    const renewed = await held(`${p}renewed`);
-    const newTtl = await held(`${p}new-ttl`);
-    const wrongId = await held(`${p}wrong-id`);
-    const wrongToken = await held(`${p}wrong-token`);
-    const expired = await held(`${p}expired`, 1_000);
-    const released = await held(`${p}released`);
-    await client.release(`${p}released`, released);
-    const superseded = await held(`${p}superseded`, 1_000);
-    await new Promise((resolve) => setTimeout(resolve, 1_100)); // real time: the 1 s grants run out
-    await held(`${p}superseded`);
+    const { p, ok: renewed, ok2: newTtl, wrongId, wrongToken, expired, released, superseded, never } = await grantsOfEveryKind();
 
     const entries = [
       { name: renewed.name, leaseId: renewed.leaseId, token: renewed.token },
@@ -62,7 +74,7 @@ describe('POST /v1/prefixes/{prefix}/renew', () => {
       { name: expired.name, leaseId: expired.leaseId, token: expired.token },
       { name: released.name, leaseId: released.leaseId, token: released.token },
       { name: superseded.name, leaseId: superseded.leaseId, token: superseded.token },
-      { name: `${p}never`, leaseId: 'a'.repeat(32), token: 1 },
+      { name: never, leaseId: 'a'.repeat(32), token: 1 },
     ];
     const answer = await post(`/v1/prefixes/${p}/renew`, { grants: entries });
     expect(answer.status).toBe(200);
@@ -167,4 +179,102 @@ describe('Leaders sharing a LeaseClient with batch', () => {
       await Promise.all(leaders.map((l) => l.stop()));
     }
   }, 30_000);
+});
+
+describe('POST /v1/prefixes/{prefix}/handoff', () => {
+  it('answers every kind of outcome in request order, each as the single route would, as the contract says', async () => {
+    const { p, ok: given, ok2: windowed, wrongId, wrongToken, expired, released, superseded, never } = await grantsOfEveryKind();
+
+    const entries = [
+      { name: given.name, leaseId: given.leaseId, token: given.token, to: 'next' },
+      { name: windowed.name, leaseId: windowed.leaseId, token: windowed.token, to: 'next', windowMs: 1_000 },
+      { name: wrongId.name, leaseId: 'f'.repeat(32), token: wrongId.token, to: 'next' },
+      { name: wrongToken.name, leaseId: wrongToken.leaseId, token: wrongToken.token + 5, to: 'next' },
+      { name: expired.name, leaseId: expired.leaseId, token: expired.token, to: 'next' },
+      { name: released.name, leaseId: released.leaseId, token: released.token, to: 'next' },
+      { name: superseded.name, leaseId: superseded.leaseId, token: superseded.token, to: 'next' },
+      { name: never, leaseId: 'a'.repeat(32), token: 1, to: 'next' },
+    ];
+    const answer = await post(`/v1/prefixes/${p}/handoff`, { handoffs: entries });
+    expect(answer.status).toBe(200);
+    expectContract('POST', '/v1/prefixes/{prefix}/handoff', 200, answer.body);
+    const results = answer.body.results as BatchHandoffResult[];
+    expect(results.map((r) => r.name)).toEqual(entries.map((e) => e.name));
+
+    expect(results[0]).toMatchObject({ handedOff: true, to: 'next', lease: { name: given.name, holder: null } });
+    expect(results[1]).toMatchObject({ handedOff: true, to: 'next' });
+    const window = results[1] as { reservedUntil: number; lease: { releasedAt?: number } };
+    const defaultWindow = results[0] as { reservedUntil: number };
+    // The 1 s window reserves it for about a second; the default (5 s) for about five.
+    expect(defaultWindow.reservedUntil - window.reservedUntil).toBeGreaterThan(3_000);
+    const outcomes = results.slice(2).map((r) => ('error' in r ? `${r.error.code}:${r.error.reason}` : 'handed off'));
+    // An expired grant nobody has taken since may still be handed off (or released), as with the
+    // single route: its holder knows its work has stopped.
+    expect(outcomes).toEqual(['LEASE_LOST:mismatch', 'LEASE_LOST:mismatch', 'handed off', 'LEASE_LOST:released', 'LEASE_LOST:superseded', 'LEASE_LOST:not_found']);
+
+    // The refused entries, sent again one by one to the single route: the same error bodies.
+    for (const [i, entry] of entries.entries()) {
+      if (i < 2 || i === 4) continue;
+      const { name, ...body } = entry;
+      const single = await post(`/v1/leases/${name}/handoff`, body);
+      expect(single.status).toBe(409);
+      const batched = results[i] as { error: { lease?: unknown } };
+      expect(batched.error).toEqual({ ...single.body.error, lease: single.body.error.lease === null ? null : expect.objectContaining({ name: entry.name }) });
+    }
+    // Nothing in an answer shows a secret.
+    expect(JSON.stringify(results)).not.toMatch(/"leaseId"/);
+
+    // Handed off: only the receiver may take it now, as after the single route.
+    const other = await client.acquire(given.name, { holder: 'someone-else', ttlMs: 30_000 });
+    expect(other.acquired).toBe(false);
+    const receiver = await client.acquire(given.name, { holder: 'next', ttlMs: 30_000 });
+    expect(receiver).toMatchObject({ acquired: true, lease: { holder: 'next', token: given.token + 1 } });
+  }, 30_000);
+
+  it.each([
+    ['a name outside the prefix', (g: Grant) => ({ handoffs: [{ name: g.name, leaseId: g.leaseId, token: g.token, to: 'n' }, { name: 'other.x', leaseId: g.leaseId, token: 1, to: 'n' }] }), 'handoffs[1].name'],
+    ['the same name twice', (g: Grant) => ({ handoffs: [{ name: g.name, leaseId: g.leaseId, token: g.token, to: 'n' }, { name: g.name, leaseId: g.leaseId, token: g.token, to: 'm' }] }), 'handoffs[1].name'],
+    ['101 entries', (g: Grant) => ({ handoffs: Array.from({ length: 101 }, (_, i) => ({ name: `${g.name}${i}`, leaseId: g.leaseId, token: g.token, to: 'n' })) }), 'handoffs'],
+    ['no entries', () => ({ handoffs: [] }), 'handoffs'],
+    ['an entry without a receiver', (g: Grant) => ({ handoffs: [{ name: g.name, leaseId: g.leaseId, token: g.token }] }), 'handoffs[0].to'],
+    ['a window out of range', (g: Grant) => ({ handoffs: [{ name: g.name, leaseId: g.leaseId, token: g.token, to: 'n', windowMs: 99 }] }), 'handoffs[0].windowMs'],
+    ['an unknown field in an entry', (g: Grant) => ({ handoffs: [{ name: g.name, leaseId: g.leaseId, token: g.token, to: 'n', ttlMs: 1_000 }] }), 'handoffs[0].ttlMs'],
+    ['an unknown top-level field', (g: Grant) => ({ handoffs: [{ name: g.name, leaseId: g.leaseId, token: g.token, to: 'n' }], all: true }), 'all'],
+  ])('refuses %s with 400 VALIDATION_ERROR naming it, and hands nothing off', async (_what, body, field) => {
+    const p = uniquePrefix('bad');
+    const g = await held(`${p}lease`);
+    const answer = await post(`/v1/prefixes/${p}/handoff`, body(g));
+    expect(answer.status).toBe(400);
+    expect(answer.body.error).toMatchObject({ code: 'VALIDATION_ERROR', field });
+    expect(await client.describe(g.name)).toMatchObject({ holder: 'w', token: g.token, renewedAt: g.renewedAt });
+  });
+
+  it('takes a body up to 64 KiB (100 entries fit), while the single routes keep 8 KiB', async () => {
+    const p = uniquePrefix(`${'long-'.repeat(30)}`);
+    const grants = await Promise.all(Array.from({ length: 100 }, (_, i) => held(`${p}${'n'.repeat(20)}-${i}`)));
+    const body = JSON.stringify({ handoffs: grants.map((g) => ({ name: g.name, leaseId: g.leaseId, token: g.token, to: 'receiver-with-a-long-name', windowMs: 30_000 })) });
+    expect(Buffer.byteLength(body)).toBeGreaterThan(8_192);
+    const answer = await post(`/v1/prefixes/${p}/handoff`, body);
+    expect(answer.status).toBe(200);
+    expect((answer.body.results as BatchHandoffResult[]).every((r) => 'handedOff' in r)).toBe(true);
+    const tooBig = await post(`/v1/prefixes/${p}/handoff`, `{"handoffs":[],"pad":"${'x'.repeat(65_536)}"}`);
+    expect(tooBig.status).toBe(413);
+    expect(tooBig.body.error.code).toBe('PAYLOAD_TOO_LARGE');
+  }, 30_000);
+});
+
+describe('LeaseClient.handoffBatch', () => {
+  it('hands off whole Grants and answers each entry; a name outside the prefix is refused before sending', async () => {
+    const p = uniquePrefix('sdk');
+    const a = await held(`${p}a`);
+    const b = await held(`${p}b`);
+    await client.release(b.name, b);
+    const results = await client.handoffBatch(p, [
+      { ...a, to: 'next' },
+      { ...b, to: 'next' },
+    ]);
+    expect(results[0]).toMatchObject({ name: a.name, handedOff: true, to: 'next' });
+    expect(results[1]).toMatchObject({ name: b.name, error: { code: 'LEASE_LOST', reason: 'released' } });
+    await expect(client.handoffBatch(p, [{ ...a, name: 'elsewhere.a', to: 'next' }])).rejects.toBeInstanceOf(ValidationError);
+  });
 });
