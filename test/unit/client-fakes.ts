@@ -3,6 +3,8 @@ import {
   UnavailableError,
   type AcquireRequest,
   type AcquireResult,
+  type BatchHandoffEntry,
+  type BatchHandoffResult,
   type BatchRenewEntry,
   type BatchRenewResult,
   type GroupResponse,
@@ -26,7 +28,7 @@ import { leaseLostReason } from '../../functions/lease-record.js';
  * A fake of the verbs the leader uses. Every call waits until the test answers it, so a test
  * states exactly what the server said and when.
  */
-export type Operation = 'acquire' | 'renew' | 'release' | 'handoff' | 'renew-batch' | 'group-describe';
+export type Operation = 'acquire' | 'renew' | 'release' | 'handoff' | 'renew-batch' | 'handoff-batch' | 'group-describe';
 
 export interface PendingCall {
   op: Operation;
@@ -273,6 +275,8 @@ export class InMemoryLeaseServer implements LeaseApi {
   readonly log: Array<{ op: Operation; name: string; holder?: string; atMs: number }> = [];
   /** Unreachable: every request rejects with UnavailableError. */
   down = false;
+  /** Batched handoffs fail as a whole (UnavailableError), as a request the table could not serve. */
+  refuseHandoffBatches = false;
 
   constructor(
     private readonly clock: MonotonicClock,
@@ -355,6 +359,25 @@ export class InMemoryLeaseServer implements LeaseApi {
       } catch (error) {
         if (!(error instanceof LeaseLostError)) throw error;
         results.push({ name: entry.name, error: error.toBody() });
+      }
+    }
+    return results;
+  }
+
+  /**
+   * Each entry handed off as `handoff` would, answered in order (never all-or-nothing). One
+   * `handoff-batch` request in the log, then one `handoff` per entry, so a test counts partitions.
+   */
+  async handoffBatch(prefix: string, handoffs: readonly BatchHandoffEntry[]): Promise<BatchHandoffResult[]> {
+    this.enter('handoff-batch', prefix);
+    if (this.refuseHandoffBatches) throw new UnavailableError('the table could not be written');
+    const results: BatchHandoffResult[] = [];
+    for (const { name, ...request } of handoffs) {
+      try {
+        results.push({ name, ...(await this.handoff(name, request)) });
+      } catch (error) {
+        if (!(error instanceof LeaseLostError)) throw error;
+        results.push({ name, error: error.toBody() });
       }
     }
     return results;

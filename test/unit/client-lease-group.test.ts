@@ -220,7 +220,31 @@ describe('a lease group on a manual clock', () => {
     expect(a.revoked.map((r) => r.reason)).toEqual(['stopped', 'stopped', 'stopped']);
     expect(world.counts([b, c]).sort()).toEqual([4, 5]);
     expect(world.server.holderOf('orders.m.w1')).toBeNull();
+    // All three in one batched request.
+    expect(world.server.log.filter((e) => e.op === 'handoff-batch').map((e) => e.name)).toEqual(['orders.p.']);
     expect(world.server.log.filter((e) => e.op === 'handoff')).toHaveLength(3);
+    expect(world.overlaps).toEqual([]);
+  });
+
+  it('stop() releases every partition when the batched handoff fails as a whole, so nobody waits for an expiry', async () => {
+    const world = new GroupWorld('orders', 6, { withWatch: true });
+    const [a, b] = [world.add('w1'), world.add('w2')];
+    for (const m of [a, b]) m.group.start();
+    await world.run(2 * TTL_MS);
+    expect(world.counts()).toEqual([3, 3]);
+    world.server.refuseHandoffBatches = true;
+    const before = world.server.log.length;
+    const stopped = a.group.stop();
+    await world.run(100, 5);
+    await stopped;
+    const during = world.server.log.slice(before);
+    expect(during.filter((e) => e.op === 'handoff-batch')).toHaveLength(1);
+    expect(during.filter((e) => e.op === 'release' && e.name.startsWith('orders.p.'))).toHaveLength(3);
+    expect(a.events.filter((e) => e.type === 'error' && e.operation === 'handoff')).toHaveLength(1);
+    // Released, not left to expire: the other member owns all six within 500 ms (their grants,
+    // renewed at most a third of a ttl ago, had at least two thirds of a ttl left).
+    await world.run(400, 5);
+    expect(world.counts([b])).toEqual([6]);
     expect(world.overlaps).toEqual([]);
   });
 

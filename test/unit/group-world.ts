@@ -4,6 +4,7 @@ import {
   createLeaseGroup,
   createWatch,
   type AcquireRequest,
+  type BatchHandoffEntry,
   type BatchRenewEntry,
   type CallOptions,
   type GrantRef,
@@ -80,6 +81,9 @@ export class MemberLink implements LeaseGroupApi {
   }
   renewBatch(prefix: string, grants: readonly BatchRenewEntry[]) {
     return this.through(() => this.server.renewBatch(prefix, grants));
+  }
+  handoffBatch(prefix: string, handoffs: readonly BatchHandoffEntry[]) {
+    return this.through(() => this.server.handoffBatch(prefix, handoffs));
   }
 }
 
