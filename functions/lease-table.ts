@@ -1,6 +1,7 @@
 import {
   CreateTableCommand,
   DescribeTableCommand,
+  PutItemCommand,
   ResourceInUseException,
   UpdateTableCommand,
   UpdateTimeToLiveCommand,
@@ -8,7 +9,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { LEASE_TABLE_SCHEMA } from './lease-table-schema.js';
-import { SUBSCRIPTION_TABLE_SCHEMA } from './watch/subscriptions.js';
+import { MARKER_EPOCH_KEY, SUBSCRIPTION_TABLE_SCHEMA } from './watch/subscriptions.js';
 
 export { LEASE_TABLE_SCHEMA } from './lease-table-schema.js';
 
@@ -84,7 +85,7 @@ export async function ensureSemaphoreTable(client: DynamoDBClient, tableName: st
 /** Creates the watch subscriptions table (see functions/watch/subscriptions.ts) if it does not exist. */
 export async function ensureSubscriptionTable(client: DynamoDBClient, tableName: string): Promise<void> {
   const s = SUBSCRIPTION_TABLE_SCHEMA;
-  await ensureTable(client, {
+  const created = await ensureTable(client, {
     TableName: tableName,
     BillingMode: 'PAY_PER_REQUEST',
     AttributeDefinitions: [
@@ -100,6 +101,16 @@ export async function ensureSubscriptionTable(client: DynamoDBClient, tableName:
       { IndexName: s.connectionIndex, KeySchema: [{ AttributeName: 'connectionId', KeyType: 'HASH' }], Projection: { ProjectionType: 'KEYS_ONLY' } },
     ],
   }, s.ttlAttribute);
+  // Created empty: no subscription in it can lack its name marker, so markers decide from the start.
+  if (created) {
+    await client.send(
+      new PutItemCommand({
+        TableName: tableName,
+        Item: { pk: { S: MARKER_EPOCH_KEY.pk }, sk: { S: MARKER_EPOCH_KEY.sk }, since: { N: '0' } },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
+  }
 }
 
 /** Creates the table if it does not exist; true if it was created now. */

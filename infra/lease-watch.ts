@@ -77,12 +77,14 @@ export interface WatchAccess {
  * - connect: a Query of the `grants` partition (TableWatchGrants, cached per container) and one
  *   PutItem recording what the connection may watch (SubscriptionStore.recordScope).
  * - subscribe: a GetItem of the connection's scope (SubscriptionStore.scopeOf), one PutItem per
- *   name or prefix (SubscriptionStore.subscribe), then posts the `subscribed` (or `error`) reply to
- *   its own connection.
+ *   name or prefix and per name's marker, and a conditional PutItem of the marker epoch
+ *   (SubscriptionStore.subscribe), then posts the `subscribed` (or `error`) reply to its own
+ *   connection.
  * - disconnect: SubscriptionStore.removeConnection, a Query on `byConnection` and BatchWriteItem
  *   deletes.
- * - stream: SubscriptionStore.subscribersOf, two Queries on the table (`name#…` and `prefixes`);
- *   posts events; and on GoneException removeConnection, as above.
+ * - stream: SubscriptionStore.lookup, a BatchGetItem of the batch's name markers, a Query of
+ *   `prefixes` and one of each marked `name#…`; posts events; and on GoneException
+ *   removeConnection, as above.
  */
 export const WATCH_ACCESS: Readonly<Record<WatchFunctionId, WatchAccess>> = {
   'watch-connect': { subscriptionTable: ['dynamodb:PutItem', 'dynamodb:Query'], connectionIndex: [], postToConnections: false, readLeaseStream: false },
@@ -94,7 +96,7 @@ export const WATCH_ACCESS: Readonly<Record<WatchFunctionId, WatchAccess>> = {
     readLeaseStream: false,
   },
   'watch-stream': {
-    subscriptionTable: ['dynamodb:BatchWriteItem', 'dynamodb:Query'],
+    subscriptionTable: ['dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem', 'dynamodb:Query'],
     connectionIndex: ['dynamodb:Query'],
     postToConnections: true,
     readLeaseStream: true,

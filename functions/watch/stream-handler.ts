@@ -39,7 +39,9 @@ export function createStreamHandler(deps: WatchDeps) {
       else list.push(index);
     });
     let firstFailure: number | undefined;
-    const subscribersOf = deps.subscriptions.lookup();
+    // The names whose changes are news (not renewals): their watchers by name are looked up together.
+    const newsNames = events.flatMap((read) => (Array.isArray(read) ? read.filter((e) => e.type !== 'renewed').map((e) => e.name) : []));
+    const subscribersOf = deps.subscriptions.lookup(newsNames);
     const publishLease = async (indexes: number[]): Promise<void> => {
       for (const index of indexes) {
         // Everything from the earliest failure on is retried anyway.

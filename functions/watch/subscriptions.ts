@@ -1,4 +1,4 @@
-import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, BatchWriteCommand, GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { WallClock } from '../clock.js';
 
 /**
@@ -27,6 +27,23 @@ const PREFIXES_PARTITION = 'prefixes';
  */
 const RENEWED_PARTITION = 'renewed';
 const SCOPE_SORT_KEY = 'scope';
+/**
+ * A "watched" marker in each name's partition (`name#<lease>`, this sort key, no connectionId so
+ * not in the connection index), written with every subscription by name and expiring with the
+ * latest: the stream consumer reads the markers of a batch's names in one BatchGetItem and queries
+ * only the names that have one, instead of one Query per name (a lease group member handing 16
+ * partitions off, whose members all watch by prefix, cost 16 Queries before the first push).
+ * Connection ids never contain `#`.
+ */
+const NAME_MARKER_SORT_KEY = '#watched';
+/**
+ * Since when every subscription by name writes its marker (`since`, epoch ms). Markers decide only
+ * once that is longer ago than a subscription lives: a subscription made before markers existed
+ * (an older version of this module) has none, and must still be found by its Query until it expires.
+ */
+export const MARKER_EPOCH_KEY = { pk: 'markers', sk: 'names' } as const;
+/** BatchGetItem's limit of keys per request. */
+const BATCH_GET_MAX_KEYS = 100;
 const DEFAULT_TTL_MS = 3 * 60 * 60 * 1000;
 
 export interface Subscriber {
@@ -69,7 +86,26 @@ export class SubscriptionStore {
       for (const name of names) items.push({ pk: RENEWED_PARTITION, sk: `n#${name}#${connectionId}`, connectionId, name, renewed, expireAt });
       for (const prefix of prefixes) items.push({ pk: RENEWED_PARTITION, sk: `p#${prefix}#${connectionId}`, connectionId, prefix, renewed, expireAt });
     }
-    await Promise.all(items.map((Item) => this.options.client.send(new PutCommand({ TableName: this.options.tableName, Item }))));
+    const markers = names.map((name) => ({ pk: `name#${name}`, sk: NAME_MARKER_SORT_KEY, expireAt }));
+    await Promise.all([
+      ...[...items, ...markers].map((Item) => this.options.client.send(new PutCommand({ TableName: this.options.tableName, Item }))),
+      ...(names.length > 0 ? [this.startMarkerEpoch(this.options.clock.nowMs())] : []),
+    ]);
+  }
+
+  /**
+   * Records when markers began, if nobody has: the first subscription by name of this version does
+   * it. A table created empty starts it at 0 (ensureSubscriptionTable), as no subscription there
+   * can lack a marker.
+   */
+  async startMarkerEpoch(sinceMs: number): Promise<void> {
+    try {
+      await this.options.client.send(
+        new PutCommand({ TableName: this.options.tableName, Item: { ...MARKER_EPOCH_KEY, since: sinceMs }, ConditionExpression: 'attribute_not_exists(pk)' }),
+      );
+    } catch (error) {
+      if ((error as { name?: string }).name !== 'ConditionalCheckFailedException') throw error;
+    }
   }
 
   /** Records the lease prefixes a connection may watch (`''`: every lease), at `$connect`. */
@@ -96,20 +132,31 @@ export class SubscriptionStore {
    * watchers once (a batch carries many records of few names: a lease group member's renewals, a
    * run of handoffs), instead of two queries per record.
    */
-  lookup(): (name: string, renewal?: boolean) => Promise<Subscriber[]> {
+  lookup(names: readonly string[] = []): (name: string, renewal?: boolean) => Promise<Subscriber[]> {
     let prefixed: Promise<SubscriptionItem[]> | undefined;
     let renewedWatches: Promise<SubscriptionItem[]> | undefined;
+    // Of the batch's `names`, those that may have watchers by name; undefined: any may (markers not
+    // yet trusted). A name outside `names` is always queried.
+    let watched: Promise<ReadonlySet<string> | undefined> | undefined;
+    const checked = new Set(names);
     const byName = new Map<string, Promise<Subscriber[]>>();
     const forget = () => {
       byName.clear();
       prefixed = undefined;
       renewedWatches = undefined;
+      watched = undefined;
+    };
+    const direct = async (name: string): Promise<SubscriptionItem[]> => {
+      if (!checked.has(name)) return this.query(`name#${name}`);
+      watched ??= this.watchedNames([...checked]);
+      const set = await watched;
+      return set === undefined || set.has(name) ? this.query(`name#${name}`) : [];
     };
     const subscribersOf = (name: string): Promise<Subscriber[]> => {
       let found = byName.get(name);
       if (found === undefined) {
         prefixed ??= this.query(PREFIXES_PARTITION);
-        found = Promise.all([this.query(`name#${name}`), prefixed]).then(([direct, prefixes]) => this.subscribersFrom(name, direct, prefixes));
+        found = Promise.all([direct(name), prefixed]).then(([named, prefixes]) => this.subscribersFrom(name, named, prefixes));
         // A failed read is not remembered: the record is retried, and must read again.
         found.catch(forget);
         byName.set(name, found);
@@ -129,11 +176,45 @@ export class SubscriptionStore {
     };
   }
 
+  /**
+   * Which of `names` have an unexpired marker, read in one BatchGetItem per 100 names together with
+   * the marker epoch; undefined while markers cannot decide (no epoch yet, or one younger than a
+   * subscription's life), and then every name is queried as before. Keys DynamoDB leaves
+   * unprocessed twice count as watched: a wasted Query, never a missed push.
+   */
+  private async watchedNames(names: readonly string[]): Promise<ReadonlySet<string> | undefined> {
+    const nowMs = this.options.clock.nowMs();
+    const distinct = [...new Set(names)];
+    const keys: Array<Record<string, string>> = [{ ...MARKER_EPOCH_KEY }, ...distinct.map((name) => ({ pk: `name#${name}`, sk: NAME_MARKER_SORT_KEY }))];
+    const found: Array<Record<string, unknown>> = [];
+    const unread: Array<Record<string, string>> = [];
+    for (let i = 0; i < keys.length; i += BATCH_GET_MAX_KEYS) {
+      let pending: Array<Record<string, string>> = keys.slice(i, i + BATCH_GET_MAX_KEYS);
+      for (let attempt = 0; attempt < 2 && pending.length > 0; attempt += 1) {
+        const out = await this.options.client.send(new BatchGetCommand({ RequestItems: { [this.options.tableName]: { Keys: pending } } }));
+        found.push(...(out.Responses?.[this.options.tableName] ?? []));
+        pending = (out.UnprocessedKeys?.[this.options.tableName]?.Keys ?? []) as Array<Record<string, string>>;
+      }
+      unread.push(...pending);
+    }
+    const epoch = found.find((item) => item.pk === MARKER_EPOCH_KEY.pk && item.sk === MARKER_EPOCH_KEY.sk);
+    if (unread.some((key) => key.pk === MARKER_EPOCH_KEY.pk) || typeof epoch?.since !== 'number') return undefined;
+    if (epoch.since + (this.options.ttlMs ?? DEFAULT_TTL_MS) > nowMs) return undefined;
+    const nowSec = nowMs / 1000;
+    const watched = new Set<string>();
+    for (const item of found) {
+      if (item.sk === NAME_MARKER_SORT_KEY && typeof item.expireAt === 'number' && item.expireAt >= nowSec) watched.add(String(item.pk).slice('name#'.length));
+    }
+    for (const key of unread) watched.add(String(key.pk).slice('name#'.length));
+    return watched;
+  }
+
   private subscribersFrom(name: string, direct: SubscriptionItem[], prefixed: SubscriptionItem[]): Subscriber[] {
     const nowSec = this.options.clock.nowMs() / 1000;
     const byConnection = new Map<string, Subscriber>();
     for (const item of [...direct, ...prefixed.filter((p) => p.prefix !== undefined && name.startsWith(p.prefix))]) {
-      if (item.expireAt < nowSec) continue;
+      // The name's marker is not a subscription.
+      if (item.expireAt < nowSec || item.sk === NAME_MARKER_SORT_KEY) continue;
       const seen = byConnection.get(item.connectionId);
       byConnection.set(item.connectionId, { connectionId: item.connectionId, renewed: (seen?.renewed ?? false) || item.renewed });
     }

@@ -633,9 +633,9 @@ describe('LeaseService watch', () => {
     ]);
   });
 
-  it('lets the stream consumer read the lease stream, query and clean up subscriptions, and post events, nothing else', () => {
+  it('lets the stream consumer read the lease stream, read name markers, query and clean up subscriptions, and post events, nothing else', () => {
     expect(grantsOf('watch-stream')).toEqual([
-      { actions: ['dynamodb:BatchWriteItem', 'dynamodb:Query'], resources: [subscriptionTableArn] },
+      { actions: ['dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem', 'dynamodb:Query'], resources: [subscriptionTableArn] },
       { actions: ['dynamodb:Query'], resources: [connectionIndexArn] },
       { actions: ['execute-api:ManageConnections'], resources: [postToConnectionsArn] },
       { actions: ['dynamodb:ListStreams'], resources: ['*'] },
@@ -649,7 +649,7 @@ describe('LeaseService watch', () => {
       'watch-subscribe': { subscriptionTable: ['dynamodb:GetItem', 'dynamodb:PutItem'], connectionIndex: [], postToConnections: true, readLeaseStream: false },
       'watch-disconnect': { subscriptionTable: ['dynamodb:BatchWriteItem'], connectionIndex: ['dynamodb:Query'], postToConnections: false, readLeaseStream: false },
       'watch-stream': {
-        subscriptionTable: ['dynamodb:BatchWriteItem', 'dynamodb:Query'],
+        subscriptionTable: ['dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem', 'dynamodb:Query'],
         connectionIndex: ['dynamodb:Query'],
         postToConnections: true,
         readLeaseStream: true,

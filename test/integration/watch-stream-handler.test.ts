@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { HttpResponse, type HttpHandler, type HttpRequest } from '@smithy/protocol-http';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -52,7 +53,7 @@ beforeAll(async () => {
 });
 
 /** A consumer whose subscriptions watch `prefix`, posting to a recorder (slow for the lease `slowName`). */
-async function consumer(prefix: string, slowName?: string, slowMs = 0, renewed = false) {
+async function consumer(prefix: string, slowName?: string, slowMs = 0, renewed = false, tableName = subscriptionTableName) {
   const posts: Array<{ name: string; atMs: number; postedMs: number }> = [];
   const management: HttpHandler = {
     async handle(request: HttpRequest) {
@@ -74,19 +75,21 @@ async function consumer(prefix: string, slowName?: string, slowMs = 0, renewed =
     credentials: config.credentials,
   });
   // Count the subscription table's queries (the client is the real one, against DynamoDB Local).
-  const queries = { count: 0 };
+  const queries = { count: 0, batchGets: 0 };
   const client = createDocumentClient({ region: config.region, endpoint: config.endpoint, credentials: config.credentials });
   client.middlewareStack.add(
     (next, context) => async (args) => {
       if (context.commandName === 'QueryCommand') queries.count += 1;
+      if (context.commandName === 'BatchGetCommand' || context.commandName === 'BatchGetItemCommand') queries.batchGets += 1;
       return next(args);
     },
     { step: 'initialize' },
   );
-  deps.subscriptions = new SubscriptionStore({ client, tableName: subscriptionTableName, clock: systemClock });
+  deps.subscriptions = new SubscriptionStore({ client, tableName, clock: systemClock });
   await deps.subscriptions.subscribe(`conn-${randomUUID()}`, [], [prefix], renewed);
   queries.count = 0;
-  return { handler: createStreamHandler(deps), posts, queries };
+  queries.batchGets = 0;
+  return { handler: createStreamHandler(deps), posts, queries, client, subscriptions: deps.subscriptions };
 }
 
 const unique = () => `app-${randomUUID().slice(0, 8)}.`;
@@ -115,12 +118,44 @@ describe('the stream consumer', () => {
     expect(posts.filter((p) => p.name === b).map((p) => p.atMs)).toEqual([3]);
   });
 
-  it("reads the prefix watches once per batch and each lease's watchers once, not two queries per record", async () => {
+  it("reads the prefix watches once per batch and the names' markers in one read: no query for a name nobody watches by name", async () => {
     const prefix = unique();
     const { handler, posts, queries } = await consumer(prefix);
     const records = Array.from({ length: 10 }, (_, i) => release(`${prefix}${i % 2 === 0 ? 'a' : 'b'}`, i, i + 1));
     expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [] });
     expect(posts).toHaveLength(10);
+    expect(queries).toEqual({ count: 1, batchGets: 1 });
+  });
+
+  it('queries the watchers of a name watched by name (its marker says so), and posts to them as to the prefix watchers', async () => {
+    const prefix = unique();
+    const { handler, posts, queries, subscriptions } = await consumer(prefix);
+    await subscriptions.subscribe(`conn-${randomUUID()}`, [`${prefix}a`], [], false);
+    queries.count = 0;
+    queries.batchGets = 0;
+    const records = [release(`${prefix}a`, 1, 1), release(`${prefix}b`, 2, 2), release(`${prefix}a`, 3, 3)];
+    expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [] });
+    // a: to its name watcher and to the prefix watcher, twice; b: to the prefix watcher.
+    expect(posts.filter((p) => p.name === `${prefix}a`)).toHaveLength(4);
+    expect(posts.filter((p) => p.name === `${prefix}b`)).toHaveLength(1);
+    expect(queries).toEqual({ count: 2, batchGets: 1 });
+  });
+
+  it('still queries every name while the markers are younger than a subscription lives: a watch made before markers existed is found', async () => {
+    const tableName = `subs-${randomUUID()}`;
+    const raw = new DynamoDBClient(localDynamoConfig());
+    await ensureSubscriptionTable(raw, tableName);
+    raw.destroy();
+    const prefix = unique();
+    const { handler, posts, queries, client } = await consumer(prefix, undefined, 0, false, tableName);
+    // As after an upgrade: markers began just now, and an older watch of `a` by name has no marker.
+    await client.send(new PutCommand({ TableName: tableName, Item: { pk: 'markers', sk: 'names', since: Date.now() } }));
+    const connectionId = `conn-${randomUUID()}`;
+    await client.send(new PutCommand({ TableName: tableName, Item: { pk: `name#${prefix}a`, sk: connectionId, connectionId, renewed: false, expireAt: Math.ceil(Date.now() / 1000) + 3_600 } }));
+    queries.count = 0;
+    const records = [release(`${prefix}a`, 1, 1), release(`${prefix}b`, 2, 2)];
+    expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [] });
+    expect(posts.filter((p) => p.name === `${prefix}a`)).toHaveLength(2);
     expect(queries.count).toBe(3);
   });
 
