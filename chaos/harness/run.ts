@@ -227,6 +227,15 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
       log(`priorities (a restarted worker draws again): ${workers.map((w) => `${w.name} ${leases.map((l) => prioritiesOf(options.seed, w.name, leases)[l]).join('/')}`).join(', ')}`);
     }
 
+    // Faults begin once every lease has a leader (bounded): on a loaded machine (a fresh-clone CI run
+    // with every suite at once) the workers may not have elected anyone by the end of the warm-up,
+    // and faults aimed at leaders would then hit nobody who holds anything.
+    const settleStart = performance.now();
+    const settleLimitMs = Math.max(15_000, 10 * options.ttlMs);
+    while (leases.some((l) => !leaders.has(l)) && performance.now() - settleStart < settleLimitMs && !interrupted) await sleep(100);
+    const unled = leases.filter((l) => !leaders.has(l));
+    log(`${unled.length === 0 ? 'every lease has a leader' : `no leader yet for ${unled.join(', ')}`} after ${seconds(performance.now() - settleStart)}`);
+
     // 2. The fault phase.
     producer = new JobProducer(doc, leases, options.jobRate);
     producer.start();
