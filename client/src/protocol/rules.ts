@@ -184,19 +184,7 @@ export function validateBatchPrefix(value: unknown, field = 'prefix'): string {
  */
 export function validateBatchRenewRequest(prefix: string, body: unknown): BatchRenewRequest {
   const input = requireObject(body, REQUEST_FIELDS['renew-batch']);
-  const grants = requireField(input, 'grants');
-  if (!Array.isArray(grants) || grants.length < 1 || grants.length > LIMITS.batchMaxGrants) {
-    throw new ValidationError('grants', `must be an array of 1 to ${LIMITS.batchMaxGrants} renewals`);
-  }
-  return {
-    grants: grants.map((entry: unknown, i) => {
-      const at = `grants[${i}].`;
-      const input = requireObject(entry, BATCH_ENTRY_FIELDS, at);
-      const name = validateName(requireField(input, 'name', at), `${at}name`);
-      if (!name.startsWith(prefix)) throw new ValidationError(`${at}name`, `must start with the prefix "${prefix}"`);
-      return { name, ...renewFields(input, at) };
-    }),
-  };
+  return { grants: batchEntries(prefix, input, 'grants', 'renewals', BATCH_ENTRY_FIELDS, renewFields) };
 }
 
 /**
@@ -208,22 +196,37 @@ export function validateBatchRenewRequest(prefix: string, body: unknown): BatchR
  */
 export function validateBatchHandoffRequest(prefix: string, body: unknown): BatchHandoffRequest {
   const input = requireObject(body, REQUEST_FIELDS['handoff-batch']);
-  const handoffs = requireField(input, 'handoffs');
-  if (!Array.isArray(handoffs) || handoffs.length < 1 || handoffs.length > LIMITS.batchMaxGrants) {
-    throw new ValidationError('handoffs', `must be an array of 1 to ${LIMITS.batchMaxGrants} handoffs`);
+  const handoffs = batchEntries(prefix, input, 'handoffs', 'handoffs', BATCH_HANDOFF_ENTRY_FIELDS, handoffFields);
+  handoffs.forEach(({ name }, i) => {
+    if (handoffs.findIndex((h) => h.name === name) < i) throw new ValidationError(`handoffs[${i}].name`, 'must not repeat a name of an earlier entry');
+  });
+  return { handoffs };
+}
+
+/**
+ * The entries of a batch route's list `field`: 1 to LIMITS.batchMaxGrants objects, each a lease
+ * `name` under `prefix` plus the single route's fields (`fieldsOf`), errors naming the entry by
+ * its index (`grants[3].name`).
+ */
+function batchEntries<T>(
+  prefix: string,
+  input: Record<string, unknown>,
+  field: string,
+  what: string,
+  allowed: readonly string[],
+  fieldsOf: (entry: Record<string, unknown>, at: string) => T,
+): Array<T & { name: string }> {
+  const entries = requireField(input, field);
+  if (!Array.isArray(entries) || entries.length < 1 || entries.length > LIMITS.batchMaxGrants) {
+    throw new ValidationError(field, `must be an array of 1 to ${LIMITS.batchMaxGrants} ${what}`);
   }
-  const seen = new Set<string>();
-  return {
-    handoffs: handoffs.map((entry: unknown, i) => {
-      const at = `handoffs[${i}].`;
-      const input = requireObject(entry, BATCH_HANDOFF_ENTRY_FIELDS, at);
-      const name = validateName(requireField(input, 'name', at), `${at}name`);
-      if (!name.startsWith(prefix)) throw new ValidationError(`${at}name`, `must start with the prefix "${prefix}"`);
-      if (seen.has(name)) throw new ValidationError(`${at}name`, 'must not repeat a name of an earlier entry');
-      seen.add(name);
-      return { name, ...handoffFields(input, at) };
-    }),
-  };
+  return entries.map((entry: unknown, i) => {
+    const at = `${field}[${i}].`;
+    const fields = requireObject(entry, allowed, at);
+    const name = validateName(requireField(fields, 'name', at), `${at}name`);
+    if (!name.startsWith(prefix)) throw new ValidationError(`${at}name`, `must start with the prefix "${prefix}"`);
+    return { name, ...fieldsOf(fields, at) };
+  });
 }
 
 /**
