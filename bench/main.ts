@@ -53,7 +53,7 @@ import {
 } from './report.js';
 import type { BenchResults, HandoverVariant } from './results.js';
 import { FULL, QUICK, SECTIONS, type Section } from './plan.js';
-import { measureScale, sameScaleRow } from './scale.js';
+import { measureScale, sameScaleRow, selectScaleRows } from './scale.js';
 import { seededRandom } from './stats.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -70,8 +70,9 @@ const HELP = `Usage: npm run bench -- [--quick] [--only SECTIONS] [--trials N] [
                    sections from bench/results/latest.json and says so in the report
   --trials N       kills per system in the failover section (default: 32 full, 6 quick)
   --seed N         seed of the random kill and handover points (default: random)
-  --scale-leases L only these rows of the scale section, by lease count (e.g. 100000); the other rows
-                   are kept from bench/results/latest.json, each with the date it was measured
+  --scale-leases L only these rows of the scale section, by lease count (e.g. 100000), each count
+                   optionally :batched or :one (e.g. 100000:one); the other rows are kept from
+                   bench/results/latest.json, each with the date it was measured
   --report-only    measure nothing: render BENCHMARKS.md again from bench/results/latest.json (taking
                    in a newer bench/results/bundle.json)`;
 
@@ -117,8 +118,7 @@ async function main(): Promise<void> {
     if (!Number.isInteger(plan.failoverTrials) || plan.failoverTrials < 1) throw new Error(`--trials: expected a positive integer, got ${values.trials}`);
   }
   if (values['scale-leases'] !== undefined) {
-    const counts = values['scale-leases'].split(',').map((n) => Number(n.trim()));
-    plan.scale = plan.scale.filter((row) => counts.includes(row.leases));
+    plan.scale = selectScaleRows(plan.scale, values['scale-leases']);
     if (plan.scale.length === 0) throw new Error(`--scale-leases: no row of the ${quick ? 'quick' : 'full'} plan has ${values['scale-leases']} leases`);
   }
   const only = new Set<Section>((values.only?.split(',').map((s) => s.trim()).filter(Boolean) as Section[] | undefined) ?? SECTIONS);

@@ -55,6 +55,7 @@ export const FULL: Plan = {
     { leases: 1_000, ttlMs: 60_000, windowMs: 60_000, batch: true },
     { leases: 10_000, ttlMs: 300_000, windowMs: 100_000, batch: true },
     // The longest ttl, so that DynamoDB Local keeps up: 83 renewals a second, a 20-minute ramp.
+    { leases: 100_000, ttlMs: 3_600_000, windowMs: 300_000 },
     { leases: 100_000, ttlMs: 3_600_000, windowMs: 300_000, batch: true },
   ],
 };

@@ -114,3 +114,18 @@ export async function measureScale(options: {
 export function sameScaleRow(a: Pick<ScaleResult, 'leases' | 'batch'>, b: Pick<ScaleResult, 'leases' | 'batch'>): boolean {
   return a.leases === b.leases && (a.batch === true) === (b.batch === true);
 }
+
+/**
+ * The rows of a plan that `--scale-leases` names: comma-separated lease counts, each optionally
+ * `:batched` or `:one` (one request per renewal), e.g. `100000:one`. A bare count names both kinds.
+ */
+export function selectScaleRows<Row extends { leases: number; batch?: boolean }>(rows: Row[], spec: string): Row[] {
+  const wanted = spec.split(',').map((entry) => {
+    const match = /^\s*(\d+)(?::(batched|one))?\s*$/.exec(entry);
+    if (!match) throw new Error(`--scale-leases: "${entry}" is not a lease count, optionally followed by :batched or :one`);
+    return { leases: Number(match[1]), kind: match[2] as 'batched' | 'one' | undefined };
+  });
+  return rows.filter((row) =>
+    wanted.some((w) => w.leases === row.leases && (w.kind === undefined || (w.kind === 'batched') === (row.batch === true))),
+  );
+}

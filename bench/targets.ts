@@ -193,12 +193,14 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
       measured: results.scale.map((s) => `${fmtInt(s.leases)} leases${s.batch ? ' batched' : ''}: ${s.lostTotal} lost`).join('; '),
       met: results.scale.every((s) => s.lostTotal === 0),
     });
-    const hundredK = results.scale.find((s) => s.leases === 100_000);
-    if (hundredK) {
+    const hundredK = results.scale.filter((s) => s.leases === 100_000);
+    if (hundredK.length > 0) {
       checks.push({
         target: 'At most 4 KiB of RSS per lease with 100,000 leases held by one process (issue #18)',
-        measured: `${(hundredK.rssBytesPerLease / 1024).toFixed(1)} KiB RSS, ${(hundredK.heapBytesPerLease / 1024).toFixed(1)} KiB heap per lease (${hundredK.batch ? 'batched' : 'one request each'})`,
-        met: hundredK.rssBytesPerLease <= 4 * 1024,
+        measured: hundredK
+          .map((s) => `${(s.rssBytesPerLease / 1024).toFixed(1)} KiB RSS, ${(s.heapBytesPerLease / 1024).toFixed(1)} KiB heap per lease (${s.batch ? 'batched' : 'one request each'})`)
+          .join('; '),
+        met: hundredK.every((s) => s.rssBytesPerLease <= 4 * 1024),
       });
     }
     const batched = results.scale.find((s) => s.batch === true && s.leases === 10_000 && s.renewRequestsPerLeasePerTerm !== undefined);
