@@ -22,7 +22,7 @@ import { createSemaphoreReleaseHandler } from '../functions/handlers/semaphore-r
 import { createSemaphoreRenewHandler } from '../functions/handlers/semaphore-renew.js';
 import { errorResponse, jsonResponse } from '../functions/http/responses.js';
 import type { HandlerDeps, RouteHandler } from '../functions/http/route.js';
-import { matchRoute, type RouteId } from '../functions/http/routes.js';
+import { matchRoute, type Route, type RouteId } from '../functions/http/routes.js';
 import { createDeps } from '../functions/runtime.js';
 import { createHostPolicy, type HostPolicy } from './host-policy.js';
 import { lambdaContext } from './lambda-context.js';
@@ -150,7 +150,10 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
         process.stderr.write(`${req.method} ${req.url} ${aborted ? 'aborted' : res.statusCode} ${clock.nowMs() - started}ms\n`);
       }
     });
-    serve(req, res, { handlers, verify, openapi, clock, bucket, page, hosts }).catch((error: unknown) =>
+    const answered = (route: Route) => {
+      if (route.method === 'POST') poller?.wake();
+    };
+    serve(req, res, { handlers, verify, openapi, clock, bucket, page, hosts, answered }).catch((error: unknown) =>
       send(res, errorResponse(isLeaseholdError(error) ? error : new InternalError())),
     );
   });
@@ -244,6 +247,8 @@ interface ServeContext {
   bucket: TokenBucket | undefined;
   page: PageServer;
   hosts: HostPolicy;
+  /** After a route's handler answered: a POST may have written, so the watch's poller reads the stream now. */
+  answered(route: Route): void;
 }
 
 async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContext): Promise<void> {
@@ -351,6 +356,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
   };
   const result = await ctx.handlers[match.route.id](event, lambdaContext({ functionName: `leasehold-local-${match.route.id}`, awsRequestId: requestId }));
   send(res, result ?? jsonResponse(500, { error: new InternalError().toBody() }));
+  ctx.answered(match.route);
 }
 
 /** Reads the body, refusing (413) as soon as it grows past the limit rather than buffering it all. */

@@ -123,6 +123,29 @@ describe('the watch (WebSocket, fed by the lease table stream through the stream
   });
 });
 
+describe('the local watch reads the stream as soon as a write is answered', () => {
+  let sleepy: TestServer;
+  beforeAll(async () => {
+    // An idle poll interval no test outlives: every push below comes from the wake after a write.
+    sleepy = await startTestServer({ watch: { pollIntervalMs: 600_000 } });
+  });
+  afterAll(async () => {
+    await sleepy.close();
+  });
+
+  it('pushes each change of a subscribed name without waiting for the idle poll', async () => {
+    const name = uniqueName('wake');
+    const watcher = await connect(sleepy);
+    watcher.send({ action: 'subscribe', names: [name] });
+    await watcher.next();
+    const grant = (await post(`/v1/leases/${name}/acquire`, { holder: 'worker-a', ttlMs: 10_000 }, sleepy)).body.lease;
+    expect(await watcher.nextEvent()).toMatchObject({ type: 'acquired', name, token: grant.token });
+    await post(`/v1/leases/${name}/handoff`, { leaseId: grant.leaseId, token: grant.token, to: 'worker-b' }, sleepy);
+    expect(await watcher.nextEvent()).toMatchObject({ type: 'handoff', name, to: 'worker-b' });
+    watcher.ws.close();
+  });
+});
+
 describe('the watch with renewed events off (as the construct\'s watch: { renewedEvents: false })', () => {
   let quiet: TestServer;
   beforeAll(async () => {

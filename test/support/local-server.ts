@@ -20,7 +20,7 @@ export interface TestServer {
 export async function startTestServer(
   options: Partial<Omit<LocalServerOptions, 'tableName' | 'port' | 'watch'>> & {
     tableName?: string;
-    watch?: boolean | { renewedEvents: boolean };
+    watch?: boolean | { renewedEvents?: boolean; pollIntervalMs?: number };
     /** Create the semaphore table too (the semaphore routes need it). Default false. */
     semaphores?: boolean;
   } = {},
@@ -40,7 +40,7 @@ export async function startTestServer(
     const raw = new DynamoDBClient(localDynamoConfig());
     await ensureSubscriptionTable(raw, subscriptionTableName);
     raw.destroy();
-    watchOption = { subscriptionTableName, ...(typeof watch === 'object' ? { renewedEvents: watch.renewedEvents } : {}) };
+    watchOption = { subscriptionTableName, ...(typeof watch === 'object' ? watch : {}) };
   }
   const server = await startLocalServer({
     dynamodbEndpoint: localDynamoConfig().endpoint,
