@@ -20,8 +20,16 @@ import type { WatchDeps } from './watch-deps.js';
  * one extra request); a connection that is gone (410) is dropped for good.
  */
 const PUBLISH_CONCURRENCY = 8;
+/**
+ * Connections found gone (410), most recent last, kept by this container across batches: a
+ * connection id is never reused, so nothing is posted to one again, and its subscriptions are
+ * dropped once, not once per record that was on its way when it closed (a leaving lease group
+ * member's 16 handoffs and their receivers' acquires cost 5-10 index queries and deletes each).
+ */
+const GONE_REMEMBERED = 1_000;
 
 export function createStreamHandler(deps: WatchDeps) {
+  const gone = new Set<string>();
   return async function leaseStreamHandler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
     const byLease = new Map<string, number[]>();
     // Each record's events, or why they could not be read (a failure when its turn comes).
@@ -49,7 +57,7 @@ export function createStreamHandler(deps: WatchDeps) {
         try {
           const read = events[index] as LeaseEvent[] | { error: unknown };
           if (!Array.isArray(read)) throw read.error;
-          for (const leaseEvent of read) await publish(deps, subscribersOf, leaseEvent);
+          for (const leaseEvent of read) await publish(deps, subscribersOf, leaseEvent, gone);
         } catch (error) {
           deps.logger.error('could not publish lease events; the batch will be retried from this record', { error: error as Error });
           if (firstFailure === undefined || index < firstFailure) firstFailure = index;
@@ -75,18 +83,26 @@ export function createStreamHandler(deps: WatchDeps) {
   };
 }
 
-async function publish(deps: WatchDeps, subscribersOf: (name: string, renewal: boolean) => Promise<Subscriber[]>, event: LeaseEvent): Promise<void> {
+async function publish(
+  deps: WatchDeps,
+  subscribersOf: (name: string, renewal: boolean) => Promise<Subscriber[]>,
+  event: LeaseEvent,
+  gone: Set<string>,
+): Promise<void> {
   const subscribers = await subscribersOf(event.name, event.type === 'renewed');
   const message: WatchMessage = { type: 'event', event };
   const data = JSON.stringify(message);
   await Promise.all(
     subscribers
-      .filter((s) => event.type !== 'renewed' || s.renewed)
+      .filter((s) => (event.type !== 'renewed' || s.renewed) && !gone.has(s.connectionId))
       .map(async ({ connectionId }) => {
         try {
           await deps.management.send(new PostToConnectionCommand({ ConnectionId: connectionId, Data: data }));
         } catch (error) {
           if (error instanceof GoneException || (error as { name?: string }).name === 'GoneException') {
+            if (gone.has(connectionId)) return;
+            gone.add(connectionId);
+            if (gone.size > GONE_REMEMBERED) gone.delete(gone.values().next().value as string);
             // Best effort: a failed cleanup must not replay this record to the other subscribers;
             // the subscription's TTL removes it anyway.
             await deps.subscriptions.removeConnection(connectionId).catch((cleanup: unknown) => {

@@ -53,11 +53,17 @@ beforeAll(async () => {
 });
 
 /** A consumer whose subscriptions watch `prefix`, posting to a recorder (slow for the lease `slowName`). */
-async function consumer(prefix: string, slowName?: string, slowMs = 0, renewed = false, tableName = subscriptionTableName) {
+async function consumer(prefix: string, slowName?: string, slowMs = 0, renewed = false, tableName = subscriptionTableName, gone = false) {
   const posts: Array<{ name: string; atMs: number; postedMs: number }> = [];
   const management: HttpHandler = {
     async handle(request: HttpRequest) {
       const body = JSON.parse(Buffer.from(request.body as Uint8Array).toString('utf8')) as { event: { name: string; atMs: number } };
+      if (gone) {
+        // As API Gateway answers a post to a closed connection.
+        posts.push({ name: body.event.name, atMs: body.event.atMs, postedMs: performance.now() });
+        const message = new TextEncoder().encode(JSON.stringify({ message: 'gone' }));
+        return { response: new HttpResponse({ statusCode: 410, headers: { 'content-type': 'application/json', 'x-amzn-errortype': 'GoneException' }, body: message }) };
+      }
       if (body.event.name === slowName || (slowName === '*renewed' && (body.event as { type?: string }).type === 'renewed')) await new Promise((r) => setTimeout(r, slowMs));
       posts.push({ name: body.event.name, atMs: body.event.atMs, postedMs: performance.now() });
       return { response: new HttpResponse({ statusCode: 200, headers: {}, body: new Uint8Array() }) };
@@ -75,21 +81,24 @@ async function consumer(prefix: string, slowName?: string, slowMs = 0, renewed =
     credentials: config.credentials,
   });
   // Count the subscription table's queries (the client is the real one, against DynamoDB Local).
-  const queries = { count: 0, batchGets: 0 };
+  const queries = { count: 0, batchGets: 0, byConnection: 0 };
   const client = createDocumentClient({ region: config.region, endpoint: config.endpoint, credentials: config.credentials });
   client.middlewareStack.add(
     (next, context) => async (args) => {
       if (context.commandName === 'QueryCommand') queries.count += 1;
+      if (context.commandName === 'QueryCommand' && (args.input as { IndexName?: string }).IndexName !== undefined) queries.byConnection += 1;
       if (context.commandName === 'BatchGetCommand' || context.commandName === 'BatchGetItemCommand') queries.batchGets += 1;
       return next(args);
     },
     { step: 'initialize' },
   );
   deps.subscriptions = new SubscriptionStore({ client, tableName, clock: systemClock });
-  await deps.subscriptions.subscribe(`conn-${randomUUID()}`, [], [prefix], renewed);
+  const connectionId = `conn-${randomUUID()}`;
+  await deps.subscriptions.subscribe(connectionId, [], [prefix], renewed);
   queries.count = 0;
   queries.batchGets = 0;
-  return { handler: createStreamHandler(deps), posts, queries, client, subscriptions: deps.subscriptions };
+  queries.byConnection = 0;
+  return { handler: createStreamHandler(deps), posts, queries, client, subscriptions: deps.subscriptions, connectionId };
 }
 
 const unique = () => `app-${randomUUID().slice(0, 8)}.`;
@@ -125,7 +134,7 @@ describe('the stream consumer', () => {
     expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [] });
     expect(posts).toHaveLength(10);
     // Two names: each queried at once, beside the prefix read (no marker read first).
-    expect(queries).toEqual({ count: 3, batchGets: 0 });
+    expect(queries).toEqual({ count: 3, batchGets: 0, byConnection: 0 });
   });
 
   it("with three names or more, reads the names' markers in one read: no query for a name nobody watches by name", async () => {
@@ -134,7 +143,7 @@ describe('the stream consumer', () => {
     const records = Array.from({ length: 12 }, (_, i) => release(`${prefix}${'abcd'[i % 4]}`, i, i + 1));
     expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [] });
     expect(posts).toHaveLength(12);
-    expect(queries).toEqual({ count: 1, batchGets: 1 });
+    expect(queries).toEqual({ count: 1, batchGets: 1, byConnection: 0 });
   });
 
   it('queries the watchers of a name watched by name (its marker says so), and posts to them as to the prefix watchers', async () => {
@@ -148,7 +157,7 @@ describe('the stream consumer', () => {
     // a: to its name watcher and to the prefix watcher, twice; b and c: to the prefix watcher.
     expect(posts.filter((p) => p.name === `${prefix}a`)).toHaveLength(4);
     expect(posts.filter((p) => p.name !== `${prefix}a`)).toHaveLength(2);
-    expect(queries).toEqual({ count: 2, batchGets: 1 });
+    expect(queries).toEqual({ count: 2, batchGets: 1, byConnection: 0 });
   });
 
   it('still queries every name while the markers are younger than a subscription lives: a watch made before markers existed is found', async () => {
@@ -167,6 +176,23 @@ describe('the stream consumer', () => {
     expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [] });
     expect(posts.filter((p) => p.name === `${prefix}a`)).toHaveLength(2);
     expect(queries.count).toBe(4);
+  });
+
+  it('drops a gone connection once and posts nothing more to it, however many records were on their way', async () => {
+    const prefix = unique();
+    const { handler, posts, queries, subscriptions, connectionId } = await consumer(prefix, undefined, 0, false, subscriptionTableName, true);
+    // The first batch looks its watchers up before anyone knows the connection is gone.
+    const first = Array.from({ length: 8 }, (_, i) => release(`${prefix}${'abcd'[i % 4]}`, i, i + 1));
+    expect(await handler({ Records: first } as never)).toEqual({ batchItemFailures: [] });
+    const tried = posts.length;
+    expect(tried).toBeGreaterThan(0);
+    expect(queries.byConnection).toBe(1);
+    // A later batch whose read still finds the subscription (as one that raced the cleanup would):
+    // no post, no second cleanup.
+    await subscriptions.subscribe(connectionId, [], [prefix], false);
+    expect(await handler({ Records: [release(`${prefix}e`, 20, 20)] } as never)).toEqual({ batchItemFailures: [] });
+    expect(posts).toHaveLength(tried);
+    expect(queries.byConnection).toBe(1);
   });
 
   it('publishes changes of holder before renewals: a handoff at the end of a batch of renewals is posted first', async () => {
