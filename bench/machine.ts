@@ -63,7 +63,7 @@ export function machineInfo(): MachineInfo {
     os: osName(),
     node: process.version,
     java: javaVersionFromStderr(),
-    dynamodbLocal: `DynamoDB Local from amplify-dynamodb-simulator ${simulator} (in memory, C1 JIT, serial GC, 127.0.0.1)`,
+    dynamodbLocal: `DynamoDB Local from amplify-dynamodb-simulator ${simulator} (in memory, C1 JIT unless said otherwise below, serial GC, 127.0.0.1)`,
     loadAverageAtStart: os.loadavg()[0] ?? 0,
   };
 }
