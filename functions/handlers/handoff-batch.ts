@@ -1,15 +1,12 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import {
   bodyMaxBytesFor,
-  isLeaseholdError,
   validateBatchHandoffRequest,
   validateBatchPrefix,
-  type BatchHandoffEntry,
   type BatchHandoffResponse,
   type BatchHandoffResult,
 } from '../../client/src/protocol/index.js';
-import type { LeaseStore } from '../lease-store.js';
-import { BATCH_CONCURRENCY, mapBounded } from '../http/batch.js';
+import { answerEach } from '../http/batch.js';
 import { jsonResponse } from '../http/responses.js';
 import { OUTCOME, leaseRoute, type HandlerDeps } from '../http/route.js';
 import { lambdaEntry } from '../runtime.js';
@@ -25,7 +22,10 @@ export function createHandoffBatchHandler(deps: HandlerDeps) {
   return leaseRoute(deps, { jsonBody: true, bodyMaxBytes: bodyMaxBytesFor('handoff-batch') }, async (event, { store, logger, metrics }) => {
     const prefix = validateBatchPrefix(event.pathParameters?.prefix);
     const request = validateBatchHandoffRequest(prefix, event.body);
-    const results = await mapBounded(request.handoffs, BATCH_CONCURRENCY, (entry) => handOffOne(store, entry));
+    const results: BatchHandoffResult[] = await answerEach(request.handoffs, async (name, handoff) => {
+      const { lease, to, reservedUntil } = await store.handoff(name, handoff);
+      return { handedOff: true as const, to, reservedUntil, lease };
+    });
     const handedOff = results.filter((r) => 'handedOff' in r).length;
     const failed = results.length - handedOff;
     metrics.addMetric(OUTCOME.handedOff, MetricUnit.Count, handedOff);
@@ -35,17 +35,6 @@ export function createHandoffBatchHandler(deps: HandlerDeps) {
     const body: BatchHandoffResponse = { results };
     return jsonResponse(200, body);
   });
-}
-
-async function handOffOne(store: LeaseStore, entry: BatchHandoffEntry): Promise<BatchHandoffResult> {
-  const { name, ...request } = entry;
-  try {
-    const { lease, to, reservedUntil } = await store.handoff(name, request);
-    return { name, handedOff: true, to, reservedUntil, lease };
-  } catch (error) {
-    if (!isLeaseholdError(error)) throw error;
-    return { name, error: error.toBody() };
-  }
 }
 
 export const handler = lambdaEntry(createHandoffBatchHandler);

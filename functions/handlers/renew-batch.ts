@@ -1,15 +1,12 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import {
   bodyMaxBytesFor,
-  isLeaseholdError,
   validateBatchPrefix,
   validateBatchRenewRequest,
-  type BatchRenewEntry,
   type BatchRenewResponse,
   type BatchRenewResult,
 } from '../../client/src/protocol/index.js';
-import type { LeaseStore } from '../lease-store.js';
-import { BATCH_CONCURRENCY, mapBounded } from '../http/batch.js';
+import { answerEach } from '../http/batch.js';
 import { jsonResponse } from '../http/responses.js';
 import { OUTCOME, leaseRoute, type HandlerDeps } from '../http/route.js';
 import { lambdaEntry } from '../runtime.js';
@@ -25,7 +22,7 @@ export function createRenewBatchHandler(deps: HandlerDeps) {
   return leaseRoute(deps, { jsonBody: true, bodyMaxBytes: bodyMaxBytesFor('renew-batch') }, async (event, { store, logger, metrics }) => {
     const prefix = validateBatchPrefix(event.pathParameters?.prefix);
     const request = validateBatchRenewRequest(prefix, event.body);
-    const results = await mapBounded(request.grants, BATCH_CONCURRENCY, (entry) => renewOne(store, entry));
+    const results: BatchRenewResult[] = await answerEach(request.grants, async (name, grant) => ({ lease: await store.renew(name, grant) }));
     const renewed = results.filter((r) => 'lease' in r).length;
     const failed = results.length - renewed;
     metrics.addMetric(OUTCOME.renewed, MetricUnit.Count, renewed);
@@ -35,16 +32,6 @@ export function createRenewBatchHandler(deps: HandlerDeps) {
     const body: BatchRenewResponse = { results };
     return jsonResponse(200, body);
   });
-}
-
-async function renewOne(store: LeaseStore, entry: BatchRenewEntry): Promise<BatchRenewResult> {
-  const { name, ...grant } = entry;
-  try {
-    return { name, lease: await store.renew(name, grant) };
-  } catch (error) {
-    if (!isLeaseholdError(error)) throw error;
-    return { name, error: error.toBody() };
-  }
 }
 
 export const handler = lambdaEntry(createRenewBatchHandler);
