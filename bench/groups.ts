@@ -214,9 +214,9 @@ export async function measureGroups(options: GroupsOptions): Promise<GroupsResul
   };
   let rehearsal: GroupsResult['rehearsal'];
   try {
-    // One whole round first, not counted: the first round after the emulator's start was the
-    // slowest of three in most runs (balanced 4-6 s after its start against about 2 s, and its leave
-    // the slowest), as the JIT of the emulator (C2) and of the server were still at work. Its
+    // One whole round first, not counted: the first round after the emulator's start was balanced
+    // a median 5.1 s after its start against 2.3 s for the later rounds (six runs), as the JIT of
+    // the emulator (C2) and of the server were still at work. Its
     // overlaps still count: a split brain is one whenever it happens.
     try {
       const r = await measureRound(options, `bench-${options.runId}-group-rehearsal`, -1, (m) => members.push(m));
