@@ -68,6 +68,12 @@ export function createServiceAlarms(scope: Construct, parts: ServiceAlarmParts):
       expression: metrics.map((_, i) => `m${i}`).join(' + '),
       usingMetrics: Object.fromEntries(metrics.map((m, i) => [`m${i}`, m])),
     });
+  /** Errors and throttles of a few functions in one sum (an alarm reads at most 10 metrics). */
+  const errorsAndThrottlesOf = (label: string, functions: NodejsFunction[]): MathExpression =>
+    sumOf(label, [
+      ...functions.map((fn) => fn.metricErrors({ period, statistic: 'Sum' })),
+      ...functions.map((fn) => fn.metricThrottles({ period, statistic: 'Sum' })),
+    ]);
 
   // HTTP APIs have no metric of their own for stage throttling: a 429 only counts in `4xx`,
   // together with the 409s of an ordinary lost acquire race. The access log line has the status,
@@ -135,18 +141,12 @@ export function createServiceAlarms(scope: Construct, parts: ServiceAlarmParts):
     ),
     batchFunctionErrors: alarmOn(
       'BatchFunctionErrorsAlarm',
-      sumOf('Batch Lambda Errors and Throttles', [
-        ...parts.batchFunctions.map((fn) => fn.metricErrors({ period, statistic: 'Sum' })),
-        ...parts.batchFunctions.map((fn) => fn.metricThrottles({ period, statistic: 'Sum' })),
-      ]),
+      errorsAndThrottlesOf('Batch Lambda Errors and Throttles', parts.batchFunctions),
       'a batch route function (renew or handoff under a prefix) failed (unhandled error or timeout) or was throttled; callers got 5xx.',
     ),
     semaphoreFunctionErrors: alarmOn(
       'SemaphoreFunctionErrorsAlarm',
-      sumOf('Semaphore Lambda Errors and Throttles', [
-        ...parts.semaphoreFunctions.map((fn) => fn.metricErrors({ period, statistic: 'Sum' })),
-        ...parts.semaphoreFunctions.map((fn) => fn.metricThrottles({ period, statistic: 'Sum' })),
-      ]),
+      errorsAndThrottlesOf('Semaphore Lambda Errors and Throttles', parts.semaphoreFunctions),
       'a semaphore function failed (unhandled error or timeout) or was throttled; callers got 5xx.',
     ),
     semaphoreTableErrors: alarmOn(
