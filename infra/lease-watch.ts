@@ -75,8 +75,9 @@ export interface WatchAccess {
 /**
  * Each watch function's permissions, from what its code does (functions/watch/*):
  * - connect: a Query of the `grants` partition (TableWatchGrants, cached per container) and one
- *   PutItem recording what the connection may watch (SubscriptionStore.recordScope).
- * - subscribe: a GetItem of the connection's scope (SubscriptionStore.scopeOf), one PutItem per
+ *   PutItem recording what the connection may watch and how it reads events
+ *   (SubscriptionStore.recordConnection).
+ * - subscribe: a GetItem of that record (SubscriptionStore.connectionOf), one PutItem per
  *   name or prefix and per name's marker, and a conditional PutItem of the marker epoch
  *   (SubscriptionStore.subscribe), then posts the `subscribed` (or `error`) reply to its own
  *   connection.

@@ -63,6 +63,7 @@ export function createWebSocketGateway(options: WebSocketGatewayOptions): WebSoc
     eventType: 'CONNECT' | 'MESSAGE' | 'DISCONNECT',
     body?: string,
     caller?: { userArn: string } | void,
+    query?: URLSearchParams,
   ) => {
     const now = options.clock.nowMs();
     return {
@@ -83,6 +84,8 @@ export function createWebSocketGateway(options: WebSocketGatewayOptions): WebSoc
         ...(caller ? { identity: { userArn: caller.userArn } } : {}),
       },
       ...(body !== undefined ? { body } : {}),
+      // As API Gateway passes $connect's query string (the last value of a repeated key).
+      ...(query !== undefined && query.size > 0 ? { queryStringParameters: Object.fromEntries(query) } : {}),
       isBase64Encoded: false,
     } as unknown as APIGatewayProxyWebsocketEventV2;
   };
@@ -130,7 +133,8 @@ export function createWebSocketGateway(options: WebSocketGatewayOptions): WebSoc
           return;
         }
         const connectionId = randomBytes(12).toString('base64');
-        const connected = await options.routes.$connect(event(connectionId, '$connect', 'CONNECT', undefined, caller)).catch(() => ({ statusCode: 500 }));
+        const query = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
+        const connected = await options.routes.$connect(event(connectionId, '$connect', 'CONNECT', undefined, caller, query)).catch(() => ({ statusCode: 500 }));
         if (statusOf(connected) !== 200) {
           socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
           return;

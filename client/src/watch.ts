@@ -3,6 +3,7 @@ import type { RequestSigner } from './signing.js';
 import {
   ErrorCode,
   UnavailableError,
+  WATCH_BATCHED_QUERY,
   WATCH_LIMITS,
   errorFromBody,
   parseWatchMessage,
@@ -256,9 +257,13 @@ class Watch implements WatchClient {
   private async open(conn: Connection): Promise<void> {
     let socket: WebSocketLike;
     try {
-      const headers = this.settings.signer ? await this.settings.signer({ method: 'GET', url: new URL(this.url), headers: {}, body: undefined }) : {};
+      // Asks for a stream batch's events in one message (this SDK reads `events` messages); a server
+      // that predates them ignores the parameter and sends `event` messages, which it reads too.
+      const url = new URL(this.url);
+      url.searchParams.set(WATCH_BATCHED_QUERY.name, WATCH_BATCHED_QUERY.value);
+      const headers = this.settings.signer ? await this.settings.signer({ method: 'GET', url: new URL(url), headers: {}, body: undefined }) : {};
       if (conn !== this.current) return;
-      socket = await this.settings.factory(this.url.href, { headers });
+      socket = await this.settings.factory(url.href, { headers });
     } catch (error) {
       this.fail(conn, error);
       return;
@@ -334,6 +339,10 @@ class Watch implements WatchClient {
     if (message === undefined) return; // not ours: ignore what this SDK version does not know
     if (message.type === 'event') {
       this.dispatch(message.event);
+      return;
+    }
+    if (message.type === 'events') {
+      for (const event of message.events) this.dispatch(event);
       return;
     }
     const inflight = conn.inflight;

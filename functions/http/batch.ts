@@ -1,4 +1,5 @@
 import { isLeaseholdError, type ErrorBody } from '../../client/src/protocol/index.js';
+import { mapBounded } from '../bounded.js';
 
 /**
  * How many of a batch's writes (a batched renew's or handoff's entries) are in flight at once:
@@ -7,20 +8,6 @@ import { isLeaseholdError, type ErrorBody } from '../../client/src/protocol/inde
  * process serves.
  */
 export const BATCH_CONCURRENCY = 16;
-
-/** Runs `fn` over `items` with at most `limit` at once; results in the items' order. */
-export async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}
 
 /**
  * One store operation per entry of a batch, BATCH_CONCURRENCY at a time, each answered in request

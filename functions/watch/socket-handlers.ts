@@ -1,13 +1,14 @@
 import { PostToConnectionCommand } from '@aws-sdk/client-apigatewaymanagementapi';
 import type { APIGatewayProxyResultV2, APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
-import { ForbiddenError, isLeaseholdError, validateSubscribeMessage, type WatchMessage } from '../../client/src/protocol/index.js';
+import { ForbiddenError, WATCH_BATCHED_QUERY, isLeaseholdError, validateSubscribeMessage, type WatchMessage } from '../../client/src/protocol/index.js';
 import type { WatchDeps } from './watch-deps.js';
 import { assertWatchable } from './watch-grants.js';
 
 /**
  * The WebSocket API's routes. `$connect` is authenticated by API Gateway (IAM) before it gets
  * here, and looks the caller up in the watch grants (watch-grants.ts): no grant, no connection;
- * otherwise it records the lease prefixes the connection may watch. `subscribe` checks what the
+ * otherwise it records the lease prefixes the connection may watch, and whether it asked for
+ * `events` messages (WATCH_BATCHED_QUERY). `subscribe` checks what the
  * connection asks for against them, records it and acknowledges on the socket; `$disconnect`
  * forgets the connection.
  */
@@ -23,7 +24,14 @@ interface CallerIdentity {
 
 export function createConnectHandler(deps: WatchDeps): SocketHandler {
   return async function connect(event) {
-    if (deps.grants === undefined) return { statusCode: 200 };
+    const connectionId = event.requestContext.connectionId;
+    const query = (event as { queryStringParameters?: Record<string, string | undefined> | null }).queryStringParameters;
+    const batched = query?.[WATCH_BATCHED_QUERY.name] === WATCH_BATCHED_QUERY.value;
+    if (deps.grants === undefined) {
+      // Nothing to check; a connection that reads `events` messages is recorded for its subscriptions.
+      if (batched) await deps.subscriptions.recordConnection(connectionId, { batched });
+      return { statusCode: 200 };
+    }
     const identity = (event.requestContext as { identity?: CallerIdentity }).identity;
     const callerArn = identity?.userArn ?? undefined;
     const prefixes = await deps.grants.prefixesOf(callerArn);
@@ -33,7 +41,7 @@ export function createConnectHandler(deps: WatchDeps): SocketHandler {
       deps.logger.warn('watch connection refused: the caller has no watch grant', { caller: callerArn ?? 'unknown' });
       return { statusCode: 403 };
     }
-    await deps.subscriptions.recordScope(event.requestContext.connectionId, prefixes);
+    await deps.subscriptions.recordConnection(connectionId, { prefixes, batched });
     return { statusCode: 200 };
   };
 }
@@ -51,16 +59,16 @@ export function createSubscribeHandler(deps: WatchDeps): SocketHandler {
     let reply: WatchMessage;
     try {
       const message = validateSubscribeMessage(parseJson(event.body));
+      const connection = await deps.subscriptions.connectionOf(connectionId);
       if (deps.grants !== undefined) {
-        const scope = await deps.subscriptions.scopeOf(connectionId);
-        if (scope === undefined) throw new ForbiddenError('This connection has no watch grant recorded: reconnect.');
-        assertWatchable(scope, message.names ?? [], message.prefixes ?? []);
+        if (connection?.prefixes === undefined) throw new ForbiddenError('This connection has no watch grant recorded: reconnect.');
+        assertWatchable(connection.prefixes, message.names ?? [], message.prefixes ?? []);
       }
       // Without renewed events the subscription still holds for the rest, and says so: refusing it
       // would fail a socket that other consumers (followers waiting for a release) share.
       const unavailable = message.renewed === true && !deps.renewedEvents;
       const renewed = message.renewed === true && deps.renewedEvents;
-      await deps.subscriptions.subscribe(connectionId, message.names ?? [], message.prefixes ?? [], renewed);
+      await deps.subscriptions.subscribe(connectionId, message.names ?? [], message.prefixes ?? [], { renewed, batched: connection?.batched ?? false });
       reply = { type: 'subscribed', names: message.names ?? [], prefixes: message.prefixes ?? [], ...(unavailable ? { renewed: false as const } : {}) };
     } catch (error) {
       if (!isLeaseholdError(error)) throw error;

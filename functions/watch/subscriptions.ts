@@ -6,7 +6,8 @@ import type { WallClock } from '../clock.js';
  *
  * Items: `pk` = `name#<lease>` (a connection watching one lease) or `prefixes` (all prefix
  * watches, matched in memory: a lease name has up to 200 prefixes, too many to query one by one)
- * or `connection#<id>` (what the connection may watch, recorded at `$connect`; see watch-grants.ts),
+ * or `connection#<id>` (what the connection may watch, see watch-grants.ts, and whether it reads
+ * `events` messages, recorded at `$connect`),
  * `sk` = `<connectionId>`, `<prefix>#<connectionId>` or `scope`. The partition `grants` holds the
  * watch grants the construct publishes (watch-grants.ts); they have no `connectionId` and no TTL. A GSI on `connectionId` finds a closing
  * connection's items. Items expire after `ttlMs` (default 3 h: API Gateway closes a WebSocket after
@@ -55,6 +56,21 @@ const DEFAULT_TTL_MS = 3 * 60 * 60 * 1000;
 export interface Subscriber {
   connectionId: string;
   renewed: boolean;
+  /** The connection reads `events` messages (it asked at `$connect`): a batch's events go to it together. */
+  batched: boolean;
+}
+
+/** What `$connect` records of a connection. */
+export interface ConnectionRecord {
+  /** The lease prefixes it may watch (`''`: every lease); absent when the deployment has no watch grants. */
+  prefixes?: readonly string[];
+  batched: boolean;
+}
+
+/** How a connection subscribes: `renewed` events too; `batched`: it reads `events` messages. */
+export interface SubscribeFlags {
+  renewed: boolean;
+  batched?: boolean;
 }
 
 export interface SubscriptionStoreOptions {
@@ -76,17 +92,20 @@ interface SubscriptionItem {
   /** In the `renewed` partition: the lease name a subscription watches by name. */
   name?: string;
   renewed: boolean;
+  batched?: boolean;
   expireAt: number;
 }
 
 export class SubscriptionStore {
   constructor(private readonly options: SubscriptionStoreOptions) {}
 
-  async subscribe(connectionId: string, names: string[], prefixes: string[], renewed: boolean): Promise<void> {
+  async subscribe(connectionId: string, names: string[], prefixes: string[], { renewed, batched = false }: SubscribeFlags): Promise<void> {
     const expireAt = this.expireAt();
+    // `batched` is kept on each subscription, so the stream consumer learns it with the watchers.
+    const flag = batched ? { batched: true } : {};
     const items: SubscriptionItem[] = [
-      ...names.map((name) => ({ pk: `name#${name}`, sk: connectionId, connectionId, renewed, expireAt })),
-      ...prefixes.map((prefix) => ({ pk: PREFIXES_PARTITION, sk: `${prefix}#${connectionId}`, connectionId, prefix, renewed, expireAt })),
+      ...names.map((name) => ({ pk: `name#${name}`, sk: connectionId, connectionId, renewed, ...flag, expireAt })),
+      ...prefixes.map((prefix) => ({ pk: PREFIXES_PARTITION, sk: `${prefix}#${connectionId}`, connectionId, prefix, renewed, ...flag, expireAt })),
     ];
     if (renewed) {
       for (const name of names) items.push({ pk: RENEWED_PARTITION, sk: `n#${name}#${connectionId}`, connectionId, name, renewed, expireAt });
@@ -114,22 +133,35 @@ export class SubscriptionStore {
     }
   }
 
-  /** Records the lease prefixes a connection may watch (`''`: every lease), at `$connect`. */
-  async recordScope(connectionId: string, prefixes: readonly string[]): Promise<void> {
-    const Item = { pk: scopeKey(connectionId), sk: SCOPE_SORT_KEY, connectionId, prefixes: [...prefixes], expireAt: this.expireAt() };
+  /**
+   * Records, at `$connect`, what a connection may watch (`prefixes`, `''` for every lease; absent
+   * when the deployment has no watch grants) and whether it reads `events` messages (`batched`).
+   */
+  async recordConnection(connectionId: string, connection: ConnectionRecord): Promise<void> {
+    const Item = {
+      pk: scopeKey(connectionId),
+      sk: SCOPE_SORT_KEY,
+      connectionId,
+      ...(connection.prefixes !== undefined ? { prefixes: [...connection.prefixes] } : {}),
+      ...(connection.batched ? { batched: true } : {}),
+      expireAt: this.expireAt(),
+    };
     await this.options.client.send(new PutCommand({ TableName: this.options.tableName, Item }));
   }
 
-  /** The prefixes recorded for a connection at `$connect`, or undefined when none were (or they expired). */
-  async scopeOf(connectionId: string): Promise<readonly string[] | undefined> {
+  /** What was recorded for a connection at `$connect`, or undefined when nothing was (or it expired). */
+  async connectionOf(connectionId: string): Promise<ConnectionRecord | undefined> {
     const out = await this.options.client.send(
       new GetCommand({ TableName: this.options.tableName, Key: { pk: scopeKey(connectionId), sk: SCOPE_SORT_KEY }, ConsistentRead: true }),
     );
-    const item = out.Item as { prefixes?: unknown; expireAt?: unknown } | undefined;
-    if (item === undefined || !Array.isArray(item.prefixes) || typeof item.expireAt !== 'number') return undefined;
+    const item = out.Item as { prefixes?: unknown; batched?: unknown; expireAt?: unknown } | undefined;
+    if (item === undefined || typeof item.expireAt !== 'number') return undefined;
     // DynamoDB deletes expired items lazily (within days): an expired one must not count.
     if (item.expireAt < this.options.clock.nowMs() / 1000) return undefined;
-    return item.prefixes.filter((p): p is string => typeof p === 'string');
+    return {
+      ...(Array.isArray(item.prefixes) ? { prefixes: item.prefixes.filter((p): p is string => typeof p === 'string') } : {}),
+      batched: item.batched === true,
+    };
   }
 
   /**
@@ -223,7 +255,11 @@ export class SubscriptionStore {
       // The name's marker is not a subscription.
       if (item.expireAt < nowSec || item.sk === NAME_MARKER_SORT_KEY) continue;
       const seen = byConnection.get(item.connectionId);
-      byConnection.set(item.connectionId, { connectionId: item.connectionId, renewed: (seen?.renewed ?? false) || item.renewed });
+      byConnection.set(item.connectionId, {
+        connectionId: item.connectionId,
+        renewed: (seen?.renewed ?? false) || item.renewed,
+        batched: (seen?.batched ?? false) || item.batched === true,
+      });
     }
     return [...byConnection.values()];
   }

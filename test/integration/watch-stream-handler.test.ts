@@ -52,20 +52,41 @@ beforeAll(async () => {
   raw.destroy();
 });
 
-/** A consumer whose subscriptions watch `prefix`, posting to a recorder (slow for the lease `slowName`). */
-async function consumer(prefix: string, slowName?: string, slowMs = 0, renewed = false, tableName = subscriptionTableName, gone = false) {
+interface ConsumerOptions {
+  /** Posts of this lease's events (`*renewed`: of renewals) take `slowMs`. */
+  slowName?: string;
+  slowMs?: number;
+  /** The subscription asks for renewals. */
+  renewed?: boolean;
+  /** The connection reads `events` messages. */
+  batched?: boolean;
+  tableName?: string;
+  /** Every post is answered 410, as for a closed connection. */
+  gone?: boolean;
+}
+
+type Pushed = { type: string; name: string; atMs: number };
+
+/** A consumer whose subscription watches `prefix`, posting to a recorder: each event posted, and each message. */
+async function consumer(prefix: string, { slowName, slowMs = 0, renewed = false, batched = false, tableName = subscriptionTableName, gone = false }: ConsumerOptions = {}) {
   const posts: Array<{ name: string; atMs: number; postedMs: number }> = [];
+  const messages: Array<{ to: string; type: string; events: Pushed[] }> = [];
   const management: HttpHandler = {
     async handle(request: HttpRequest) {
-      const body = JSON.parse(Buffer.from(request.body as Uint8Array).toString('utf8')) as { event: { name: string; atMs: number } };
+      const body = JSON.parse(Buffer.from(request.body as Uint8Array).toString('utf8')) as { type: string; event?: Pushed; events?: Pushed[] };
+      const pushed = body.events ?? (body.event ? [body.event] : []);
+      const record = () => {
+        messages.push({ to: decodeURIComponent(request.path.split('/').at(-1) ?? ''), type: body.type, events: pushed });
+        for (const e of pushed) posts.push({ name: e.name, atMs: e.atMs, postedMs: performance.now() });
+      };
       if (gone) {
         // As API Gateway answers a post to a closed connection.
-        posts.push({ name: body.event.name, atMs: body.event.atMs, postedMs: performance.now() });
+        record();
         const message = new TextEncoder().encode(JSON.stringify({ message: 'gone' }));
         return { response: new HttpResponse({ statusCode: 410, headers: { 'content-type': 'application/json', 'x-amzn-errortype': 'GoneException' }, body: message }) };
       }
-      if (body.event.name === slowName || (slowName === '*renewed' && (body.event as { type?: string }).type === 'renewed')) await new Promise((r) => setTimeout(r, slowMs));
-      posts.push({ name: body.event.name, atMs: body.event.atMs, postedMs: performance.now() });
+      if (pushed.some((e) => e.name === slowName || (slowName === '*renewed' && e.type === 'renewed'))) await new Promise((r) => setTimeout(r, slowMs));
+      record();
       return { response: new HttpResponse({ statusCode: 200, headers: {}, body: new Uint8Array() }) };
     },
     updateHttpClientConfig: () => undefined,
@@ -94,11 +115,11 @@ async function consumer(prefix: string, slowName?: string, slowMs = 0, renewed =
   );
   deps.subscriptions = new SubscriptionStore({ client, tableName, clock: systemClock });
   const connectionId = `conn-${randomUUID()}`;
-  await deps.subscriptions.subscribe(connectionId, [], [prefix], renewed);
+  await deps.subscriptions.subscribe(connectionId, [], [prefix], { renewed, batched });
   queries.count = 0;
   queries.batchGets = 0;
   queries.byConnection = 0;
-  return { handler: createStreamHandler(deps), posts, queries, client, subscriptions: deps.subscriptions, connectionId };
+  return { handler: createStreamHandler(deps), posts, messages, queries, client, subscriptions: deps.subscriptions, connectionId };
 }
 
 const unique = () => `app-${randomUUID().slice(0, 8)}.`;
@@ -107,7 +128,7 @@ describe('the stream consumer', () => {
   it("posts one lease's events in stream order, and does not hold other leases' events behind a slow one", async () => {
     const prefix = unique();
     const [a, b] = [`${prefix}a`, `${prefix}b`];
-    const { handler, posts } = await consumer(prefix, a, 150);
+    const { handler, posts } = await consumer(prefix, { slowName: a, slowMs: 150 });
     const records = [release(a, 1, 1), release(b, 2, 2), release(a, 3, 3), release(b, 4, 4), release(a, 5, 5)];
     expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [] });
     expect(posts.filter((p) => p.name === a).map((p) => p.atMs)).toEqual([1, 3, 5]);
@@ -149,7 +170,7 @@ describe('the stream consumer', () => {
   it('queries the watchers of a name watched by name (its marker says so), and posts to them as to the prefix watchers', async () => {
     const prefix = unique();
     const { handler, posts, queries, subscriptions } = await consumer(prefix);
-    await subscriptions.subscribe(`conn-${randomUUID()}`, [`${prefix}a`], [], false);
+    await subscriptions.subscribe(`conn-${randomUUID()}`, [`${prefix}a`], [], { renewed: false });
     queries.count = 0;
     queries.batchGets = 0;
     const records = [release(`${prefix}a`, 1, 1), release(`${prefix}b`, 2, 2), release(`${prefix}a`, 3, 3), release(`${prefix}c`, 4, 4)];
@@ -166,7 +187,7 @@ describe('the stream consumer', () => {
     await ensureSubscriptionTable(raw, tableName);
     raw.destroy();
     const prefix = unique();
-    const { handler, posts, queries, client } = await consumer(prefix, undefined, 0, false, tableName);
+    const { handler, posts, queries, client } = await consumer(prefix, { tableName });
     // As after an upgrade: markers began just now, and an older watch of `a` by name has no marker.
     await client.send(new PutCommand({ TableName: tableName, Item: { pk: 'markers', sk: 'names', since: Date.now() } }));
     const connectionId = `conn-${randomUUID()}`;
@@ -180,7 +201,7 @@ describe('the stream consumer', () => {
 
   it('drops a gone connection once and posts nothing more to it, however many records were on their way', async () => {
     const prefix = unique();
-    const { handler, posts, queries, subscriptions, connectionId } = await consumer(prefix, undefined, 0, false, subscriptionTableName, true);
+    const { handler, posts, queries, subscriptions, connectionId } = await consumer(prefix, { gone: true });
     // The first batch looks its watchers up before anyone knows the connection is gone.
     const first = Array.from({ length: 8 }, (_, i) => release(`${prefix}${'abcd'[i % 4]}`, i, i + 1));
     expect(await handler({ Records: first } as never)).toEqual({ batchItemFailures: [] });
@@ -189,7 +210,7 @@ describe('the stream consumer', () => {
     expect(queries.byConnection).toBe(1);
     // A later batch whose read still finds the subscription (as one that raced the cleanup would):
     // no post, no second cleanup.
-    await subscriptions.subscribe(connectionId, [], [prefix], false);
+    await subscriptions.subscribe(connectionId, [], [prefix], { renewed: false });
     expect(await handler({ Records: [release(`${prefix}e`, 20, 20)] } as never)).toEqual({ batchItemFailures: [] });
     expect(posts).toHaveLength(tried);
     expect(queries.byConnection).toBe(1);
@@ -197,7 +218,7 @@ describe('the stream consumer', () => {
 
   it('publishes changes of holder before renewals: a handoff at the end of a batch of renewals is posted first', async () => {
     const prefix = unique();
-    const { handler, posts } = await consumer(prefix, '*renewed', 100, true); // each renewal's post takes 100 ms
+    const { handler, posts } = await consumer(prefix, { slowName: '*renewed', slowMs: 100, renewed: true }); // each renewal's post takes 100 ms
     const records = [...Array.from({ length: 30 }, (_, i) => renewal(`${prefix}r${i}`, 100 + i, i + 1)), release(`${prefix}moved`, 500, 31)];
     expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [] });
     expect(posts).toHaveLength(31);
@@ -211,5 +232,48 @@ describe('the stream consumer', () => {
     expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [] });
     expect(posts).toEqual([]);
     expect(queries.count).toBe(1);
+  });
+
+  it('sends a connection that reads `events` messages the whole batch in one message: changes of holder first, each lease in stream order', async () => {
+    const prefix = unique();
+    const { handler, messages } = await consumer(prefix, { renewed: true, batched: true });
+    const records = [
+      renewal(`${prefix}r0`, 5, 1),
+      ...Array.from({ length: 16 }, (_, i) => release(`${prefix}p${i}`, 10 + i, 2 + i)),
+      renewal(`${prefix}r1`, 30, 20),
+      release(`${prefix}p0`, 40, 21),
+    ];
+    expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [] });
+    expect(messages).toHaveLength(1);
+    expect(messages[0]?.type).toBe('events');
+    const events = messages[0]?.events ?? [];
+    expect(events).toHaveLength(19);
+    // The releases (news) before the renewals; p0's two releases in their order.
+    expect(events.slice(0, 17).every((e) => e.type === 'released')).toBe(true);
+    expect(events.slice(17).map((e) => e.name)).toEqual([`${prefix}r0`, `${prefix}r1`]);
+    expect(events.filter((e) => e.name === `${prefix}p0`).map((e) => e.atMs)).toEqual([10, 40]);
+  });
+
+  it('sends each connection the events in the form it asked for: one message to the one that reads `events`, one per event to the other', async () => {
+    const prefix = unique();
+    const { handler, messages, subscriptions, connectionId } = await consumer(prefix, { batched: true });
+    const other = `conn-${randomUUID()}`;
+    await subscriptions.subscribe(other, [], [prefix], { renewed: false });
+    const records = Array.from({ length: 6 }, (_, i) => release(`${prefix}${'abc'[i % 3]}`, i, i + 1));
+    expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [] });
+    expect(messages.filter((m) => m.to === connectionId).map((m) => [m.type, m.events.length])).toEqual([['events', 6]]);
+    const toOther = messages.filter((m) => m.to === other);
+    expect(toOther.map((m) => m.type)).toEqual(Array(6).fill('event'));
+    // One lease's events in stream order.
+    expect(toOther.flatMap((m) => m.events).filter((e) => e.name === `${prefix}a`).map((e) => e.atMs)).toEqual([0, 3]);
+  });
+
+  it("to a connection that reads `events` messages, still posts nothing of a failed record's lease from it on, and the other leases' events", async () => {
+    const prefix = unique();
+    const [a, b] = [`${prefix}a`, `${prefix}b`];
+    const { handler, messages } = await consumer(prefix, { batched: true });
+    const records = [release(a, 1, 1), broken(a, 2), release(b, 3, 3), release(a, 4, 4)];
+    expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [{ itemIdentifier: '2' }] });
+    expect(messages.map((m) => m.events.map((e) => `${e.name.slice(prefix.length)}${e.atMs}`))).toEqual([['a1', 'b3']]);
   });
 });

@@ -19,8 +19,8 @@ function uniqueName(label: string): string {
 }
 
 /** A watch connection that queues what the server pushes, so tests await messages, not time. */
-async function connect(to: TestServer = server) {
-  const ws = new WebSocket(`${to.url.replace('http', 'ws')}/v1/watch`);
+async function connect(to: TestServer = server, query = '') {
+  const ws = new WebSocket(`${to.url.replace('http', 'ws')}/v1/watch${query}`);
   const queue: WatchMessage[] = [];
   const waiters: Array<(m: WatchMessage) => void> = [];
   ws.on('message', (data) => {
@@ -97,6 +97,44 @@ describe('the watch (WebSocket, fed by the lease table stream through the stream
     expect((await quiet.nextEvent()).type).toBe('released');
     quiet.ws.close();
     chatty.ws.close();
+  });
+
+  it('sends a connection opened with ?events=batched its events in `events` messages, and one without it `event` messages', async () => {
+    const prefix = `${uniqueName('batched')}.`;
+    const batched = await connect(server, '?events=batched');
+    const single = await connect();
+    for (const watcher of [batched, single]) {
+      watcher.send({ action: 'subscribe', prefixes: [prefix] });
+      expect((await watcher.next()).type).toBe('subscribed');
+    }
+    const names = ['a', 'b', 'c', 'd'].map((p) => `${prefix}${p}`);
+    const grants = await Promise.all(names.map(async (name) => (await post(`/v1/leases/${name}/acquire`, { holder: 'worker-a', ttlMs: 10_000 })).body.lease));
+    const handoffs = names.map((name, i) => ({ name, leaseId: grants[i].leaseId, token: grants[i].token, to: 'worker-b' }));
+    expect((await post(`/v1/prefixes/${prefix}/handoff`, { handoffs })).status).toBe(200);
+
+    // 4 acquires and 4 handoffs, however the stream batched them.
+    const received = async (watcher: Awaited<ReturnType<typeof connect>>) => {
+      const messages: WatchMessage[] = [];
+      const events: LeaseEvent[] = [];
+      while (events.length < 8) {
+        const message = await watcher.next();
+        messages.push(message);
+        if (message.type === 'event') events.push(message.event);
+        if (message.type === 'events') events.push(...message.events);
+      }
+      return { types: new Set(messages.map((m) => m.type)), events };
+    };
+    const toBatched = await received(batched);
+    const toSingle = await received(single);
+    expect([...toBatched.types]).toEqual(['events']);
+    expect([...toSingle.types]).toEqual(['event']);
+    for (const { events } of [toBatched, toSingle]) {
+      expect(events.filter((e) => e.type === 'handoff').map((e) => e.name).sort()).toEqual(names);
+      // Each lease's acquire before its handoff.
+      for (const name of names) expect(events.filter((e) => e.name === name).map((e) => e.type)).toEqual(['acquired', 'handoff']);
+    }
+    batched.ws.close();
+    single.ws.close();
   });
 
   it('answers an invalid subscription with a VALIDATION_ERROR message on the socket', async () => {

@@ -128,6 +128,26 @@ describe('subscribing', () => {
     expect(other.events).toEqual([]);
   });
 
+  it("delivers an `events` message's events in their order, each to the consumers it matches, and skips the ones this SDK does not know", async () => {
+    const { clock, server, watch } = setup();
+    const jobs = recorder();
+    const all = recorder();
+    watch.subscribe({ names: ['jobs'] }, jobs.listener);
+    watch.subscribe({ prefixes: ['app.'] }, all.listener);
+    await clock.advance(0);
+    server.last.deliver({
+      type: 'events',
+      events: [
+        leaseEvent({ type: 'handoff', name: 'app.p.1', to: 'w2' }),
+        { type: 'expired', name: 'app.p.1', holder: null, token: 1, atMs: 1 },
+        leaseEvent({ type: 'released', name: 'jobs' }),
+        leaseEvent({ type: 'acquired', name: 'app.p.1' }),
+      ],
+    });
+    expect(all.events.map((e) => `${e.type} ${e.name}`)).toEqual(['handoff app.p.1', 'acquired app.p.1']);
+    expect(jobs.events.map((e) => `${e.type} ${e.name}`)).toEqual(['released jobs']);
+  });
+
   it('asks for renewals only for consumers that want them, and delivers them only there', async () => {
     const { clock, server, watch } = setup();
     const quiet = recorder();
@@ -393,7 +413,7 @@ describe('reconnecting', () => {
 });
 
 describe('signing', () => {
-  it('signs the upgrade request (GET, the watch URL, no body) and sends the signature as headers', async () => {
+  it('signs the upgrade request (GET, the watch URL asking for batched events, no body) and sends the signature as headers', async () => {
     const seen: Array<{ method: string; url: string; body: string | undefined }> = [];
     const { clock, server, watch } = setup({
       url: 'wss://abc123.execute-api.eu-west-1.amazonaws.com/prod',
@@ -404,7 +424,8 @@ describe('signing', () => {
     });
     watch.subscribe({ names: ['jobs'] }, () => undefined);
     await clock.advance(0);
-    expect(seen).toEqual([{ method: 'GET', url: 'wss://abc123.execute-api.eu-west-1.amazonaws.com/prod', body: undefined }]);
+    expect(seen).toEqual([{ method: 'GET', url: 'wss://abc123.execute-api.eu-west-1.amazonaws.com/prod?events=batched', body: undefined }]);
+    expect(server.last.url).toBe('wss://abc123.execute-api.eu-west-1.amazonaws.com/prod?events=batched');
     expect(server.last.headers).toEqual({ authorization: 'AWS4-HMAC-SHA256 Credential=…', 'x-amz-date': '20250101T000000Z' });
   });
 
@@ -512,7 +533,7 @@ describe('the default socket', () => {
     const watch = createWatch({ url: URL_LOCAL, clock });
     const subscription = watch.subscribe({ names: ['jobs'] }, () => undefined);
     await clock.advance(0);
-    expect(constructed).toEqual([[URL_LOCAL]]);
+    expect(constructed).toEqual([[`${URL_LOCAL}?events=batched`]]);
     expect(subscription.live).toBe(true);
     watch.close();
   });

@@ -13,6 +13,17 @@ describe('parseWatchMessage (the SDK reading what the watch server sends)', () =
     });
   });
 
+  it('reads an `events` message as its events in order, leaving out the ones it does not know, and an empty one as no events', () => {
+    const released = { ...acquired, type: 'released', holder: 'w1' };
+    const unknown = { ...acquired, type: 'expired' };
+    expect(parseWatchMessage(JSON.stringify({ type: 'events', events: [released, unknown, acquired, { ...acquired, token: '3' }] }))).toEqual({
+      type: 'events',
+      events: [released, acquired],
+    });
+    expect(parseWatchMessage('{"type":"events","events":[]}')).toEqual({ type: 'events', events: [] });
+    expect(parseWatchMessage('{"type":"events","events":{}}')).toBeUndefined();
+  });
+
   it('ignores what it does not understand instead of throwing: bad JSON, unknown types, malformed events and errors', () => {
     for (const data of ['{', 'null', '42', '{"type":"pong"}', JSON.stringify({ type: 'event', event: { ...acquired, token: '3' } }), '{"type":"error","error":{"code":1}}', 7]) {
       expect(parseWatchMessage(data), String(data)).toBeUndefined();
