@@ -11,7 +11,8 @@ import type { GroupMemberConfig } from './workers/group-member.js';
  * with the watch). In each round, on a fresh group: four members start; a fifth joins; after a
  * steady window (where each member counts the HTTP requests it sends), one member is killed with
  * SIGKILL; then one of the others gets SIGTERM and leaves (`group.stop()`: it hands every partition
- * off, then exits).
+ * off, then exits). Before the first round the emulator and the server are warmed (`warmUp`), and
+ * one rehearsal round runs that is not counted (except its overlaps).
  *
  * Everything is read from the members' own records on the benchmark clock (`assigned` and `revoked`
  * of each partition, from the hooks the SDK calls as a member's belief begins and ends):
@@ -203,7 +204,7 @@ function round1(value: number): number {
 
 /** Runs `options.rounds` rounds, each on a fresh group with fresh processes. */
 export async function measureGroups(options: GroupsOptions): Promise<GroupsResult> {
-  await warmUp(options.endpoint, `bench-${options.runId}-group-warm-up`);
+  await warmUp(options.endpoint, `bench-${options.runId}-group-warm-up`, options.log);
   const rounds: GroupRound[] = [];
   const disturbances: string[] = [];
   let members: Member[] = [];
@@ -251,15 +252,39 @@ export async function measureGroups(options: GroupsOptions): Promise<GroupsResul
 }
 
 /**
- * A DynamoDB Local started for the watch has a cold JIT: on a 2-core machine its first bursts of
- * 64 acquires took 1.2-1.5 s, later ones 0.4 s. A few bursts on other names first, so that the first
- * round's start measures the group, not the JIT.
+ * Renewals the emulator serves before the first round, in batched requests of 100 through the
+ * server (about 50 s on a 2-core machine). A DynamoDB Local started for the watch has a cold JIT:
+ * its CPU per write kept falling for tens of thousands of writes while C2 compiled in the
+ * background (a scratch probe of conditional writes, 2026-11-26: 5.1 ms of emulator CPU each after
+ * 6,000 writes, 3.2 ms after 21,000, 2.2 ms after 101,000), CPU that the two cores share with the
+ * members and the server during a leave. The renewals' stream records warm the stream reads and the
+ * consumer too.
  */
-async function warmUp(endpoint: string, prefix: string): Promise<void> {
+const WARM_UP_RENEWALS = 30_000;
+
+/**
+ * Warms the emulator and the server: a few bursts of 64 acquires (a cold emulator's first bursts
+ * took 1.2-1.5 s, later ones 0.4 s), then WARM_UP_RENEWALS renewals, on names outside the group.
+ */
+async function warmUp(endpoint: string, prefix: string, log: (line: string) => void): Promise<void> {
   const client = new LeaseClient({ endpoint });
   for (let burst = 0; burst < 4; burst++) {
     await Promise.all(Array.from({ length: 64 }, (_, i) => client.acquire(`${prefix}.${burst}.${i}`, { holder: 'warm-up', ttlMs: 2_000 })));
   }
+  const startedAt = performance.now();
+  const names = Array.from({ length: 100 }, (_, i) => `${prefix}.r.${i}`);
+  const leases = await Promise.all(
+    names.map(async (name) => {
+      const result = await client.acquire(name, { holder: 'warm-up', ttlMs: 120_000 });
+      if (!result.acquired) throw new Error(`the warm-up could not acquire ${name}`);
+      return { name, leaseId: result.lease.leaseId, token: result.lease.token };
+    }),
+  );
+  for (let renewed = 0; renewed < WARM_UP_RENEWALS; renewed += 2 * leases.length) {
+    await Promise.all([client.renewBatch(`${prefix}.r.`, leases), client.renewBatch(`${prefix}.r.`, leases)]);
+  }
+  await Promise.all(leases.map(({ name, leaseId, token }) => client.release(name, { leaseId, token })));
+  log(`  warm-up: ${WARM_UP_RENEWALS.toLocaleString('en-US')} renewals in ${((performance.now() - startedAt) / 1000).toFixed(1)} s`);
 }
 
 async function measureRound(options: GroupsOptions, group: string, round: number, track: (m: Member) => void): Promise<GroupRound> {
