@@ -107,6 +107,11 @@ export class JobProducer {
   private lastTickMs = 0;
   private lastCountMs = -Infinity;
   private busy = false;
+  /**
+   * A put that failed: its job may exist all the same (the write landed, its answer was lost), and
+   * is enqueued for sure only once a later put of it succeeds or finds it there.
+   */
+  private unsettled: { lease: string; seq: number } | undefined;
   failures = 0;
 
   constructor(
@@ -130,9 +135,27 @@ export class JobProducer {
     this.timer = setInterval(() => void this.tick(), 100);
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops enqueuing. A put that failed on the last tick (DynamoDB Local restarting under the
+   * `restart-db` fault, say) is settled first, tried again for up to `settleMs`, so that
+   * `enqueued()` counts every job that may exist: a job whose write landed but whose answer was lost
+   * would otherwise be charged without being counted.
+   */
+  async stop(settleMs = 60_000): Promise<void> {
     clearInterval(this.timer);
     while (this.busy) await new Promise((resolve) => setTimeout(resolve, 20));
+    const deadline = performance.now() + settleMs;
+    while (this.unsettled !== undefined && performance.now() < deadline) {
+      const { lease, seq } = this.unsettled;
+      try {
+        await this.put(lease, seq);
+        this.next.set(lease, seq + 1);
+        this.unsettled = undefined;
+      } catch {
+        this.failures += 1;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    }
   }
 
   private async tick(): Promise<void> {
@@ -152,8 +175,10 @@ export class JobProducer {
         let credit = Math.min(this.credit.get(lease)! + earned, 2);
         while (credit >= 1 && backlog.counted + backlog.putSince < this.maxBacklog) {
           const seq = this.next.get(lease)!;
+          this.unsettled = { lease, seq };
           await this.put(lease, seq);
           this.next.set(lease, seq + 1);
+          this.unsettled = undefined;
           backlog.putSince += 1;
           credit -= 1;
         }
