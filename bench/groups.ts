@@ -172,6 +172,8 @@ export interface GroupsResult {
    * the emulator and the server), with its overlaps, which count like any round's. Absent in older results.
    */
   rehearsal?: { overlaps: Overlap[]; completed: boolean };
+  /** Renewals the emulator served before the first round (WARM_UP_RENEWALS). Absent in older results. */
+  warmUpRenewals?: number;
 }
 
 export interface GroupsOptions {
@@ -248,7 +250,7 @@ export async function measureGroups(options: GroupsOptions): Promise<GroupsResul
   } finally {
     await stopAll();
   }
-  return { partitions: options.partitions, ttlMs: options.ttlMs, rounds, disturbances, ...(rehearsal ? { rehearsal } : {}) };
+  return { partitions: options.partitions, ttlMs: options.ttlMs, rounds, disturbances, ...(rehearsal ? { rehearsal } : {}), warmUpRenewals: WARM_UP_RENEWALS };
 }
 
 /**
