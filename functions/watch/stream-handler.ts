@@ -37,7 +37,7 @@ const POST_CONCURRENCY = 16;
  */
 const GONE_REMEMBERED = 1_000;
 
-/** One record's events, each with the connections it goes to; or why they could not be had. */
+/** One record's events, each with the connections it goes to. */
 type Delivery = Array<{ event: LeaseEvent; to: Subscriber[] }>;
 
 /** One connection's posts of a batch: the messages to send, in order (one task per lease for a connection without `events` messages). */
@@ -170,13 +170,14 @@ export function eventsMessages(events: readonly LeaseEvent[]): string[] {
   let bytes = head.length + tail.length;
   for (const leaseEvent of events) {
     const json = JSON.stringify(leaseEvent);
-    const size = Buffer.byteLength(json) + (parts.length > 0 ? 1 : 0);
-    if (parts.length > 0 && bytes + size > WATCH_LIMITS.eventsMessageMaxBytes) {
+    const size = Buffer.byteLength(json);
+    // With the comma before it, unless it starts a message.
+    if (parts.length > 0 && bytes + 1 + size > WATCH_LIMITS.eventsMessageMaxBytes) {
       messages.push(head + parts.join(',') + tail);
       parts = [];
       bytes = head.length + tail.length;
     }
-    bytes += Buffer.byteLength(json) + (parts.length > 0 ? 1 : 0);
+    bytes += (parts.length > 0 ? 1 : 0) + size;
     parts.push(json);
   }
   if (parts.length > 0) messages.push(head + parts.join(',') + tail);
