@@ -193,10 +193,13 @@ describe('a bounded chaos run with revokes and a semaphore', () => {
     const revoked = ops('revoke', 'ok');
     expect(revoked.filter((r) => r.revokedForce === false).length, 'safe revokes').toBeGreaterThanOrEqual(1);
     expect(revoked.filter((r) => r.revokedForce === true).length, 'forced revokes').toBeGreaterThanOrEqual(1);
-    // A revoked holder's next renew is refused with the reason, and the lease is led again afterwards.
+    // A revoked holder's next renew is refused with the reason, and the lease is led again afterwards,
+    // by a newer grant. Checked on the first revoke (8.7 s into the 20 s run by the seed's plan): the
+    // same check on the last one (14.5 s, 5.5 s before the end) failed once on a loaded machine.
     expect(ops('renew', 'fail').some((r) => r.error === 'LEASE_LOST' && r.reason === 'revoked')).toBe(true);
-    const lastRevokeMs = Math.max(...revoked.map((r) => r.completeMs as number));
-    expect(ops('acquire', 'ok').some((r) => r.invokeMs > lastRevokeMs)).toBe(true);
+    const first = revoked.reduce((a, b) => ((a.completeMs as number) <= (b.completeMs as number) ? a : b));
+    const ledAgain = ops('acquire', 'ok').filter((r) => r.lease === first.lease && r.invokeMs > (first.completeMs as number));
+    expect(ledAgain.some((r) => (r.token as number) > (first.token as number))).toBe(true);
   });
 
   it('had several workers acquire, renew and release permits of the semaphore', () => {
