@@ -6,7 +6,7 @@
  * ## How a member works
  * 1. It holds its membership lease (renewed like any lease); only a member holding it takes partitions.
  * 2. It reads the group (`GET /v1/groups/{group}`: an index, so the read costs what the group holds)
- *    every `balanceEveryMs`, at once when the watch pushes a membership change or a release, and at
+ *    every `balanceEveryMs` (less a random 0-20 %), at once when the watch pushes a membership change or a release, and at
  *    the expiry of any lease whose holder stopped renewing. From that view it computes the group's
  *    plan (`group-plan.ts`, the same for every member) and carries out its own part: it acquires the
  *    free partitions planned for it (a partition whose holder is no longer a live member counts as
@@ -85,7 +85,7 @@ export interface LeaseGroupOptions extends Omit<TermOptions, 'lambdaContext' | '
   memberId?: string;
   /** Push-driven balancing: a WatchClient (shared; not closed by the group), or the watch URL (the group opens and closes its own socket). Default: none (reads on the schedule only). */
   watch?: WatchClient | string | URL;
-  /** Reads the group at least this often. Default half the ttl. */
+  /** Reads the group at least this often (each interval less a random share of up to 20 %, so members do not read in lockstep). Default half the ttl. */
   balanceEveryMs?: number;
   /**
    * Called when this member starts owning a partition: its fencing `token`, a `signal` that aborts
@@ -150,6 +150,14 @@ const LIVE_SHARE_OF_TTL = 0.5;
 const SUSPECT_SHARE_OF_TTL = 0.6;
 /** A read prompted by a push waits at most this long for the rest of its burst (see `pushedReadDelayMs`). */
 const PUSHED_READ_DELAY_MS = 250;
+/**
+ * A periodic read comes after a random share of `balanceEveryMs` between 1 − this and 1. Members
+ * that heard one push read together, and without it went on reading in lockstep: in traces of the
+ * groups bench (2026-11-26), a third of all group reads came within 10 ms of another member's,
+ * three or four queries of the index and reads of every partition landing on the table at once.
+ * Only ever shorter, so the reads' promise (a missed membership seen within half a ttl) holds.
+ */
+const READ_JITTER_SHARE = 0.2;
 /** The most acquires one member has in flight: a member that sees only itself at start must not flood the server (its renewals share it). */
 const MAX_ACQUIRES_IN_FLIGHT = 8;
 
@@ -366,11 +374,16 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
   private async readAndBalance(): Promise<number> {
     try {
       const leases = await this.readGroup();
-      return this.stopped ? this.balanceEveryMs : Math.min(this.balanceEveryMs, this.balance(leases));
+      return this.stopped ? this.balanceEveryMs : Math.min(this.periodicReadMs(), this.balance(leases));
     } catch (error) {
       this.emit({ type: 'groupError', group: this.group, holder: this.holder, operation: 'describeGroup', error });
-      return Math.min(this.balanceEveryMs, this.memberCtx.timing.renewEveryMs / 2);
+      return Math.min(this.periodicReadMs(), this.memberCtx.timing.renewEveryMs / 2);
     }
+  }
+
+  /** When the next read is due without news: `balanceEveryMs` less a random share (READ_JITTER_SHARE). */
+  private periodicReadMs(): number {
+    return Math.round(this.balanceEveryMs * (1 - READ_JITTER_SHARE * this.memberCtx.random()));
   }
 
   private async readGroup(): Promise<PublicLease[]> {

@@ -307,6 +307,25 @@ describe('a lease group on a manual clock', () => {
     expect(window.filter((e) => e.op === 'renew-batch').length).toBeLessThanOrEqual(10);
     await a.group.stop();
   });
+  it('reads the group every 80–100 % of balanceEveryMs, drawn from its random source, so members that read together drift apart', async () => {
+    const world = new GroupWorld('orders', 8);
+    const readsOf = (name: string, random: () => number) => {
+      const at: number[] = [];
+      const member = world.add(name, { random, onEvent: (event) => void (event.type === 'groupRead' && at.push(world.clock.nowMs())) });
+      member.group.start();
+      return at;
+    };
+    // Started together, as members that all heard one push: one draws 0 (no jitter), the other 0.99.
+    const slow = readsOf('w1', () => 0);
+    const fast = readsOf('w2', () => 0.99);
+    await world.run(5 * TTL_MS);
+    const gaps = (at: number[]) => at.slice(-5).map((t, i, a) => (i === 0 ? Number.NaN : t - (a[i - 1] as number))).slice(1);
+    // balanceEveryMs is half the ttl (1 s): 100 % of it, and 80.2 %.
+    expect(gaps(slow)).toEqual([1_000, 1_000, 1_000, 1_000]);
+    expect(gaps(fast)).toEqual([802, 802, 802, 802]);
+    expect(Math.abs((slow.at(-1) as number) - (fast.at(-1) as number))).toBeGreaterThan(10);
+    await Promise.all([world.members[0]?.group.stop(), world.members[1]?.group.stop()]);
+  });
 });
 
 describe('balancing converges for any P and M (simulated clock, in-memory server)', () => {
