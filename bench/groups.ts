@@ -174,6 +174,8 @@ export interface GroupsResult {
   rehearsal?: { overlaps: Overlap[]; completed: boolean };
   /** Renewals the emulator served before the first round (WARM_UP_RENEWALS). Absent in older results. */
   warmUpRenewals?: number;
+  /** Moves of the warm-up's group of 100 between two holders (WARM_UP_MOVES). Absent in older results. */
+  warmUpMoves?: number;
 }
 
 export interface GroupsOptions {
@@ -250,7 +252,7 @@ export async function measureGroups(options: GroupsOptions): Promise<GroupsResul
   } finally {
     await stopAll();
   }
-  return { partitions: options.partitions, ttlMs: options.ttlMs, rounds, disturbances, ...(rehearsal ? { rehearsal } : {}), warmUpRenewals: WARM_UP_RENEWALS };
+  return { partitions: options.partitions, ttlMs: options.ttlMs, rounds, disturbances, ...(rehearsal ? { rehearsal } : {}), warmUpRenewals: WARM_UP_RENEWALS, warmUpMoves: WARM_UP_MOVES };
 }
 
 /**
@@ -264,9 +266,19 @@ export async function measureGroups(options: GroupsOptions): Promise<GroupsResul
  */
 const WARM_UP_RENEWALS = 30_000;
 
+/** Moves of the warm-up's group between two holders (see `warmUp`). */
+const WARM_UP_MOVES = 10;
+
 /**
  * Warms the emulator and the server: a few bursts of 64 acquires (a cold emulator's first bursts
- * took 1.2-1.5 s, later ones 0.4 s), then WARM_UP_RENEWALS renewals, on names outside the group.
+ * took 1.2-1.5 s, later ones 0.4 s), then WARM_UP_RENEWALS renewals of 100 leases in a group of
+ * their own, as the members' leases are (a grouped lease's writes also keep the group's index, code
+ * that ungrouped renewals never reach), then WARM_UP_MOVES moves of the whole group from one holder
+ * to the other (a batched handoff, an acquire of each lease by the receiver, a read of the group),
+ * the paths of a leave. The first counted round's leaves had been the latest (on 2026-11-26, 23 of
+ * 47 first rounds late against 14 of 47 in each later round), and in two traced runs the emulator's
+ * C2 compiler was still at work in the 10 s before the first round's leave (370 and 460 ms of its
+ * CPU, against 0-150 ms before the other leaves). All on names outside the measured groups.
  */
 async function warmUp(endpoint: string, prefix: string, log: (line: string) => void): Promise<void> {
   const client = new LeaseClient({ endpoint });
@@ -274,19 +286,32 @@ async function warmUp(endpoint: string, prefix: string, log: (line: string) => v
     await Promise.all(Array.from({ length: 64 }, (_, i) => client.acquire(`${prefix}.${burst}.${i}`, { holder: 'warm-up', ttlMs: 2_000 })));
   }
   const startedAt = performance.now();
-  const names = Array.from({ length: 100 }, (_, i) => `${prefix}.r.${i}`);
-  const leases = await Promise.all(
-    names.map(async (name) => {
-      const result = await client.acquire(name, { holder: 'warm-up', ttlMs: 120_000 });
-      if (!result.acquired) throw new Error(`the warm-up could not acquire ${name}`);
-      return { name, leaseId: result.lease.leaseId, token: result.lease.token };
-    }),
-  );
+  const group = `${prefix}-g`;
+  const names = Array.from({ length: 100 }, (_, i) => `${group}.${i}`);
+  const acquireAll = (holder: string) =>
+    Promise.all(
+      names.map(async (name) => {
+        const result = await client.acquire(name, { holder, ttlMs: 120_000, group });
+        if (!result.acquired) throw new Error(`the warm-up could not acquire ${name}`);
+        return { name, leaseId: result.lease.leaseId, token: result.lease.token };
+      }),
+    );
+  let holder = 'warm-up-a';
+  let leases = await acquireAll(holder);
   for (let renewed = 0; renewed < WARM_UP_RENEWALS; renewed += 2 * leases.length) {
-    await Promise.all([client.renewBatch(`${prefix}.r.`, leases), client.renewBatch(`${prefix}.r.`, leases)]);
+    await Promise.all([client.renewBatch(`${group}.`, leases), client.renewBatch(`${group}.`, leases)]);
+  }
+  for (let move = 0; move < WARM_UP_MOVES; move++) {
+    holder = holder === 'warm-up-a' ? 'warm-up-b' : 'warm-up-a';
+    const to = holder;
+    await client.handoffBatch(`${group}.`, leases.map((lease) => ({ ...lease, to })));
+    leases = await acquireAll(holder);
+    await client.describeGroup(group);
   }
   await Promise.all(leases.map(({ name, leaseId, token }) => client.release(name, { leaseId, token })));
-  log(`  warm-up: ${WARM_UP_RENEWALS.toLocaleString('en-US')} renewals in ${((performance.now() - startedAt) / 1000).toFixed(1)} s`);
+  log(
+    `  warm-up: ${WARM_UP_RENEWALS.toLocaleString('en-US')} renewals and ${WARM_UP_MOVES} moves of a group of ${names.length} in ${((performance.now() - startedAt) / 1000).toFixed(1)} s`,
+  );
 }
 
 async function measureRound(options: GroupsOptions, group: string, round: number, track: (m: Member) => void): Promise<GroupRound> {

@@ -321,7 +321,7 @@ export function renderGroups(results: BenchResults): string[] {
     '## 11. Lease group (partitions shared by members)',
     '',
     `${groups.partitions} partitions, TTL ${fmtInt(groups.ttlMs)} ms, ${groups.rounds.length} round(s), each on a fresh group` +
-      `${groups.warmUpRenewals ? `, after a warm-up of ${fmtInt(groups.warmUpRenewals)} renewals in batches of 100 through the server (DynamoDB Local's CPU per write falls for tens of thousands of writes while its JIT compiles)` : ''}` +
+      `${groups.warmUpRenewals ? `, after a warm-up of ${fmtInt(groups.warmUpRenewals)} renewals in batches of 100 through the server${groups.warmUpMoves ? ` (of 100 leases in a group of their own) and ${fmtInt(groups.warmUpMoves)} moves of that group from one holder to another (a batched handoff, an acquire of each lease, a read of the group)` : ''} (DynamoDB Local's CPU per write falls for tens of thousands of writes while its JIT compiles)` : ''}` +
       `${groups.rehearsal ? `${groups.warmUpRenewals ? ' and' : ','} after one more round that is not counted (it warms the JIT of DynamoDB Local and of the server; its overlaps are counted below)` : ''}. Every member is a process of ` +
       'its own (`createLeaseGroup` with the watch) against the local server with the watch. In each round four members start, a ' +
       'fifth joins, one of the five is killed with SIGKILL at a random point of the renewal cycle, and one of the other four gets ' +

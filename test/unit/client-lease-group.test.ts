@@ -307,6 +307,7 @@ describe('a lease group on a manual clock', () => {
     expect(window.filter((e) => e.op === 'renew-batch').length).toBeLessThanOrEqual(10);
     await a.group.stop();
   });
+
   it('reads the group every 80–100 % of balanceEveryMs, drawn from its random source, so members that read together drift apart', async () => {
     const world = new GroupWorld('orders', 8);
     const readsOf = (name: string, random: () => number) => {
