@@ -303,8 +303,7 @@ async function warmUp(endpoint: string, prefix: string, log: (line: string) => v
   }
   for (let move = 0; move < WARM_UP_MOVES; move++) {
     holder = holder === 'warm-up-a' ? 'warm-up-b' : 'warm-up-a';
-    const to = holder;
-    await client.handoffBatch(`${group}.`, leases.map((lease) => ({ ...lease, to })));
+    await client.handoffBatch(`${group}.`, leases.map((lease) => ({ ...lease, to: holder })));
     leases = await acquireAll(holder);
     await client.describeGroup(group);
   }
