@@ -72,7 +72,7 @@ export interface Semaphore {
 export function createSemaphore(client: SemaphoreApi, options: SemaphoreOptions): Semaphore {
   if (typeof options !== 'object' || options === null) throw new TypeError('Expected semaphore options with `name`, `limit` and `holder`.');
   const { limit, onAcquired, ...rest } = options;
-  const adapter = permitsAsLeases(client, checkedLimit(limit), rest.metadata);
+  const adapter = permitsAsLeases(client, fenceableLimit(checkedLimit(limit), rest.fence), rest.metadata);
   const leader = createLeader(adapter, { ...rest, ...(onAcquired ? { onElected: onAcquired } : {}) });
   return new SemaphoreHolder(leader, validateSemaphoreLimit(limit));
 }
@@ -103,7 +103,7 @@ export async function withPermit<T>(
 ): Promise<WithPermitResult<T>> {
   if (typeof options !== 'object' || options === null) throw new TypeError('Expected withPermit options with `limit` and `holder`.');
   const { limit, ...rest } = options;
-  const adapter = permitsAsLeases(client, checkedLimit(limit), rest.metadata);
+  const adapter = permitsAsLeases(client, fenceableLimit(checkedLimit(limit), rest.fence), rest.metadata);
   const result = await withLease(adapter, name, rest, work);
   if (result.acquired || 'reason' in result) return result;
   const full = adapter.lastFull ?? { limit, holders: [] };
@@ -116,6 +116,20 @@ function checkedLimit(limit: unknown): number {
   } catch {
     throw new RangeError(`Expected \`limit\` to be an integer from 1 to ${LIMITS.semaphoreLimitMax}, got ${String(limit)}.`);
   }
+}
+
+/**
+ * An epoch fence admits one term at a time: each claim raises the epoch to its token and so fences
+ * out every older token. With several live permits, each new permit's claim would fence out the
+ * others while they still hold theirs, so a fence is only meaningful with `limit: 1`.
+ */
+function fenceableLimit(limit: number, fence: unknown): number {
+  if (fence !== undefined && limit > 1) {
+    throw new TypeError(
+      `Expected no \`fence\` with \`limit\` ${limit}: an epoch fence admits one token at a time, so each new permit's claim would fence out the other ${limit - 1} live permits. Use \`limit: 1\` with a fence, or fence each permit's writes another way.`,
+    );
+  }
+  return limit;
 }
 
 class SemaphoreHolder implements Semaphore {
