@@ -29,7 +29,8 @@ function redactingReplacer(key: string, value: unknown): unknown {
 
 /**
  * A copy of `value` without secrets, in three steps over the whole tree:
- * 1. a property named leaseId, permitId or requestId (any case, `_` or `-` ignored) is replaced whole;
+ * 1. a property named leaseId, permitId or requestId (any case, `_` or `-` ignored, also as a
+ *    DynamoDB expression value `:leaseId`) is replaced whole;
  * 2. text is searched for the same fields: JSON text (a raw request body, also base64-encoded or
  *    nested in another JSON string) is parsed and redacted, and `leaseId=…`, `"requestId":"…"`
  *    or `leaseId: …` fragments (query strings, error messages, truncated JSON) lose their value;
@@ -53,14 +54,21 @@ const SECRET_MIN_LENGTH = LIMITS.requestIdMinLength;
  * `httpStatusCode`). Those are no secret and are what AWS support asks for, so they stay.
  */
 function isSecretKey(key: string, parent: object): boolean {
-  const normalized = key.toLowerCase().replace(/[-_]/g, '');
+  // A DynamoDB expression attribute value (`":leaseId"` in ExpressionAttributeValues, as an SDK
+  // error or a debug line may carry it) is named after the field it holds.
+  const normalized = key.toLowerCase().replace(/^:/, '').replace(/[-_]/g, '');
   if (normalized === 'leaseid' || normalized === 'permitid') return true;
   if (normalized !== 'requestid') return false;
   return !(Object.hasOwn(parent, 'apiId') || Object.hasOwn(parent, 'httpStatusCode'));
 }
 
-/** `leaseId=v`, `"requestId":"v"`, `\"leaseId\": \"v\"`, `permitId: v` — the value is group 2. */
-const LABELLED_SECRET = /((?:^|[^A-Za-z0-9])(?:lease|request|permit)[-_]?id\\*["']?\s*[:=]\s*\\*["']?)([A-Za-z0-9_-]+)/gi;
+/**
+ * `leaseId=v`, `"requestId":"v"`, `\"leaseId\": \"v\"`, `permitId: v`, and an expression
+ * attribute value in DynamoDB's attribute format as JSON or as the emulator's Java text
+ * (`":leaseId":{"S":"v"}`, `:leaseId={S: v,}`) — the value is group 2.
+ */
+const LABELLED_SECRET =
+  /((?:^|[^A-Za-z0-9])(?:lease|request|permit)[-_]?id\\*["']?\s*[:=]\s*(?:\{\s*\\*["']?S\\*["']?\s*[:=]\s*)?\\*["']?)([A-Za-z0-9_-]+)/gi;
 
 /**
  * A semaphore item's attribute names carry the permitId (`p_<permitId>`, `t_<permitId>`,

@@ -35,6 +35,36 @@ describe('log redaction', () => {
     expect(out).toContain('w1');
   });
 
+  it('replaces DynamoDB expression attribute values named after a secret (":leaseId", ":requestId", ":permitId"), plain or marshalled, and keeps the others', () => {
+    const permitId = 'fedcba9876543210fedcba9876543210';
+    const input = {
+      TableName: 'leases',
+      ConditionExpression: 'leaseId = :leaseId AND #token = :token',
+      ExpressionAttributeValues: { ':leaseId': leaseId, ':requestId': requestId, ':permitId': permitId, ':token': 7, ':holder': 'w1' },
+    };
+    const marshalled = { ExpressionAttributeValues: { ':leaseId': { S: leaseId }, ':request_id': { S: requestId }, ':now': { N: '1700000000000' } } };
+    const out = redactSecrets({ input, marshalled }) as { input: typeof input; marshalled: typeof marshalled };
+    expect(out.input.ExpressionAttributeValues).toEqual({ ':leaseId': REDACTED, ':requestId': REDACTED, ':permitId': REDACTED, ':token': 7, ':holder': 'w1' });
+    expect(out.input.ConditionExpression).toBe('leaseId = :leaseId AND #token = :token');
+    expect(out.marshalled.ExpressionAttributeValues).toEqual({ ':leaseId': REDACTED, ':request_id': REDACTED, ':now': { N: '1700000000000' } });
+  });
+
+  it('redacts expression attribute values quoted in an SDK error: as JSON, truncated JSON in attribute format, or the emulator’s Java text', () => {
+    const validation = Object.assign(new Error(`One or more parameter values were invalid: ExpressionAttributeValues={":leaseId":{"S":"${leaseId}"},":requestId":{"S":"${requestId}"},":now":{"N":"5"`), {
+      name: 'ValidationException',
+      $metadata: { httpStatusCode: 400, requestId: 'N0PQ1RS2TU3VW4XY5Z6A7BC8DEFGHIJKLMNOPQRSTUVWXYZ' },
+    });
+    const java = `Invalid ConditionExpression: {:leaseId={S: ${leaseId},}, :requestId={S: ${requestId},}, :token={N: 7,}}`;
+    const out = redactSecrets({ error: validation, java }) as { error: Error & { $metadata: { requestId: string } }; java: string };
+    for (const text of [out.error.message, String(out.error.stack), out.java]) {
+      expect(text).not.toContain(leaseId);
+      expect(text).not.toContain(requestId);
+    }
+    expect(out.error.message).toContain('":now":{"N":"5"');
+    expect(out.java).toContain(':token={N: 7,}');
+    expect(out.error.$metadata.requestId).toBe('N0PQ1RS2TU3VW4XY5Z6A7BC8DEFGHIJKLMNOPQRSTUVWXYZ');
+  });
+
   it('redacts the raw JSON body of a logged event and keeps the rest of it readable', () => {
     const event = { body: JSON.stringify({ leaseId, token: 7 }), rawPath: '/v1/leases/jobs/renew' };
     const out = redactSecrets({ event }) as { event: { body: string; rawPath: string } };
