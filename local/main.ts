@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ENV, LEGACY_WATCH_RENEWED_ENV, defaultSemaphoreTableName, readWatchRenewedEvents } from '../functions/config.js';
 import { routeRequest, type RouteId } from '../client/src/protocol/index.js';
@@ -6,7 +5,7 @@ import { ensureLeaseTable, ensureSemaphoreTable, ensureSubscriptionTable } from 
 import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal } from './dynamodb/dynamodb-local.js';
 import { ALLOWED_HOSTS_ENV, parseAllowedHosts } from './host-policy.js';
 import { startLocalServer, type LocalServer } from './server.js';
-import { validatePort } from './server-options.js';
+import { assertPortFree, portInUseError, readStartOptions } from './server-options.js';
 import { stopWhenAsked } from './shutdown.js';
 import { WATCH_PATH } from './websocket-gateway.js';
 
@@ -43,21 +42,12 @@ Stops, with DynamoDB Local, on Ctrl-C, on SIGTERM, SIGINT or SIGHUP (to npm or t
 when its parent process exits.`;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      port: { type: 'string' },
-      data: { type: 'string' },
-      quiet: { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-  });
+  const values = readStartOptions(process.argv.slice(2), process.env);
   if (values.help) {
     console.log(HELP);
     return;
   }
-  // Checked before DynamoDB Local starts, by the rule startLocalServer applies.
-  const portText = values.port ?? process.env.PORT;
-  const port = portText === undefined ? 8787 : validatePort(/^\d+$/.test(portText) ? Number(portText) : portText, values.port === undefined ? 'PORT' : '--port');
+  const { port } = values;
   const tableName = process.env[ENV.leaseTable] ?? 'leasehold-leases';
   const subscriptionTableName = process.env[ENV.subscriptionTable] ?? 'leasehold-subscriptions';
   const semaphoreTableName = process.env[ENV.semaphoreTable] ?? defaultSemaphoreTableName(tableName);
@@ -82,6 +72,8 @@ async function main(): Promise<void> {
   let credentials: { accessKeyId: string; secretAccessKey: string } | undefined = LOCAL_CREDENTIALS;
   let backend: string;
 
+  // A taken port is found now, not after seconds of starting DynamoDB Local.
+  await assertPortFree(port);
   if (useAws) {
     const awsRegion = process.env[ENV.region];
     if (!awsRegion) throw new Error(`LEASEHOLD_BACKEND=aws needs ${ENV.region} (and ${ENV.leaseTable})`);
@@ -114,6 +106,9 @@ async function main(): Promise<void> {
     // The watch reads the table's stream; against real DynamoDB that is the cloud's job (Lambda).
     // WATCH_RENEWED_EVENTS=false is the construct's `watch: { renewedEvents: false }`, as in Lambda.
     ...(useAws ? {} : { watch: { subscriptionTableName, renewedEvents } }),
+  }).catch((error: NodeJS.ErrnoException) => {
+    // Taken in the seconds since the check.
+    throw error.code === 'EADDRINUSE' ? portInUseError(port, error) : error;
   });
 
   console.log(banner(server.url, backend, !useAws));

@@ -1,3 +1,6 @@
+import { createServer } from 'node:net';
+import { parseArgs } from 'node:util';
+
 /**
  * The options checked, typed as what a JavaScript caller may really pass (`LocalServerOptions` in
  * server.ts is what TypeScript callers are held to; taking it here would make the two import each other).
@@ -76,4 +79,89 @@ function show(value: unknown): string {
   } catch {
     return String(value);
   }
+}
+
+/** What `npm start` was asked for, once its arguments and `PORT` are checked. */
+export interface StartOptions {
+  port: number;
+  data?: string;
+  quiet: boolean;
+  help: boolean;
+}
+
+/** The options `npm start` takes, as `parseArgs` reads them. */
+const START_OPTIONS = {
+  port: { type: 'string' },
+  data: { type: 'string' },
+  quiet: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+
+/** The valued options npm may swallow when they are written before `--`. */
+const VALUED_OPTIONS = ['port', 'data'] as const;
+
+/**
+ * Reads `npm start`'s arguments and `PORT` before anything starts. Each refusal says how to fix it.
+ * `npm start --port 9000` (no `--`) reaches the server as a bare `9000`, with npm keeping `--port`
+ * as one of its own settings (`npm_config_port=true`); `npm start --port=9000` reaches it as
+ * nothing at all. Both would otherwise start on the default port or fail with "Unexpected argument".
+ */
+export function readStartOptions(args: string[], env: NodeJS.ProcessEnv): StartOptions {
+  let parsed: ReturnType<typeof parseStartArgs>;
+  try {
+    parsed = parseStartArgs(args);
+  } catch (error) {
+    throw new TypeError(`${(error as Error).message}. The options: npm start -- --help`, { cause: error });
+  }
+  const { values, positionals } = parsed;
+  const swallowed = env.npm_lifecycle_event === 'start' ? swallowedByNpm(positionals, env) : undefined;
+  if (swallowed) {
+    throw new TypeError(
+      `npm kept ${swallowed.kept.join(' and ')} for itself: options for the server go after \`--\`, as in npm start -- ${swallowed.meant.join(' ')}`,
+    );
+  }
+  if (positionals.length > 0) {
+    throw new TypeError(`Unexpected argument '${positionals[0]}': npm start takes only options, after \`--\` (npm start -- --port N). The options: npm start -- --help`);
+  }
+  const portText = values.port ?? env.PORT;
+  const port = portText === undefined ? 8787 : validatePort(/^\d+$/.test(portText) ? Number(portText) : portText, values.port === undefined ? 'PORT' : '--port');
+  return { port, quiet: values.quiet, help: values.help, ...(values.data === undefined ? {} : { data: values.data }) };
+}
+
+function parseStartArgs(args: string[]) {
+  return parseArgs({ args, options: START_OPTIONS, allowPositionals: true });
+}
+
+/** The server options npm took as its own settings, and the command that passes them on. */
+function swallowedByNpm(positionals: string[], env: NodeJS.ProcessEnv): { kept: string[]; meant: string[] } | undefined {
+  const bare = [...positionals];
+  const kept: string[] = [];
+  const meant: string[] = [];
+  for (const name of VALUED_OPTIONS) {
+    const setting = env[`npm_config_${name}`];
+    if (setting === undefined) continue;
+    // `--port 9000`: npm reads a flag and leaves the value as an argument; `--port=9000`: npm keeps both.
+    const value = setting === 'true' || setting === '' ? bare.shift() : setting;
+    kept.push(value === undefined ? `--${name}` : `--${name} ${value}`);
+    meant.push(`--${name} ${value ?? 'VALUE'}`);
+  }
+  return kept.length > 0 ? { kept, meant } : undefined;
+}
+
+/** The refusal for a port another process listens on, with the two ways to choose another. */
+export function portInUseError(port: number, cause?: unknown): Error {
+  return new Error(`port ${port} is in use: stop the other server or choose another port with npm start -- --port N (or PORT=N npm start)`, { cause });
+}
+
+/**
+ * Fails with `portInUseError` when something already listens on `host:port`, so `npm start` says so
+ * before it spends seconds starting DynamoDB Local. Port 0 (any free port) is never taken.
+ */
+export async function assertPortFree(port: number, host = '127.0.0.1'): Promise<void> {
+  if (port === 0) return;
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', (error: NodeJS.ErrnoException) => reject(error.code === 'EADDRINUSE' ? portInUseError(port, error) : error));
+    probe.listen(port, host, () => probe.close(() => resolve()));
+  });
 }

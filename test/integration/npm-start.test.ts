@@ -1,7 +1,8 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { connect } from 'node:net';
-import { dirname, resolve } from 'node:path';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 
@@ -205,5 +206,40 @@ describe('npm start (the embedded default)', () => {
     expect(await exited).toBe(1);
     expect(output.match(/force ran/g)).toHaveLength(1);
     expect(output).toContain('still stopping after 300 ms; killing what is left');
+  }, 30_000);
+});
+
+/** Runs `npm <args>` to its exit (it is expected to refuse before serving); returns the code and output. */
+async function npmRefusal(args: string[]): Promise<{ code: number | null; output: string }> {
+  const npm = spawn('npm', args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORT: '' } });
+  let output = '';
+  npm.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  npm.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolveExit) => npm.once('exit', resolveExit));
+  return { code, output };
+}
+
+describe('npm start refusals say how to fix them', () => {
+  it('`npm start --port 9000` (no --) names the -- instead of "Unexpected argument"', async () => {
+    const { code, output } = await npmRefusal(['start', '--port', '9000']);
+    expect(code).toBe(1);
+    expect(output).toContain('leasehold: npm kept --port 9000 for itself: options for the server go after `--`, as in npm start -- --port 9000');
+  }, 30_000);
+
+  it('a port another server holds is refused before DynamoDB Local starts, naming --port and PORT', async () => {
+    const other = createServer();
+    await new Promise<void>((resolveListen) => other.listen(0, '127.0.0.1', resolveListen));
+    const { port } = other.address() as { port: number };
+    // DynamoDB Local writes its database file into --data as it creates the tables: an empty folder means it never started.
+    const data = mkdtempSync(join(tmpdir(), 'npm-start-taken-'));
+    try {
+      const { code, output } = await npmRefusal(['start', '--', '--port', String(port), '--data', data, '--quiet']);
+      expect(code).toBe(1);
+      expect(output).toContain(`leasehold: port ${port} is in use: stop the other server or choose another port with npm start -- --port N (or PORT=N npm start)`);
+      expect(readdirSync(data)).toEqual([]);
+    } finally {
+      await new Promise<void>((resolveClose) => other.close(() => resolveClose()));
+      rmSync(data, { recursive: true, force: true });
+    }
   }, 30_000);
 });
