@@ -18,6 +18,7 @@ import { EVERY_LEASE } from '../functions/watch/watch-grants.js';
 import { createLeaseWatch, WATCH_STAGE_NAME, type LeaseWatch, type LeaseWatchOptions, type WatchFunctionId } from './lease-watch.js';
 import { acknowledgeWildcardResource } from './nag.js';
 import { createServiceAlarms, type LeaseServiceAlarms } from './service-alarms.js';
+import { batchRouteThrottle, throttleRoutes } from './route-throttle.js';
 import { createServiceFunction, grantTableKey, pascal } from './service-function.js';
 
 /** Settings of {@link LeaseService}. Every one is optional; each documents its default. */
@@ -44,12 +45,15 @@ export interface LeaseServiceProps {
    * above which API Gateway answers 429. A safety valve against runaway callers, not a budget:
    * 200 requests/s serve about 600 leases renewed every 3 s (ttlMs 9,000), or 2,000 leases with
    * ttlMs 30,000. The watch's WebSocket stage gets the same limit for its connects and messages
-   * (pushes to clients do not count).
+   * (pushes to clients do not count). Each batch route (`POST /v1/prefixes/{prefix}/renew` and
+   * `…/handoff`, up to 100 writes a request) gets this divided by 100 as a route-level throttle:
+   * see `batchRouteThrottle` (infra/route-throttle.ts).
    * @default 200
    */
   readonly rateLimit?: number;
   /**
-   * Burst capacity of the API stage (the token bucket's size, in requests).
+   * Burst capacity of the API stage (the token bucket's size, in requests). Each batch route gets
+   * this divided by 100 (at least 1).
    * @default 400 (two seconds of the default rate)
    */
   readonly burstLimit?: number;
@@ -334,6 +338,7 @@ export class LeaseService extends Construct {
     };
     const tableEnvironment = { [ENV.leaseTable]: this.table.tableName, ...powertoolsEnvironment };
     const semaphoreEnvironment = { ...tableEnvironment, [ENV.semaphoreTable]: this.semaphoreTable.tableName };
+    const batchRoutes: Array<{ route: HttpRoute; key: HttpRouteKey }> = [];
     for (const route of ROUTES) {
       const semaphores = SEMAPHORE_ROUTE_IDS.has(route.id);
       const table = semaphores ? this.semaphoreTable : this.table;
@@ -345,14 +350,19 @@ export class LeaseService extends Construct {
       const resources = tableActions.includes('dynamodb:Query') ? [table.tableArn, `${table.tableArn}/index/${groupIndex.indexName}`] : [table.tableArn];
       fn.addToRolePolicy(new PolicyStatement({ actions: [...tableActions], resources }));
       grantTableKey(props.encryptionKey, fn.role as IRole, tableActions.includes('dynamodb:UpdateItem'));
-      new HttpRoute(this, `${pascal(route.id)}Route`, {
+      const routeKey = HttpRouteKey.with(route.path, HttpMethod[route.method]);
+      const httpRoute = new HttpRoute(this, `${pascal(route.id)}Route`, {
         httpApi: this.httpApi,
-        routeKey: HttpRouteKey.with(route.path, HttpMethod[route.method]),
+        routeKey,
         integration: new HttpLambdaIntegration(`${pascal(route.id)}Integration`, fn),
         authorizer: iam,
       });
+      if (BATCH_ROUTE_IDS.has(route.id)) batchRoutes.push({ route: httpRoute, key: routeKey });
       functions[route.id] = fn;
     }
+    // One batch request is up to LIMITS.batchMaxGrants writes: the batch routes get a throttle of
+    // their own, so a caller cannot turn the stage's request rate into a hundred times the writes.
+    throttleRoutes(this.stage, batchRoutes, batchRouteThrottle({ rateLimit, burstLimit }));
     // Unknown paths and wrong methods get the v1 error body (404 ROUTE_NOT_FOUND, 405
     // METHOD_NOT_ALLOWED) rather than API Gateway's `{"message":"Not Found"}`. Behind IAM like every
     // route, and without any table permission or table setting.

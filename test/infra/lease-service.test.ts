@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { App, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
@@ -7,10 +8,11 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { describe, expect, it } from 'vitest';
 import { ROUTES } from '../../functions/http/routes.js';
 import { pascal } from '../../infra/service-function.js';
-import { ADMIN_ROUTE_IDS } from '../../client/src/protocol/index.js';
+import { ADMIN_ROUTE_IDS, LIMITS } from '../../client/src/protocol/index.js';
 import { SKIP_RENEWALS_PATTERN } from '../../functions/watch/stream-filter.js';
 import { SUBSCRIPTION_TABLE_SCHEMA } from '../../functions/watch/subscriptions.js';
-import { BATCH_ROUTE_IDS, LeaseService, SEMAPHORE_ROUTE_IDS, TABLE_ACTIONS_BY_ROUTE } from '../../infra/lease-service.js';
+import { BATCH_ROUTE_IDS, DEFAULT_BURST_LIMIT, DEFAULT_RATE_LIMIT, LeaseService, SEMAPHORE_ROUTE_IDS, TABLE_ACTIONS_BY_ROUTE } from '../../infra/lease-service.js';
+import { batchRouteThrottle } from '../../infra/route-throttle.js';
 import { WATCH_ACCESS, WATCH_FUNCTION_IDS, WATCH_STAGE_NAME, type WatchFunctionId } from '../../infra/lease-watch.js';
 import { parseGrants } from '../../infra/leasehold-stack.js';
 import {
@@ -348,6 +350,56 @@ describe('LeaseService API', () => {
     custom.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
       DefaultRouteSettings: { ThrottlingRateLimit: 50, ThrottlingBurstLimit: 75 },
     });
+  });
+
+  /** The HTTP stage's per-route throttles, by route key. */
+  function routeSettingsOf(template: CfnTemplate): Record<string, { ThrottlingRateLimit: number; ThrottlingBurstLimit: number }> {
+    const stage = resourcesOfType(template, 'AWS::ApiGatewayV2::Stage').find(([, p]) => p.StageName === '$default')?.[1];
+    return stage?.RouteSettings as Record<string, { ThrottlingRateLimit: number; ThrottlingBurstLimit: number }>;
+  }
+  const batchRouteKeys = ROUTES.filter((r) => BATCH_ROUTE_IDS.has(r.id)).map((r) => `${r.method} ${r.path}`);
+
+  it('throttles each batch route at the stage rate and burst divided by the largest batch: 2 requests/s, burst 4 by default', () => {
+    expect(batchRouteKeys.sort()).toEqual(['POST /v1/prefixes/{prefix}/handoff', 'POST /v1/prefixes/{prefix}/renew']);
+    expect(routeSettingsOf(json)).toEqual(Object.fromEntries(batchRouteKeys.map((key) => [key, { ThrottlingRateLimit: 2, ThrottlingBurstLimit: 4 }])));
+  });
+
+  it("keeps a batch route's entries per second and per burst within what the stage allows for single requests", () => {
+    for (const [rateLimit, burstLimit] of [[200, 400], [50, 1000], [1000, 250], [3, 7]] as const) {
+      const settings = Object.values(routeSettingsOf(synthInProcess({ service: { rateLimit, burstLimit } }).template.toJSON() as CfnTemplate));
+      expect(settings).toHaveLength(2);
+      for (const setting of settings) {
+        expect(setting.ThrottlingRateLimit * LIMITS.batchMaxGrants).toBeCloseTo(rateLimit, 9);
+        expect(setting.ThrottlingBurstLimit * LIMITS.batchMaxGrants).toBeLessThanOrEqual(Math.max(burstLimit, LIMITS.batchMaxGrants));
+        expect(setting.ThrottlingBurstLimit).toBe(Math.max(1, Math.floor(burstLimit / LIMITS.batchMaxGrants)));
+      }
+    }
+  });
+
+  it('gives a batch route a burst of one batch when the stage burst is below the largest batch, so the route stays callable', () => {
+    expect(batchRouteThrottle({ rateLimit: 50, burstLimit: 75 })).toEqual({ rateLimit: 0.5, burstLimit: 1 });
+    const settings = routeSettingsOf(synthInProcess({ service: { rateLimit: 50, burstLimit: 75 } }).template.toJSON() as CfnTemplate);
+    for (const key of batchRouteKeys) expect(settings[key]).toEqual({ ThrottlingRateLimit: 0.5, ThrottlingBurstLimit: 1 });
+  });
+
+  it('deploys the stage after the batch routes its route settings name (CloudFormation refuses settings for a route key that does not exist yet)', () => {
+    const [stageId, stage] = Object.entries(json.Resources).find(([, r]) => r.Type === 'AWS::ApiGatewayV2::Stage' && r.Properties?.StageName === '$default') as [
+      string,
+      { DependsOn?: string[] },
+    ];
+    const routeIds = resourcesOfType(json, 'AWS::ApiGatewayV2::Route')
+      .filter(([, p]) => batchRouteKeys.includes(p.RouteKey as string))
+      .map(([id]) => id);
+    expect(stageId).toBeTruthy();
+    expect(routeIds).toHaveLength(2);
+    for (const id of routeIds) expect(stage.DependsOn).toContain(id);
+  });
+
+  it('documents the batch routes\' default throttle in docs/deploy.md as the construct computes it', () => {
+    const doc = readFileSync(new URL('../../docs/deploy.md', import.meta.url), 'utf8');
+    const { rateLimit, burstLimit } = batchRouteThrottle({ rateLimit: DEFAULT_RATE_LIMIT, burstLimit: DEFAULT_BURST_LIMIT });
+    expect(doc).toContain(`| Batch routes (each) | ${rateLimit} requests/s | ${burstLimit} requests | ${LIMITS.batchMaxGrants} |`);
+    expect(doc).toContain(`| Stage (every other route) | ${DEFAULT_RATE_LIMIT} requests/s | ${DEFAULT_BURST_LIMIT} requests | 1 |`);
   });
 
   it('rejects a non-positive rate limit and a fractional burst limit', () => {
