@@ -69,7 +69,25 @@ describe('leasehold acquire, renew, release', { timeout: 60_000 }, () => {
     expect(late.code).toBe(4);
     expect(JSON.parse(late.stdout)).toMatchObject({ error: { code: 'LEASE_LOST', reason: 'released' } });
     expect(late.stderr).toContain('the grant was released');
-    expect(late.stderr).toContain('stop the work it protected');
+    expect(late.stderr).toContain('The grant was already released (or handed off): nothing is left to renew or release');
+  });
+
+  it('renewing with a wrong token exits 4 with a hint about the leaseId and token, not "the grant is gone"', async () => {
+    const name = unique('mismatch');
+    const acquired = await cli(['acquire', name, '--holder', 'worker-1', '--ttl', '30s', '--json', ...at()]);
+    const grant = JSON.parse(acquired.stdout) as { lease: { token: number; leaseId: string } };
+
+    const wrong = await cli(['renew', name, '--lease-id', grant.lease.leaseId, '--token', String(grant.lease.token + 1), '--json', ...at()]);
+    expect(wrong.code).toBe(4);
+    expect(JSON.parse(wrong.stdout)).toMatchObject({ error: { code: 'LEASE_LOST', reason: 'mismatch' } });
+    expect(wrong.stderr).toContain('The leaseId or token matches no grant of this lease: pass the grant that `leasehold acquire` printed');
+    expect(wrong.stderr).not.toContain('The grant is gone');
+  });
+
+  it('a mistyped flag exits 2 and suggests the nearest known one', async () => {
+    const typo = await cli(['acquire', unique('typo'), '--holdr', 'worker-1', ...at()]);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain("leasehold acquire: Unknown option '--holdr'. Did you mean --holder?");
   });
 
   it('acquire --json reports a lost race as {"acquired": false} on stdout with exit 3', async () => {

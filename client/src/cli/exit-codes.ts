@@ -1,6 +1,6 @@
 /// <reference types="node" />
 import { constants as osConstants } from 'node:os';
-import { ErrorCode, isLeaseholdError, type LeaseholdError } from '../protocol/index.js';
+import { ErrorCode, isKnownLeaseLostReason, isLeaseLostError, isLeaseholdError, type KnownLeaseLostReason, type LeaseholdError } from '../protocol/index.js';
 
 /**
  * Exit codes of the `leasehold` command. Scripts branch on them, so a code never changes meaning
@@ -107,7 +107,22 @@ export function exitCodeFor(error: unknown): ExitCode {
   return ExitCode.INTERNAL;
 }
 
+/**
+ * What to do after LEASE_LOST, by the server's reason: a wrong leaseId or token is a mistake to fix,
+ * not a grant to give up on; a revoke is an operator's decision to respect.
+ */
+const LEASE_LOST_HINT_BY_REASON: Record<KnownLeaseLostReason, string> = {
+  mismatch:
+    'The leaseId or token matches no grant of this lease: pass the grant that `leasehold acquire` printed for this very name (--lease-id and --token, or --from-stdin with its --json output).',
+  revoked: 'An operator revoked the grant (who and why are above): stop the work it protected, and acquire again only once that reason is dealt with.',
+  superseded: 'The grant ended and another grant was made since: stop the work it protected; acquire again to compete for the lease.',
+  expired: 'The grant expired before this renew or release: stop the work it protected, acquire again, and renew well within the ttl.',
+  released: 'The grant was already released (or handed off): nothing is left to renew or release; acquire again if the work must go on.',
+  not_found: 'The lease does not exist (never acquired, or its record was cleaned up): check the name, then acquire it.',
+};
+
 export function hintFor(error: LeaseholdError): string {
+  if (isLeaseLostError(error) && isKnownLeaseLostReason(error.serverReason)) return LEASE_LOST_HINT_BY_REASON[error.serverReason];
   return HINT_BY_CODE[error.code];
 }
 

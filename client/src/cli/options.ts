@@ -55,8 +55,46 @@ export function parseCommandLine<T extends OptionsSpec>(command: string, argv: s
     return { values: parsed.values as OptionValues<T>, positionals: parsed.positionals };
   } catch (error) {
     const message = error instanceof Error ? error.message.replace(/^TypeError \[[A-Z_]+\]: /, '') : String(error);
-    throw new UsageError(message.replace(/\. To specify a positional argument starting with a '-'.*$/, '.'), command);
+    throw new UsageError(withSuggestion(message.replace(/\. To specify a positional argument starting with a '-'.*$/, '.'), Object.keys(options)), command);
   }
+}
+
+/** `Unknown option '--holdr'.` → `Unknown option '--holdr'. Did you mean --holder?` when one known flag is close. */
+function withSuggestion(message: string, known: string[]): string {
+  const unknown = /^Unknown option '--([^'=]+)'/.exec(message)?.[1];
+  const nearest = unknown === undefined ? undefined : nearestName(unknown, known);
+  return nearest === undefined ? message : `${message} Did you mean --${nearest}?`;
+}
+
+/**
+ * The known name closest to `typed` by edit distance (insertions, deletions, substitutions), if it
+ * is close enough to be a typo: one edit per three letters of the known name, at least one, at most two.
+ */
+export function nearestName(typed: string, known: readonly string[]): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const name of known) {
+    const distance = editDistance(typed, name);
+    const allowed = Math.min(2, Math.max(1, Math.floor(name.length / 3)));
+    if (distance <= allowed && (best === undefined || distance < best.distance)) best = { name, distance };
+  }
+  return best?.name;
+}
+
+/** Edit distance where swapping two neighbouring letters is one edit (optimal string alignment), row by row. */
+function editDistance(a: string, b: string): number {
+  let before: number[] = [];
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i += 1) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j += 1) {
+      let cost = Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) cost = Math.min(cost, (before[j - 2] as number) + 1);
+      current[j] = cost;
+    }
+    before = previous;
+    previous = current;
+  }
+  return previous[b.length] as number;
 }
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
