@@ -49,8 +49,8 @@ export class RawLeaseRequests {
         new UpdateCommand({
           TableName: this.tableName,
           Key: { pk: name },
-          // The store's acquire with a requestId and no metadata.
-          UpdateExpression: `SET ${[...ACQUIRE_SET, 'requestId = :requestId'].join(', ')} REMOVE ${[...ACQUIRE_REMOVE, 'metadataJson'].join(', ')}`,
+          // The store's acquire with a requestId (kept as its hash) and no metadata.
+          UpdateExpression: `SET ${[...ACQUIRE_SET, 'requestHash = :requestHash'].join(', ')} REMOVE ${[...ACQUIRE_REMOVE, 'metadataJson'].join(', ')}`,
           ConditionExpression: leaseIsAvailable,
           ExpressionAttributeNames: { '#token': 'token', '#priority': 'priority' },
           ExpressionAttributeValues: {
@@ -67,7 +67,8 @@ export class RawLeaseRequests {
             ':expiresAt': expiresAt,
             ':availableAt': expiresAt,
             ':expireItemAt': Math.ceil((expiresAt + DEFAULT_CLEANUP_AFTER_MS) / 1000),
-            ':requestId': randomBytes(16).toString('hex'),
+            ':requestHash': randomBytes(16).toString('hex'),
+            ':principal': randomBytes(16).toString('hex'),
             ':lastOp': 'acquire',
           },
           ReturnValues: 'ALL_NEW',

@@ -1,4 +1,5 @@
 import type { AcquireRequest } from '../client/src/protocol/index.js';
+import { LOCAL_PRINCIPAL } from './caller-keys.js';
 import type { WallClock } from './clock.js';
 import type { AcquireResult, LeaseStore } from './lease-store.js';
 
@@ -43,12 +44,19 @@ export const realWaitTimer: WaitTimer = {
   },
 };
 
-export async function acquireWithServerWait(store: LeaseStore, name: string, request: AcquireRequest, timer: WaitTimer = realWaitTimer): Promise<AcquireResult> {
-  const first = await store.acquire(name, request);
+/** `principal`: the caller, passed on to the store (LeaseStore.acquire). */
+export async function acquireWithServerWait(
+  store: LeaseStore,
+  name: string,
+  request: AcquireRequest,
+  timer: WaitTimer = realWaitTimer,
+  principal: string = LOCAL_PRINCIPAL,
+): Promise<AcquireResult> {
+  const first = await store.acquire(name, request, principal);
   const waitMs = request.serverWaitMs ?? 0;
   if (first.acquired || first.retryAfterMs > waitMs) return first;
   // The store's own instant, on its own clock: the second write's `now` is the first at which the
   // condition can hold, not a millisecond or two after it.
   await timer.sleepUntil(store.clock, first.availableAtMs);
-  return store.acquire(name, request);
+  return store.acquire(name, request, principal);
 }

@@ -8,11 +8,16 @@ import { LAST_OP_ATTRIBUTE } from './lease-record.js';
 
 // acquire: succeeds when nobody ever held the name, or the last holder's expiry plus lock-delay
 // (or the release time) is strictly before now — and no handoff reserved it for someone else.
+// A handoff to the holder of the claim that was live when it was made (the claim is still on the
+// item: only the next grant or a forced revoke removes it) is the claimant's alone: the same holder
+// name from another principal (`:principal`, a principalKey) is someone else. A claim written
+// before claims carried a principal binds nothing.
 //   ──held──▶ expiresAt ──lock-delay──▶ availableAt ── acquire ok from here ──▶
-//   ──held──▶ handoff ── only `reservedFor` ──▶ reservedUntil ── anyone ──▶
+//   ──held──▶ handoff ── only `reservedFor` (and the claimant's principal) ──▶ reservedUntil ── anyone ──▶
 export const leaseIsAvailable =
   'attribute_not_exists(pk) OR (availableAt < :now AND ' +
-  '(attribute_not_exists(reservedFor) OR reservedFor = :holder OR reservedUntil < :now))';
+  '(attribute_not_exists(reservedFor) OR reservedUntil < :now OR (reservedFor = :holder AND ' +
+  'NOT (claimHolder = reservedFor AND claimExpiresAt >= releasedAt AND attribute_exists(claimPrincipal) AND claimPrincipal <> :principal))))';
 
 // renew: only the current grant (same leaseId and token), not released, not yet expired — and
 // never older than the last write: a renew that read its clock before a later renew landed (an
@@ -31,7 +36,11 @@ export const grantIsCurrentAndUnexpired = 'leaseId = :leaseId AND #token = :toke
 // holder is the one that knows its work has stopped.
 export const grantIsCurrent = 'leaseId = :leaseId AND #token = :token AND attribute_exists(holder)';
 
-/** What every acquire sets; the store adds `metadataJson` and `requestId` when the request has them. */
+// handoff: the current grant, not released — and not revoked: a revoked holder may still stop
+// (release), but never choose who comes next.
+export const grantIsCurrentAndUnrevoked = `${grantIsCurrent} AND attribute_not_exists(revokedAt)`;
+
+/** What every acquire sets; the store adds `metadataJson` and `requestHash` when the request has them. */
 export const ACQUIRE_SET = [
   'holder = :holder',
   'leaseId = :leaseId',
@@ -49,38 +58,42 @@ export const ACQUIRE_SET = [
   '#priority = :priority',
 ] as const;
 
-/** What every acquire removes: the previous grant's end, reservation, revoke and claim (plus absent optional fields). */
-export const ACQUIRE_REMOVE = [
-  'releasedAt',
-  'reservedFor',
-  'reservedUntil',
-  'revokedAt',
-  'revokedBy',
-  'revokedReason',
-  'revokedForce',
-  'claimHolder',
-  'claimPriority',
-  'claimExpiresAt',
-  'claimedAt',
-] as const;
+/** A handoff's reservation and a candidate's claim: ended by the next grant and by a forced revoke. */
+export const RESERVATION_AND_CLAIM = ['reservedFor', 'reservedUntil', 'claimHolder', 'claimPriority', 'claimExpiresAt', 'claimedAt', 'claimPrincipal'] as const;
+
+/**
+ * What every acquire removes: the previous grant's end, reservation, revoke and claim (plus absent
+ * optional fields), and a requestId kept in clear by an earlier version (never honoured: see LeaseRecord).
+ */
+export const ACQUIRE_REMOVE = ['releasedAt', ...RESERVATION_AND_CLAIM, 'revokedAt', 'revokedBy', 'revokedReason', 'revokedForce', 'requestId'] as const;
 
 // claim: the grant the refused acquire saw is still the current one and held, its priority is
-// lower than the candidate's, and any live claim is the candidate's own (a refresh) or lower.
+// lower than the candidate's, and any live claim is the candidate's own (same holder and principal:
+// a refresh) or lower. A claim lasts the claimant's ttl, at most LIMITS.claimMaxMs, unless refreshed.
 //   held(priority 1) ── acquire(priority 2) refused ── claim {holder, 2, expiresAt} ── grant clears it
 export const claimIsWanted =
   'leaseId = :leaseId AND #token = :token AND attribute_exists(holder) AND expiresAt >= :now AND ' +
   '(attribute_not_exists(#priority) OR #priority < :priority) AND ' +
-  '(attribute_not_exists(claimHolder) OR claimExpiresAt < :now OR claimHolder = :holder OR claimPriority < :priority)';
+  '(attribute_not_exists(claimHolder) OR claimExpiresAt < :now OR claimPriority < :priority OR ' +
+  '(claimHolder = :holder AND (claimPrincipal = :principal OR attribute_not_exists(claimPrincipal))))';
 
 /** What a claim sets. It does not touch the grant: the holder's renewals and expiry are unchanged. */
-export const CLAIM_SET = ['claimHolder = :holder', 'claimPriority = :priority', 'claimExpiresAt = :claimExpiresAt', 'claimedAt = :now', `${LAST_OP_ATTRIBUTE} = :lastOp`] as const;
+export const CLAIM_SET = [
+  'claimHolder = :holder',
+  'claimPriority = :priority',
+  'claimExpiresAt = :claimExpiresAt',
+  'claimedAt = :now',
+  'claimPrincipal = :principal',
+  `${LAST_OP_ATTRIBUTE} = :lastOp`,
+] as const;
 
 // revoke: a grant that is held right now (granted, not released, not past expiry) and not revoked
-// yet; a forced revoke may also upgrade a safe one. Revoking again otherwise changes nothing.
+// yet; a forced revoke also upgrades a safe one, whether or not its holder has released since.
+// Revoking again otherwise changes nothing.
 //   held ── revoke ──▶ expiresAt = availableAt (no lock-delay) ── anyone ──▶
-//   held ── revoke, force ──▶ available at once (the next grant gets token + 1)
+//   held ── revoke, force ──▶ available at once, no reservation, no claim (the next grant gets token + 1)
 export const grantIsRevocable = 'attribute_exists(holder) AND expiresAt >= :now AND attribute_not_exists(revokedAt)';
-export const grantIsRevocableByForce = 'attribute_exists(holder) AND expiresAt >= :now AND (attribute_not_exists(revokedAt) OR revokedForce = :false)';
+export const grantIsRevocableByForce = `(${grantIsRevocable}) OR (attribute_exists(revokedAt) AND revokedForce = :false)`;
 
 /** What every revoke sets: the record, and the end of any lock-delay. */
 export const REVOKE_SET = [
@@ -111,4 +124,7 @@ export const GRANT_END_SET = ['availableAt = :now', 'releasedAt = :now'] as cons
 
 /** A release (a handoff adds the reservation to the SET). */
 export const RELEASE_SET = `SET ${GRANT_END_SET.join(', ')}, expireItemAt = :expireItemAt, ${LAST_OP_ATTRIBUTE} = :lastOp`;
-export const RELEASE_REMOVE = 'REMOVE holder, requestId';
+export const RELEASE_REMOVE = 'REMOVE holder, requestHash, requestId';
+
+/** A forced revoke: the grant ends as by a release, and so do any reservation and claim on the lease. */
+export const FORCED_REVOKE_REMOVE = `${RELEASE_REMOVE}, ${RESERVATION_AND_CLAIM.join(', ')}`;

@@ -23,7 +23,17 @@ export interface LeaseRecord {
   /** Absent once released. */
   holder?: string;
   leaseId: string;
-  /** requestId of the latest grant, so a retried acquire gets the same grant back. */
+  /**
+   * The latest grant's replay key: a hash of its acquire's requestId bound to the caller's
+   * principal (functions/caller-keys.ts replayKey), so a retried acquire by the same principal
+   * gets the same grant back, and the item keeps no requestId in clear. Removed when the grant ends.
+   */
+  requestHash?: string;
+  /**
+   * A requestId in clear, as an earlier version stored it. Never honoured (no principal is known
+   * for it): a retry across the upgrade finds the lease held and waits, as one whose answer was
+   * lost without a requestId. The next acquire or release removes it.
+   */
   requestId?: string;
   ttlMs: number;
   lockDelayMs: number;
@@ -55,6 +65,12 @@ export interface LeaseRecord {
    * acquire, lapsing at `claimExpiresAt`, removed by the next grant.
    */
   claimHolder?: string;
+  /**
+   * The claimant's principalKey (functions/caller-keys.ts). A handoff to the claimant reserves the
+   * lease for this principal with that holder name only (lease-conditions.ts leaseIsAvailable).
+   * Absent on claims written before claims carried it: those bind the holder name alone.
+   */
+  claimPrincipal?: string;
   claimPriority?: number;
   claimExpiresAt?: number;
   /** When the claim was last written (recorded or refreshed): the `claimed` event's time. */
@@ -82,27 +98,51 @@ export function isHeld(record: LeaseRecord, nowMs: number): boolean {
   return record.holder !== undefined && nowMs <= record.expiresAt;
 }
 
-/** The lease is reserved for someone other than `holder` by a handoff still in its window. */
-export function isReservedForAnother(record: LeaseRecord, holder: string, nowMs: number): boolean {
-  return record.reservedFor !== undefined && record.reservedFor !== holder && (record.reservedUntil ?? 0) >= nowMs;
+/**
+ * The handoff went to the holder of the claim live when it was made: the reservation belongs to
+ * that claimant's principal as well as to its holder name. (No claim is written after a handoff:
+ * claims need a holder.)
+ */
+export function isReservedForClaimant(record: LeaseRecord): boolean {
+  return (
+    record.reservedFor !== undefined &&
+    record.claimHolder === record.reservedFor &&
+    record.claimPrincipal !== undefined &&
+    record.claimExpiresAt !== undefined &&
+    record.releasedAt !== undefined &&
+    record.claimExpiresAt >= record.releasedAt
+  );
+}
+
+/**
+ * The lease is reserved for someone other than `holder` calling as `principal` (a principalKey)
+ * by a handoff still in its window.
+ */
+export function isReservedForAnother(record: LeaseRecord, holder: string, principal: string, nowMs: number): boolean {
+  if (record.reservedFor === undefined || (record.reservedUntil ?? 0) < nowMs) return false;
+  if (record.reservedFor !== holder) return true;
+  return isReservedForClaimant(record) && record.claimPrincipal !== principal;
 }
 
 /** The acquire condition, evaluated locally (the store asks DynamoDB the same in its write). */
-export function isAvailableTo(record: LeaseRecord, holder: string, nowMs: number): boolean {
-  return record.availableAt < nowMs && !isReservedForAnother(record, holder, nowMs);
+export function isAvailableTo(record: LeaseRecord, holder: string, principal: string, nowMs: number): boolean {
+  return record.availableAt < nowMs && !isReservedForAnother(record, holder, principal, nowMs);
 }
 
-/** Milliseconds until `holder` may acquire (0 if it can now). */
-export function retryAfterMs(record: LeaseRecord, holder: string, nowMs: number): number {
-  const until = isReservedForAnother(record, holder, nowMs)
+/** Milliseconds until `holder`, calling as `principal` (a principalKey), may acquire (0 if it can now). */
+export function retryAfterMs(record: LeaseRecord, holder: string, principal: string, nowMs: number): number {
+  const until = isReservedForAnother(record, holder, principal, nowMs)
     ? Math.max(record.availableAt, record.reservedUntil ?? 0)
     : record.availableAt;
   return Math.max(0, until + 1 - nowMs);
 }
 
-/** A retried acquire whose first attempt won: same holder, same requestId, grant still live and not revoked. */
-export function isSameGrantRetry(record: LeaseRecord, holder: string, requestId: string | undefined, nowMs: number): boolean {
-  return requestId !== undefined && record.requestId === requestId && record.holder === holder && record.revokedAt === undefined && isHeld(record, nowMs);
+/**
+ * A retried acquire whose first attempt won: same holder, same replay key (the same requestId from
+ * the same principal), grant still live and not revoked.
+ */
+export function isSameGrantRetry(record: LeaseRecord, holder: string, requestHash: string | undefined, nowMs: number): boolean {
+  return requestHash !== undefined && record.requestHash === requestHash && record.holder === holder && record.revokedAt === undefined && isHeld(record, nowMs);
 }
 
 /**
@@ -171,14 +211,16 @@ export function liveClaim(record: LeaseRecord, nowMs: number): LeaseClaim | unde
 }
 
 /**
- * Whether a refused acquire by `holder` at `priority` records (or refreshes) a claim: the lease is
- * held by a lower priority, and any live claim is this candidate's own or of a lower priority.
+ * Whether a refused acquire by `holder`, calling as `principal` (a principalKey), at `priority`
+ * records (or refreshes) a claim: the lease is held by a lower priority, and any live claim is this
+ * candidate's own (same holder and principal) or of a lower priority.
  * The store's claim write asks DynamoDB the same (`claimIsWanted` in lease-conditions.ts).
  */
-export function claimWanted(record: LeaseRecord, holder: string, priority: number, nowMs: number): boolean {
+export function claimWanted(record: LeaseRecord, holder: string, principal: string, priority: number, nowMs: number): boolean {
   if (!isHeld(record, nowMs) || record.holder === holder || priority <= (record.priority ?? 0)) return false;
   const claim = liveClaim(record, nowMs);
-  return claim === undefined || claim.holder === holder || priority > claim.priority;
+  if (claim === undefined || priority > claim.priority) return true;
+  return claim.holder === holder && (record.claimPrincipal === undefined || record.claimPrincipal === principal);
 }
 
 /** The operator's revoke of the latest grant, if there was one (undefined otherwise). */

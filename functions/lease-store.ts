@@ -38,6 +38,7 @@ import {
 } from '../client/src/protocol/index.js';
 import type { WallClock } from './clock.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
+import { LOCAL_PRINCIPAL, principalKey, replayKey } from './caller-keys.js';
 import { readGroup } from './lease-groups.js';
 import { conflictItem as conflictRecord, isConditionFailure, translate } from './dynamodb-errors.js';
 import {
@@ -49,12 +50,14 @@ import {
   RENEW_NEW_TTL_SET,
   RENEW_SAME_TTL_SET,
   CLAIM_SET,
+  FORCED_REVOKE_REMOVE,
   GRANT_END_SET,
   REVOKE_SAFE_SET,
   claimIsWanted,
   REVOKE_SET,
   grantIsCurrent,
   grantIsCurrentAndLive,
+  grantIsCurrentAndUnrevoked,
   grantIsCurrentAndUnexpired,
   grantIsRevocable,
   grantIsRevocableByForce,
@@ -131,11 +134,18 @@ export class LeaseStore {
     this.newLeaseId = options.newLeaseId ?? (() => randomBytes(16).toString('hex'));
   }
 
-  async acquire(name: string, input: AcquireRequest): Promise<AcquireResult> {
+  /**
+   * `principal`: who is calling (functions/http/principal.ts; `local` by default). A retry returns
+   * the grant only to the principal whose acquire made it, a claim belongs to it, and a handoff to
+   * its claim is its alone.
+   */
+  async acquire(name: string, input: AcquireRequest, principal: string = LOCAL_PRINCIPAL): Promise<AcquireResult> {
     validateName(name);
     const request = validateAcquireRequest(pickFields(input, REQUEST_FIELDS.acquire));
     validateGroupMember(name, request.group);
     const lockDelayMs = request.lockDelayMs ?? 0;
+    const caller = principalKey(principal);
+    const requestHash = request.requestId === undefined ? undefined : replayKey('lease', principal, request.requestId);
     const now = this.clock.nowMs();
     const expiresAt = now + request.ttlMs;
 
@@ -156,6 +166,7 @@ export class LeaseStore {
       ':expireItemAt': this.expireItemAt(expiresAt + lockDelayMs),
       ':lastOp': 'acquire' satisfies LastOp,
       ':priority': request.priority ?? 0,
+      ':principal': caller,
     };
     if (request.metadata !== undefined && request.metadata !== null) {
       set.push('metadataJson = :metadataJson');
@@ -163,11 +174,11 @@ export class LeaseStore {
     } else {
       remove.push('metadataJson');
     }
-    if (request.requestId !== undefined) {
-      set.push('requestId = :requestId');
-      values[':requestId'] = request.requestId;
+    if (requestHash !== undefined) {
+      set.push('requestHash = :requestHash');
+      values[':requestHash'] = requestHash;
     } else {
-      remove.push('requestId');
+      remove.push('requestHash');
     }
     if (request.group !== undefined) {
       set.push('leaseGroup = :group');
@@ -194,17 +205,17 @@ export class LeaseStore {
       const current = isConditionFailure(error) ? conflictItem(error) : undefined;
       if (current === undefined) throw translate(error, name);
       const at = this.clock.nowMs();
-      if (isSameGrantRetry(current, request.holder, request.requestId, at)) {
+      if (isSameGrantRetry(current, request.holder, requestHash, at)) {
         return { acquired: true, lease: toGrant(current, at) };
       }
       // Counted from the instant the condition was evaluated, not from now: the follower aims its next
       // acquire at `retryAfterMs` after its send (client/src/timing.ts followerWaitMs).
-      const waitMs = retryAfterMs(current, request.holder, now);
+      const waitMs = retryAfterMs(current, request.holder, caller, now);
       // A higher priority asks the holder to yield: one more conditional write, only then, and only
       // when the server will not wait for the lease itself (acquire-wait.ts).
       const priority = request.priority ?? 0;
-      if (waitMs > (request.serverWaitMs ?? 0) && claimWanted(current, request.holder, priority, at)) {
-        const claimed = await this.claim(name, current, request.holder, priority, request.ttlMs);
+      if (waitMs > (request.serverWaitMs ?? 0) && claimWanted(current, request.holder, caller, priority, at)) {
+        const claimed = await this.claim(name, current, { holder: request.holder, principal: caller, priority, ttlMs: request.ttlMs });
         if (claimed !== undefined) {
           const after = this.clock.nowMs();
           return { acquired: false, lease: toPublicLease(claimed, after), retryAfterMs: waitMs, availableAtMs: now + waitMs, ...claimOf(claimed, after) };
@@ -215,11 +226,17 @@ export class LeaseStore {
   }
 
   /**
-   * Records (or refreshes) `holder`'s claim on the grant seen in `current`: one conditional
+   * Records (or refreshes) the candidate's claim on the grant seen in `current`: one conditional
    * UpdateItem that leaves the grant itself alone. Undefined when the condition no longer holds (the
    * grant changed, or a higher claim landed first): the refused acquire then answers as it was.
+   * The claim lasts the candidate's ttl, at most LIMITS.claimMaxMs: a candidate that never asks
+   * again cannot hold the lease hostage for longer.
    */
-  private async claim(name: string, current: LeaseRecord, holder: string, priority: number, ttlMs: number): Promise<LeaseRecord | undefined> {
+  private async claim(
+    name: string,
+    current: LeaseRecord,
+    candidate: { holder: string; principal: string; priority: number; ttlMs: number },
+  ): Promise<LeaseRecord | undefined> {
     const now = this.clock.nowMs();
     try {
       const out = await this.client.send(
@@ -233,9 +250,10 @@ export class LeaseStore {
             ':leaseId': current.leaseId,
             ':token': current.token,
             ':now': now,
-            ':holder': holder,
-            ':priority': priority,
-            ':claimExpiresAt': now + ttlMs,
+            ':holder': candidate.holder,
+            ':priority': candidate.priority,
+            ':principal': candidate.principal,
+            ':claimExpiresAt': now + Math.min(candidate.ttlMs, LIMITS.claimMaxMs),
             ':lastOp': 'claim' satisfies LastOp,
           },
           ReturnValues: 'ALL_NEW',
@@ -397,7 +415,7 @@ export class LeaseStore {
           TableName: this.tableName,
           Key: { pk: name },
           UpdateExpression: `${set} ${RELEASE_REMOVE}`,
-          ConditionExpression: grantIsCurrent,
+          ConditionExpression: reserve ? grantIsCurrentAndUnrevoked : grantIsCurrent,
           ExpressionAttributeNames: { '#token': 'token' },
           ExpressionAttributeValues: values,
           ReturnValues: 'ALL_NEW',
@@ -409,12 +427,14 @@ export class LeaseStore {
       if (!isConditionFailure(error)) throw translate(error, name);
       const current = conflictItem(error);
       const at = this.clock.nowMs();
+      // A grant that a forced revoke ended was not ended by its holder: that release is refused as
+      // `revoked`, and a handoff of a revoked grant never took effect.
       const alreadyEnded =
         current !== undefined &&
         current.holder === undefined &&
         current.leaseId === request.leaseId &&
         current.token === request.token &&
-        (reserve === undefined || current.reservedFor === reserve.to);
+        (reserve === undefined ? current.revokedForce !== true : current.revokedAt === undefined && current.reservedFor === reserve.to);
       if (alreadyEnded) return { lease: toPublicLease(current, at), reservedUntil: current.reservedUntil };
       throw leaseLost(name, current, request, at);
     }
@@ -422,13 +442,15 @@ export class LeaseStore {
 
   /**
    * An operator takes the current grant away: one conditional UpdateItem. Safe (the default): the
-   * holder can no longer renew, and the lease becomes available at the grant's own expiry, after
-   * the holder's fail-closed deadline, with no lock-delay. `force`: the lease is available at once
-   * (fencing keeps the old holder's late writes out). `by` is the caller's identity, decided by the
-   * handler.
+   * holder can no longer renew or hand off (it may still release), and the lease becomes available
+   * at the grant's own expiry, after the holder's fail-closed deadline, with no lock-delay. `force`:
+   * the grant ends now, with any handoff reservation and any claim on the lease, so the lease is
+   * available at once (fencing keeps the old holder's late writes out). `by` is the caller's
+   * identity as shown publicly, decided by the handler.
    *
    * Revoking a grant already revoked answers its record unchanged, except that `force` upgrades a
-   * safe revoke. A lease nobody holds is LEASE_NOT_HELD; a name never acquired LEASE_NOT_FOUND.
+   * safe revoke (also after its holder released). A lease nobody holds is LEASE_NOT_HELD; a name
+   * never acquired LEASE_NOT_FOUND.
    */
   async revoke(name: string, input: RevokeRequest, by: string): Promise<PublicLease & { revoked: RevokedRecord }> {
     validateName(name);
@@ -450,7 +472,7 @@ export class LeaseStore {
         new UpdateCommand({
           TableName: this.tableName,
           Key: { pk: name },
-          UpdateExpression: `SET ${set.join(', ')}${force ? ` ${RELEASE_REMOVE}` : ''}`,
+          UpdateExpression: `SET ${set.join(', ')}${force ? ` ${FORCED_REVOKE_REMOVE}` : ''}`,
           ConditionExpression: force ? grantIsRevocableByForce : grantIsRevocable,
           ExpressionAttributeValues: values,
           ReturnValues: 'ALL_NEW',

@@ -1,6 +1,7 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { LeaseHeldError, validateAcquireRequest } from '../../client/src/protocol/index.js';
-import { acquireWithServerWait } from '../acquire-wait.js';
+import { acquireWithServerWait, realWaitTimer } from '../acquire-wait.js';
+import { callerPrincipal } from '../http/principal.js';
 import { jsonResponse } from '../http/responses.js';
 import { OUTCOME, leaseName, leaseRoute, type HandlerDeps } from '../http/route.js';
 import { lambdaEntry } from '../runtime.js';
@@ -10,7 +11,7 @@ export function createAcquireHandler(deps: HandlerDeps) {
   return leaseRoute(deps, { jsonBody: true }, async (event, { store, logger, metrics }) => {
     const name = leaseName(event);
     const request = validateAcquireRequest(event.body);
-    const result = await acquireWithServerWait(store, name, request);
+    const result = await acquireWithServerWait(store, name, request, realWaitTimer, callerPrincipal(event));
     if (!result.acquired) {
       metrics.addMetric(OUTCOME.held, MetricUnit.Count, 1);
       logger.info('lease held', { lease: name, holder: result.lease.holder, retryAfterMs: result.retryAfterMs, ...(result.claim ? { claim: result.claim } : {}) });

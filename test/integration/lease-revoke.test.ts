@@ -1,4 +1,4 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseClient, LeaseLostError, LeaseNotFoundError, LeaseNotHeldError, createLeader, sigv4Signer, type Leader, type LossReason } from 'leasehold';
 import { ManualClock } from '../../functions/clock.js';
@@ -38,8 +38,8 @@ async function grant(store: LeaseStore, name: string, holder: string, ttlMs = 10
   return result.lease;
 }
 
-async function rawItem(name: string) {
-  return (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: { pk: name }, ConsistentRead: true }))).Item;
+async function rawItem(name: string, tableName = table.tableName) {
+  return (await table.doc.send(new GetCommand({ TableName: tableName, Key: { pk: name }, ConsistentRead: true }))).Item;
 }
 
 describe('a safe revoke (the default)', () => {
@@ -66,6 +66,19 @@ describe('a safe revoke (the default)', () => {
     expect(next.token).toBe(g.token + 1);
     expect(next.revoked).toBeUndefined();
     expect(await rawItem(name)).not.toHaveProperty('revokedAt');
+  });
+
+  it('refuses a handoff of the revoked grant as its renew is refused, and reserves nothing', async () => {
+    const { store } = storeAt();
+    const name = uniqueName('handoff-after');
+    const g = await grant(store, name, 'stuck-worker', 30_000);
+    const { revoked } = await store.revoke(name, { reason: 'drain' }, 'ops');
+    const refused = await store.handoff(name, { ...g, to: 'accomplice', windowMs: 60_000 }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(LeaseLostError);
+    expect((refused as LeaseLostError).toBody()).toMatchObject({ code: 'LEASE_LOST', reason: 'revoked', revoked });
+    const item = await rawItem(name);
+    expect(item).toMatchObject({ holder: 'stuck-worker' });
+    expect(item).not.toHaveProperty('reservedFor');
   });
 
   it('still lets the holder release, which frees the lease before its expiry', async () => {
@@ -107,13 +120,64 @@ describe('a forced revoke', () => {
     await expect(store.renew(name, g)).rejects.toMatchObject({ serverReason: 'superseded' });
   });
 
-  it("answers the old holder's renew with reason revoked until the lease is granted again, and its release with 200", async () => {
+  it("answers the old holder's renew, release and handoff with reason revoked until the lease is granted again", async () => {
     const { store } = storeAt();
     const name = uniqueName('force-renew');
     const g = await grant(store, name, 'stuck-worker');
     const { revoked } = await store.revoke(name, { reason: 'hung', force: true }, 'ops');
     await expect(store.renew(name, g)).rejects.toMatchObject({ code: ErrorCode.LEASE_LOST, serverReason: 'revoked', revoked });
-    await expect(store.release(name, g)).resolves.toMatchObject({ holder: null, token: g.token });
+    await expect(store.release(name, g)).rejects.toMatchObject({ code: ErrorCode.LEASE_LOST, serverReason: 'revoked', revoked });
+    await expect(store.handoff(name, { ...g, to: 'friend' })).rejects.toMatchObject({ code: ErrorCode.LEASE_LOST, serverReason: 'revoked', revoked });
+    expect(await rawItem(name)).not.toHaveProperty('reservedFor');
+  });
+
+  it('ends a pending claim with the grant: the lease is free at once and the next grant is anyone\'s', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('force-claim');
+    const g = await grant(store, name, 'stuck-worker', 30_000);
+    await expect(store.acquire(name, { holder: 'claimant', ttlMs: 30_000, priority: 5 })).resolves.toMatchObject({ acquired: false, claim: { holder: 'claimant' } });
+    await store.revoke(name, { reason: 'hung', force: true }, 'ops');
+    const item = await rawItem(name);
+    for (const field of ['claimHolder', 'claimPriority', 'claimExpiresAt', 'claimPrincipal', 'reservedFor', 'reservedUntil']) expect(item).not.toHaveProperty(field);
+    clock.advance(1);
+    await expect(store.acquire(name, { holder: 'bystander', ttlMs: 5_000 })).resolves.toMatchObject({ acquired: true, lease: { token: g.token + 1 } });
+  });
+
+  it('upgrades a safe revoke whose holder already released: the record shows force and the release is then refused', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('upgrade-released');
+    const g = await grant(store, name, 'stuck-worker', 30_000);
+    await store.revoke(name, { reason: 'drain' }, 'ops');
+    await store.release(name, g);
+    clock.advance(10);
+    const forced = await store.revoke(name, { reason: 'forced', force: true }, 'ops-2');
+    expect(forced.revoked).toEqual({ at: clock.nowMs(), by: 'ops-2', reason: 'forced', force: true });
+    await expect(store.release(name, g)).rejects.toMatchObject({ serverReason: 'revoked', revoked: forced.revoked });
+    clock.advance(1);
+    await expect(store.acquire(name, { holder: 'next', ttlMs: 5_000 })).resolves.toMatchObject({ acquired: true, lease: { token: g.token + 1 } });
+  });
+
+  it('clears a reservation a safely revoked holder made before handoffs of revoked grants were refused', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('legacy-reservation');
+    const g = await grant(store, name, 'stuck-worker', 30_000);
+    await store.revoke(name, { reason: 'drain' }, 'ops');
+    // What the earlier version wrote for that handoff: the grant ended, the lease reserved for a minute.
+    await table.doc.send(
+      new UpdateCommand({
+        TableName: table.tableName,
+        Key: { pk: name },
+        UpdateExpression: 'SET availableAt = :now, releasedAt = :now, reservedFor = :to, reservedUntil = :until, lastOp = :op REMOVE holder',
+        ExpressionAttributeValues: { ':now': clock.nowMs(), ':to': 'accomplice', ':until': clock.nowMs() + 60_000, ':op': 'handoff' },
+      }),
+    );
+    clock.advance(10);
+    await expect(store.acquire(name, { holder: 'next', ttlMs: 5_000 })).resolves.toMatchObject({ acquired: false });
+    const forced = await store.revoke(name, { reason: 'forced', force: true }, 'ops-2');
+    expect(forced.revoked.force).toBe(true);
+    expect(await rawItem(name)).not.toHaveProperty('reservedFor');
+    clock.advance(1);
+    await expect(store.acquire(name, { holder: 'next', ttlMs: 5_000 })).resolves.toMatchObject({ acquired: true, lease: { token: g.token + 1 } });
   });
 
   it('upgrades a safe revoke, and a forced one stays as it was', async () => {
@@ -180,6 +244,39 @@ describe('POST /v1/leases/{name}/revoke', () => {
     const described = await fetch(`${server.url}/v1/leases/${name}`).then((r) => r.json() as Promise<any>);
     expectContract('GET', '/v1/leases/{name}', 200, described);
     expect(described.lease.revoked).toEqual(answer.body.lease.revoked);
+  });
+
+  it('a revoke wins: safe revoke, handoff refused 409 revoked (single and batch), forced revoke, acquire granted at token + 1', async () => {
+    const name = uniqueName('http-sequence');
+    const g = (await client().acquire(name, { holder: 'w', ttlMs: 30_000 })) as { acquired: true; lease: Grant };
+    const claimed = await post(`/v1/leases/${name}/acquire`, { holder: 'candidate', ttlMs: 30_000, priority: 3 });
+    expect(claimed.body.error.claim).toMatchObject({ holder: 'candidate' });
+    const safe = await post(`/v1/leases/${name}/revoke`, { reason: 'drain' });
+    expect(safe.status).toBe(200);
+
+    const handoff = await post(`/v1/leases/${name}/handoff`, { leaseId: g.lease.leaseId, token: g.lease.token, to: 'accomplice', windowMs: 60_000 });
+    expect(handoff.status).toBe(409);
+    expectContract('POST', '/v1/leases/{name}/handoff', 409, handoff.body);
+    expect(handoff.body.error).toMatchObject({ code: 'LEASE_LOST', reason: 'revoked', revoked: safe.body.lease.revoked });
+    const batch = await post(`/v1/prefixes/revoke:/handoff`, { handoffs: [{ name, leaseId: g.lease.leaseId, token: g.lease.token, to: 'accomplice' }] });
+    expect(batch.status).toBe(200);
+    expect(batch.body.results[0].error).toMatchObject({ code: 'LEASE_LOST', reason: 'revoked', revoked: safe.body.lease.revoked });
+
+    const forced = await post(`/v1/leases/${name}/revoke`, { reason: 'now', force: true });
+    expect(forced.status).toBe(200);
+    expect(forced.body.lease).toMatchObject({ holder: null, revoked: { force: true, reason: 'now' } });
+    expect(forced.body.lease.claim).toBeUndefined();
+    const item = await rawItem(name, server.tableName);
+    for (const field of ['reservedFor', 'reservedUntil', 'claimHolder']) expect(item).not.toHaveProperty(field);
+
+    const release = await post(`/v1/leases/${name}/release`, { leaseId: g.lease.leaseId, token: g.lease.token });
+    expect(release.status).toBe(409);
+    expectContract('POST', '/v1/leases/{name}/release', 409, release.body);
+    expect(release.body.error).toMatchObject({ code: 'LEASE_LOST', reason: 'revoked', revoked: forced.body.lease.revoked });
+
+    const next = await post(`/v1/leases/${name}/acquire`, { holder: 'next', ttlMs: 5_000 });
+    expect(next.status).toBe(200);
+    expect(next.body.lease.token).toBe(g.lease.token + 1);
   });
 
   it('answers 409 LEASE_NOT_HELD and 404 LEASE_NOT_FOUND as the contract says', async () => {
