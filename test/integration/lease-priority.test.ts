@@ -1,4 +1,4 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../functions/clock.js';
 import { LeaseStore, type AcquireResult } from '../../functions/lease-store.js';
@@ -172,5 +172,91 @@ describe('proclaim', () => {
     count.reset();
     await expect(store.proclaim(uniqueName('big'), { leaseId: 'a'.repeat(32), token: 1, metadata: 'x'.repeat(3_000) })).rejects.toMatchObject({ code: 'VALIDATION_ERROR', field: 'metadata' });
     expect(count.sent()).toBe(0);
+  });
+});
+
+describe('claims belong to their caller', () => {
+  it("a ghost's claim lasts at most 60 s whatever its ttl, after which a real candidate records its own", async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('ghost');
+    await grant(store, name, 'leader', 10, 3_600_000);
+    const ghost = refused(await store.acquire(name, { holder: 'ghost', ttlMs: 3_600_000, priority: 1_000_000 }));
+    expect(ghost.claim).toEqual({ holder: 'ghost', priority: 1_000_000, expiresAt: clock.nowMs() + 60_000 });
+    clock.advance(30_000);
+    expect(refused(await store.acquire(name, { holder: 'real', ttlMs: 10_000, priority: 11 })).claim).toMatchObject({ holder: 'ghost' });
+    clock.advance(30_001);
+    expect((await store.describe(name)).claim).toBeUndefined();
+    expect(refused(await store.acquire(name, { holder: 'real', ttlMs: 10_000, priority: 11 })).claim).toEqual({ holder: 'real', priority: 11, expiresAt: clock.nowMs() + 10_000 });
+  });
+
+  it('records the claimant principal as a hash, never in clear', async () => {
+    const { store } = storeAt();
+    const name = uniqueName('principal');
+    await grant(store, name, 'leader', 1);
+    refused(await store.acquire(name, { holder: 'node-2', ttlMs: 5_000, priority: 2 }, 'arn:aws:sts::123:assumed-role/Role/alice@example.com'));
+    const item = await rawItem(name);
+    expect(item?.claimPrincipal).toMatch(/^[0-9a-f]{32}$/);
+    expect(JSON.stringify(item)).not.toContain('alice');
+  });
+
+  it('a handoff to the claimant reserves the lease for its principal: the same holder name from another principal is refused', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('reserved');
+    const g = await grant(store, name, 'leader', 1, 60_000);
+    refused(await store.acquire(name, { holder: 'node-2', ttlMs: 5_000, priority: 2 }, 'principal-a'));
+    const { reservedUntil } = await store.handoff(name, { ...g, to: 'node-2', windowMs: 10_000 });
+    clock.advance(1);
+    const foreign = refused(await store.acquire(name, { holder: 'node-2', ttlMs: 5_000, priority: 2 }, 'principal-b'));
+    expect(foreign.retryAfterMs).toBe(reservedUntil + 1 - clock.nowMs());
+    await expect(store.acquire(name, { holder: 'other', ttlMs: 5_000 }, 'principal-a')).resolves.toMatchObject({ acquired: false });
+    await expect(store.acquire(name, { holder: 'node-2', ttlMs: 5_000 }, 'principal-a')).resolves.toMatchObject({ acquired: true, lease: { holder: 'node-2', token: g.token + 1 } });
+  });
+
+  it('after the reservation window anyone may acquire, as before', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('window');
+    const g = await grant(store, name, 'leader', 1, 60_000);
+    refused(await store.acquire(name, { holder: 'node-2', ttlMs: 5_000, priority: 2 }, 'principal-a'));
+    const { reservedUntil } = await store.handoff(name, { ...g, to: 'node-2', windowMs: 1_000 });
+    clock.set(reservedUntil + 1);
+    await expect(store.acquire(name, { holder: 'node-2', ttlMs: 5_000 }, 'principal-b')).resolves.toMatchObject({ acquired: true });
+  });
+
+  it('a handoff to a holder that made no live claim is bound to the name alone', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('name-only');
+    const g = await grant(store, name, 'leader', 1, 60_000);
+    refused(await store.acquire(name, { holder: 'node-2', ttlMs: 1_000, priority: 2 }, 'principal-a'));
+    clock.advance(1_001); // the claim lapses before the handoff: it binds nothing
+    await store.handoff(name, { ...g, to: 'node-2', windowMs: 10_000 });
+    clock.advance(1);
+    await expect(store.acquire(name, { holder: 'node-3', ttlMs: 5_000 }, 'principal-b')).resolves.toMatchObject({ acquired: false });
+    await expect(store.acquire(name, { holder: 'node-2', ttlMs: 5_000 }, 'principal-b')).resolves.toMatchObject({ acquired: true });
+  });
+
+  it("another principal with the claimant's holder name cannot take over the claim at the same priority", async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('steal-claim');
+    const g = await grant(store, name, 'leader', 1, 60_000);
+    refused(await store.acquire(name, { holder: 'node-2', ttlMs: 5_000, priority: 2 }, 'principal-a'));
+    const before = await rawItem(name);
+    clock.advance(100);
+    refused(await store.acquire(name, { holder: 'node-2', ttlMs: 5_000, priority: 2 }, 'principal-b'));
+    expect((await rawItem(name))?.claimPrincipal).toBe(before?.claimPrincipal);
+    await store.handoff(name, { ...g, to: 'node-2' });
+    clock.advance(1);
+    await expect(store.acquire(name, { holder: 'node-2', ttlMs: 5_000 }, 'principal-b')).resolves.toMatchObject({ acquired: false });
+    await expect(store.acquire(name, { holder: 'node-2', ttlMs: 5_000 }, 'principal-a')).resolves.toMatchObject({ acquired: true });
+  });
+
+  it('a claim written before claims carried a principal binds the holder name alone', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('legacy-claim');
+    const g = await grant(store, name, 'leader', 1, 60_000);
+    refused(await store.acquire(name, { holder: 'node-2', ttlMs: 5_000, priority: 2 }, 'principal-a'));
+    await table.doc.send(new UpdateCommand({ TableName: table.tableName, Key: { pk: name }, UpdateExpression: 'REMOVE claimPrincipal' }));
+    await store.handoff(name, { ...g, to: 'node-2' });
+    clock.advance(1);
+    await expect(store.acquire(name, { holder: 'node-2', ttlMs: 5_000 }, 'principal-b')).resolves.toMatchObject({ acquired: true });
   });
 });

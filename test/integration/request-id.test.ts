@@ -1,17 +1,24 @@
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseClient, newRequestId } from '../../client/src/index.js';
 import { LIMITS, validateRequestId } from '../../client/src/protocol/index.js';
+import { ManualClock } from '../../functions/clock.js';
+import { LeaseStore } from '../../functions/lease-store.js';
+import { createTestLeaseTable, type TestTable } from '../support/dynamodb.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
 
 /**
- * A requestId is a bearer secret: with the holder (public: describe shows it) it fetches the live
- * grant, leaseId included. So it must be unguessable, and it is never shown back.
+ * A requestId is an idempotency key, not a secret: a retry with it (and the same holder) gets the
+ * live grant back only from the principal whose acquire made it. The store keeps only a hash bound
+ * to that principal, and it is never shown back.
  */
 let server: TestServer;
+let table: TestTable;
 let seq = 0;
 
 beforeAll(async () => {
   server = await startTestServer();
+  table = await createTestLeaseTable('request-id');
 });
 afterAll(async () => {
   await server.close();
@@ -81,5 +88,51 @@ describe('requestId', () => {
       expect(answer.text).not.toContain(requestId);
       expect(answer.text).not.toContain('requestId');
     }
+  });
+});
+
+describe('the replay of an acquire, in the store', () => {
+  const store = () => new LeaseStore({ client: table.doc, tableName: table.tableName, clock: new ManualClock(Date.now()) });
+  const rawItem = async (name: string) => (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: { pk: name }, ConsistentRead: true }))).Item;
+
+  it('returns the grant to the principal that made it, and to another principal with the same holder and requestId an ordinary refusal', async () => {
+    const s = store();
+    const name = uniqueName('principal');
+    const requestId = newRequestId();
+    const first = await s.acquire(name, { holder: 'w1', ttlMs: 30_000, requestId }, 'principal-a');
+    if (!first.acquired) throw new Error('expected a grant');
+    await expect(s.acquire(name, { holder: 'w1', ttlMs: 30_000, requestId }, 'principal-a')).resolves.toMatchObject({ acquired: true, lease: { leaseId: first.lease.leaseId } });
+    const other = await s.acquire(name, { holder: 'w1', ttlMs: 30_000, requestId }, 'principal-b');
+    expect(other.acquired).toBe(false);
+    expect(JSON.stringify(other)).not.toContain(first.lease.leaseId);
+  });
+
+  it('keeps no requestId in clear: a hash bound to the principal, removed when the grant ends', async () => {
+    const s = store();
+    const [a, b] = [uniqueName('hash-a'), uniqueName('hash-b')];
+    const requestId = newRequestId();
+    const grant = await s.acquire(a, { holder: 'w1', ttlMs: 30_000, requestId }, 'principal-a');
+    await s.acquire(b, { holder: 'w1', ttlMs: 30_000, requestId }, 'principal-b');
+    const [itemA, itemB] = [await rawItem(a), await rawItem(b)];
+    expect(JSON.stringify(itemA)).not.toContain(requestId);
+    expect(itemA).not.toHaveProperty('requestId');
+    expect(itemA?.requestHash).toMatch(/^[0-9a-f]{32}$/);
+    expect(itemA?.requestHash).not.toBe(itemB?.requestHash);
+    if (!grant.acquired) throw new Error('expected a grant');
+    await s.release(a, grant.lease);
+    expect(await rawItem(a)).not.toHaveProperty('requestHash');
+  });
+
+  it('does not honour a requestId stored in clear by an earlier version; the grant's end removes it', async () => {
+    const s = store();
+    const name = uniqueName('legacy');
+    const requestId = newRequestId();
+    const grant = await s.acquire(name, { holder: 'w1', ttlMs: 30_000 });
+    if (!grant.acquired) throw new Error('expected a grant');
+    await table.doc.send(new UpdateCommand({ TableName: table.tableName, Key: { pk: name }, UpdateExpression: 'SET requestId = :r', ExpressionAttributeValues: { ':r': requestId } }));
+    await expect(s.acquire(name, { holder: 'w1', ttlMs: 30_000, requestId })).resolves.toMatchObject({ acquired: false });
+    await s.release(name, grant.lease);
+    await s.acquire(name, { holder: 'w2', ttlMs: 30_000 });
+    expect(await rawItem(name)).not.toHaveProperty('requestId');
   });
 });
