@@ -22,6 +22,7 @@ import { createSemaphoreReleaseHandler } from '../functions/handlers/semaphore-r
 import { createSemaphoreRenewHandler } from '../functions/handlers/semaphore-renew.js';
 import { errorResponse, jsonResponse } from '../functions/http/responses.js';
 import type { HandlerDeps, RouteHandler } from '../functions/http/route.js';
+import { canonicalPathError } from '../functions/http/canonical-path.js';
 import { matchRoute, type Route, type RouteId } from '../functions/http/routes.js';
 import { createDeps } from '../functions/runtime.js';
 import { createHostPolicy, type HostPolicy } from './host-policy.js';
@@ -288,7 +289,10 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
     match = matchRoute(method, rawPath);
   } catch (error) {
     if (!isLeaseholdError(error)) throw error;
-    noRoute = error;
+    // What API Gateway's `$default` route answers (functions/handlers/fallback.ts): a path that is not
+    // canonical is refused as every route's handler refuses it. A path that matches a route reaches
+    // the handler raw (its `rawPath`), and the handler's own middleware refuses it.
+    noRoute = canonicalPathError(rawPath) ?? error;
   }
 
   let body: string;

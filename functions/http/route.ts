@@ -11,6 +11,7 @@ import { isLeaseLostError, isPermitLostError, validateName, validateQueryParamet
 import type { LeaseStore } from '../lease-store.js';
 import type { SemaphoreStore } from '../semaphore-store.js';
 import { bodySizeLimit, leaseholdErrors, utf8JsonBody } from './middlewares.js';
+import { canonicalPath } from './canonical-path.js';
 
 /** What a route needs. Built once per cold start (see runtime.ts) or by the local server. */
 export interface HandlerDeps {
@@ -54,7 +55,7 @@ export interface RouteOptions {
 
 /**
  * Wraps a route's few lines of logic in the shared middleware chain: context-aware logs, metrics
- * flushed per invocation, normalized headers, an 8 KiB body limit, UTF-8 JSON parsing for POST routes,
+ * flushed per invocation, a raw path refused unless canonical, normalized headers, an 8 KiB body limit, UTF-8 JSON parsing for POST routes,
  * unknown query parameters refused, and the one error middleware that maps failures to v1 error
  * bodies.
  */
@@ -62,6 +63,7 @@ export function leaseRoute(deps: HandlerDeps, options: RouteOptions, fn: RouteFn
   const handler = middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context>()
     .use(injectLambdaContext(deps.logger, { resetKeys: true }))
     .use(logMetrics(deps.metrics))
+    .use(canonicalPath())
     .use(httpHeaderNormalizer())
     .use(bodySizeLimit(options.bodyMaxBytes));
   if (options.jsonBody) handler.use(utf8JsonBody()).use(httpJsonBodyParser({ disableContentTypeError: false }));

@@ -106,7 +106,9 @@ export function startSemaphores() {
     let semaphore;
     let readAt = 0;
     try {
-      const response = await fetch(`/v1/semaphores/${encodeURIComponent(entry.name)}`, { headers: { accept: 'application/json' } });
+      // The name passed the name rule (refuseSemaphoreName): it goes in the path as it is, since the
+      // server refuses a percent-encoded path (a name with ":" would otherwise be sent as %3A).
+      const response = await fetch(`/v1/semaphores/${entry.name}`, { headers: { accept: 'application/json' } });
       readAt = performance.now();
       const body = await response.json().catch(() => ({}));
       if (response.ok) semaphore = body.semaphore;

@@ -5,7 +5,7 @@ import WebSocket from 'ws';
 import { LIMITS, WATCH_LIMITS } from '../../client/src/protocol/index.js';
 import { WATCH_PATH } from '../../local/websocket-gateway.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
-import { clientFrame, closeOf, httpRequest, rawExchange, rawWebSocket } from '../support/raw-http.js';
+import { clientFrame, closeOf, httpRequest, rawExchange, rawExchangeAnswer, rawWebSocket } from '../support/raw-http.js';
 
 /**
  * Issue #14, "Done when": hostile WebSocket frames and HTTP requests, generated, against the real
@@ -270,6 +270,103 @@ describe('hostile HTTP requests', () => {
     // The generator reaches the refusals it is meant to: foreign hosts, limits, unknown routes.
     expect(statuses.get(403)).toBeGreaterThan(0);
     expect(statuses.get(404)).toBeGreaterThan(0);
+    await expectAcquireServed();
+  });
+});
+
+/** One request as raw bytes with a good host: the path goes on the wire exactly as written. */
+function rawRequest(method: string, path: string, body = ''): Buffer {
+  const lines = [`${method} ${path} HTTP/1.1`, 'host: 127.0.0.1', 'connection: close'];
+  if (body !== '') lines.push('content-type: application/json', `content-length: ${Buffer.byteLength(body)}`);
+  return Buffer.from(`${lines.join('\r\n')}\r\n\r\n${body}`, 'latin1');
+}
+
+async function expectPathRefused(method: string, path: string, body = ''): Promise<void> {
+  const answer = await rawExchangeAnswer(server.url, rawRequest(method, path, body));
+  expect(answer.status, `${method} ${path}`).toBe(400);
+  expect(JSON.parse(answer.body ?? '{}'), `${method} ${path}`).toMatchObject({ error: { code: 'VALIDATION_ERROR', field: 'path' } });
+}
+
+describe('paths not in canonical form', () => {
+  const acquireBody = JSON.stringify({ holder: 'intruder', ttlMs: 15_000 });
+
+  it.each([
+    ['a ".." segment that would resolve to the lease', 'POST', '/v1/leases/team-b/../hostile:canon/acquire'],
+    ['a "." segment after the name', 'POST', '/v1/leases/hostile:canon/./acquire'],
+    ['a "." segment as the name', 'POST', '/v1/leases/./acquire'],
+    ['a ".." segment as the name', 'POST', '/v1/leases/../acquire'],
+    ['a percent-encoded ".." as the name', 'POST', '/v1/leases/%2e%2e/acquire'],
+    ['"//" before the path', 'POST', '//v1/leases/hostile:canon/acquire'],
+    ['"//" inside the path', 'POST', '/v1/leases//hostile:canon/acquire'],
+    ['an empty name', 'POST', '/v1/leases//acquire'],
+    ['an encoded ":" in the name', 'POST', '/v1/leases/hostile%3Acanon/acquire'],
+    ['an encoded letter in the name', 'POST', '/v1/leases/%68ostile:canon/acquire'],
+    ['an encoded slash and ".." in the name', 'POST', '/v1/leases/team-a.x%2F..%2Fhostile:canon/acquire'],
+    ['an encoded letter in a fixed segment', 'POST', '/v1/le%61ses/hostile:canon/acquire'],
+    ['an encoded describe name', 'GET', '/v1/leases/hostile%3acanon'],
+    ['an encoded batch prefix', 'POST', '/v1/prefixes/hostile%3A/renew'],
+    ['a ".." batch prefix', 'POST', '/v1/prefixes/../handoff'],
+    ['an encoded semaphore name', 'POST', '/v1/semaphores/hostile%3Acanon/acquire'],
+    ['an encoded group', 'GET', '/v1/groups/hostile%2Ecanon'],
+    ['a "." segment in the list path', 'GET', '/v1/./leases'],
+  ])('%s answers 400 VALIDATION_ERROR (field path), sent as raw bytes', async (_label, method, path) => {
+    await expectPathRefused(method, path, method === 'POST' ? acquireBody : '');
+  });
+
+  it('none of the refused spellings acquired the lease they name', async () => {
+    const answer = await httpRequest(server.url, {
+      method: 'POST',
+      path: '/v1/leases/hostile:canon/acquire',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ holder: 'owner', ttlMs: 15_000 }),
+    });
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toMatchObject({ lease: { holder: 'owner' } });
+  });
+
+  /** A route's path with its parameter filled by a canonical name. */
+  const canonicalRequest = fc
+    .record({
+      route: fc.constantFrom(
+        ['POST', '/v1/leases/{}/acquire'],
+        ['POST', '/v1/leases/{}/renew'],
+        ['POST', '/v1/leases/{}/handoff'],
+        ['POST', '/v1/leases/{}/revoke'],
+        ['GET', '/v1/leases/{}'],
+        ['POST', '/v1/prefixes/{}/renew'],
+        ['POST', '/v1/prefixes/{}/handoff'],
+        ['GET', '/v1/groups/{}'],
+        ['POST', '/v1/semaphores/{}/acquire'],
+        ['GET', '/v1/semaphores/{}'],
+      ),
+      name: fc.stringMatching(/^[a-z0-9][a-z0-9:._-]{0,15}$/),
+    })
+    .map(({ route: [method, pattern], name }) => ({ method: method as string, path: (pattern as string).replace('{}', name), name }));
+  const hex = (char: string, upper: boolean) => `%${char.charCodeAt(0).toString(16).padStart(2, '0')[upper ? 'toUpperCase' : 'toLowerCase']()}`;
+  /** One way to spell the same request that is not canonical. */
+  const mutation = fc.oneof(
+    fc.record({ kind: fc.constant('encode' as const), at: fc.nat(), upper: fc.boolean() }),
+    fc.record({ kind: fc.constantFrom('dot' as const, 'dotdot' as const, 'empty' as const), at: fc.nat() }),
+  );
+
+  it('any route with a name percent-encoded, or a ".", ".." or empty segment inserted anywhere, is refused 400 VALIDATION_ERROR (fuzz)', async () => {
+    await fc.assert(
+      fc.asyncProperty(canonicalRequest, mutation, async ({ method, path, name }, change) => {
+        let mutated: string;
+        if (change.kind === 'encode') {
+          const at = change.at % name.length;
+          mutated = path.replace(`/${name}`, `/${name.slice(0, at)}${hex(name[at] as string, change.upper)}${name.slice(at + 1)}`);
+        } else {
+          const segments = path.split('/');
+          const at = 1 + (change.at % (segments.length - 1));
+          segments.splice(at, 0, change.kind === 'dot' ? '.' : change.kind === 'dotdot' ? '..' : '');
+          mutated = segments.join('/');
+        }
+        await expectPathRefused(method, mutated, method === 'POST' ? acquireBody : '');
+      }),
+      { numRuns: 80 },
+    );
+    expect(server.stats().serverErrors).toBe(0);
     await expectAcquireServed();
   });
 });

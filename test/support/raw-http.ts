@@ -47,6 +47,14 @@ export async function openSocket(url: string): Promise<Socket> {
  * and reads until the server closes. The status of the first answer, or undefined if none came.
  */
 export async function rawExchange(url: string, bytes: Buffer, pieces = 1): Promise<number | undefined> {
+  return (await rawExchangeAnswer(url, bytes, pieces)).status;
+}
+
+/**
+ * As rawExchange, with the first answer's status and body (by its Content-Length, chunked, or all the
+ * server sent after the head). Both undefined if no answer came.
+ */
+export async function rawExchangeAnswer(url: string, bytes: Buffer, pieces = 1): Promise<{ status: number | undefined; body: string | undefined }> {
   const socket = await openSocket(url);
   const chunks: Buffer[] = [];
   socket.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -60,8 +68,31 @@ export async function rawExchange(url: string, bytes: Buffer, pieces = 1): Promi
   }
   socket.end();
   await closed;
-  const match = /^HTTP\/1\.[01] (\d{3})/.exec(Buffer.concat(chunks).toString('latin1'));
-  return match ? Number(match[1]) : undefined;
+  const received = Buffer.concat(chunks);
+  const match = /^HTTP\/1\.[01] (\d{3})/.exec(received.toString('latin1'));
+  if (!match) return { status: undefined, body: undefined };
+  const headEnd = received.indexOf('\r\n\r\n');
+  if (headEnd === -1) return { status: Number(match[1]), body: undefined };
+  const head = received.subarray(0, headEnd).toString('latin1');
+  const length = /\r\ncontent-length: *(\d+)/i.exec(head)?.[1];
+  const rest = received.subarray(headEnd + 4);
+  const body = /\r\ntransfer-encoding: *chunked/i.test(head) ? unchunked(rest) : length === undefined ? rest : rest.subarray(0, Number(length));
+  return { status: Number(match[1]), body: body.toString('utf8') };
+}
+
+/** A chunked body's data, up to its last chunk or as far as it came. */
+function unchunked(bytes: Buffer): Buffer {
+  const parts: Buffer[] = [];
+  let at = 0;
+  for (;;) {
+    const lineEnd = bytes.indexOf('\r\n', at);
+    if (lineEnd === -1) break;
+    const size = Number.parseInt(bytes.subarray(at, lineEnd).toString('latin1'), 16);
+    if (!(size > 0)) break;
+    parts.push(bytes.subarray(lineEnd + 2, lineEnd + 2 + size));
+    at = lineEnd + 2 + size + 2;
+  }
+  return Buffer.concat(parts);
 }
 
 /** Opens a WebSocket on `path` by hand (any headers) and returns the socket once the server answered the upgrade. */

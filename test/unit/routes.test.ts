@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MethodNotAllowedError, ROUTES, routeRequest } from '../../client/src/protocol/index.js';
 import { matchRoute } from '../../functions/http/routes.js';
+import { canonicalPathError } from '../../functions/http/canonical-path.js';
 import { handler as fallback } from '../../functions/handlers/fallback.js';
 
 describe('route matching', () => {
@@ -37,6 +38,23 @@ describe('route matching', () => {
     expect(JSON.parse(notFound.body as string).error.code).toBe('ROUTE_NOT_FOUND');
     const wrongMethod = await fallback(event('DELETE', '/v1/leases/x'));
     expect(wrongMethod).toMatchObject({ statusCode: 405, headers: { allow: 'GET' } });
+  });
+
+  it("gives API Gateway's $default route the routes' 400 VALIDATION_ERROR for a path that is not canonical", async () => {
+    const event = (method: string, rawPath: string) => ({ rawPath, requestContext: { http: { method } } }) as never;
+    for (const rawPath of ['/v1/leases/a/../b/acquire', '/v1//leases', '/v1/leases/a%2Fb/acquire', '/v1/./leases']) {
+      const answer = await fallback(event('POST', rawPath));
+      expect(answer.statusCode, rawPath).toBe(400);
+      expect(JSON.parse(answer.body as string).error, rawPath).toMatchObject({ code: 'VALIDATION_ERROR', field: 'path' });
+    }
+  });
+
+  it('takes every path the SDK builds as canonical, and refuses "..", ".", "//" and percent-encoding', () => {
+    for (const route of ROUTES) expect(canonicalPathError(routeRequest(route.id, 'team-a:jobs.1_x-y').path), route.id).toBeUndefined();
+    expect(canonicalPathError('/v1/leases/')).toBeUndefined();
+    for (const rawPath of ['/v1/leases/..', '/v1/leases/./acquire', '//v1/leases', '/v1/leases//x', '/v1/leases/%61', 'v1/leases']) {
+      expect(canonicalPathError(rawPath), rawPath).toMatchObject({ code: 'VALIDATION_ERROR', field: 'path' });
+    }
   });
 });
 
