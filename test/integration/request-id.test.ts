@@ -123,7 +123,7 @@ describe('the replay of an acquire, in the store', () => {
     expect(await rawItem(a)).not.toHaveProperty('requestHash');
   });
 
-  it('does not honour a requestId stored in clear by an earlier version; the grant's end removes it', async () => {
+  it("does not honour a requestId stored in clear by an earlier version; the grant's end removes it", async () => {
     const s = store();
     const name = uniqueName('legacy');
     const requestId = newRequestId();
