@@ -564,7 +564,7 @@ class LeaderImpl implements Leader, TermOwner {
       await claimForTerm(this.ctx, fence, grant, sendTimeMs, signal);
       return true;
     } catch (error) {
-      if (!signal.aborted) this.ctx.emit({ type: 'error', name: this.name, holder: this.holder, operation: 'fence', error });
+      if (!signal.aborted) this.ctx.emit({ type: 'error', name: this.name, holder: this.holder, operation: 'fence', token: grant.token, error });
       await releaseQuietly(this.ctx, grant);
       return false;
     }

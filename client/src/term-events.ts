@@ -68,6 +68,8 @@ export type LeaderEvent =
       holder: string;
       /** `fence`: claiming a won grant's token in the `fence` failed; that grant was released. */
       operation: 'acquire' | 'release' | 'handoff' | 'healthCheck' | 'onElected' | 'onLost' | 'fence' | 'onYield';
+      /** With `fence`: the token whose claim failed (the grant that was released). */
+      token?: number;
       error: unknown;
     };
 

@@ -78,7 +78,7 @@ describe('createLeader with a fence', () => {
     await stopLeader(t);
   });
 
-  it('releases the grant, reports a fence error and does not lead when the claim finds a newer epoch; then campaigns again', async () => {
+  it('releases the grant, reports a fence error naming the token whose claim failed, and does not lead when the claim finds a newer epoch; then campaigns again', async () => {
     const t = setupLeader();
     void t.leader.campaign().catch(() => undefined);
     await t.clock.advance(0);
@@ -93,7 +93,7 @@ describe('createLeader with a fence', () => {
     await t.clock.advance(0);
     expect(t.leader.isLeader()).toBe(false);
     expect(t.elected).toEqual([]);
-    expect(t.events).toContainEqual({ type: 'error', name: 'jobs', holder: 'me', operation: 'fence', error: refusal });
+    expect(t.events).toContainEqual({ type: 'error', name: 'jobs', holder: 'me', operation: 'fence', token: 7, error: refusal });
     await t.clock.advance(5_000);
     expect(t.api.all('acquire')).toHaveLength(2);
     await stopLeader(t);

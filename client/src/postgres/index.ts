@@ -22,14 +22,22 @@
  * Traps designed for:
  * - A transaction must stay on one connection: a `pg.Pool`'s `query` may send each call to a
  *   different one. Both operations take a Pool and check out one client with `connect()`.
- * - A deposed leader frozen inside a fenced transaction keeps its `FOR SHARE` lock and would stall
- *   the claim forever. Fenced transactions set `idle_in_transaction_session_timeout`, so the server
- *   ends a frozen one; the claim sets `lock_timeout` (within the term's deadline when the SDK
- *   claims), so it fails rather than outlives the lease, and the SDK then releases the lease.
+ * - A process can freeze (SIGSTOP, a VM pause) at any point, and PostgreSQL waits for a client
+ *   forever unless told otherwise; nothing a frozen process holds may stall the others:
+ *   - A deposed leader frozen inside a fenced transaction keeps its `FOR SHARE` lock. Fenced
+ *     transactions set `idle_in_transaction_session_timeout`, so the server ends a frozen one.
+ *   - A claim is ONE message (`BEGIN; SET LOCAL …; INSERT …; COMMIT`) that the server runs to its
+ *     COMMIT without waiting for the client, so a claimant frozen mid-claim never holds the row.
+ *     Its `lock_timeout` (within the term's deadline when the SDK claims) makes it fail rather
+ *     than outlive the lease, and the SDK then releases the lease.
+ *   - A fenced transaction waits for the row lock at most `lockTimeoutMs` (then
+ *     EpochLockTimeoutError): a claim that holds the row and never commits (one written by hand,
+ *     or by an older client, frozen before its COMMIT) cannot hold every writer hostage.
  *
- * Cost: one extra row lock and round trip per transaction (`npm run bench -- --only epoch`).
+ * Cost: one extra row lock per transaction, taken in the same message as its BEGIN
+ * (`npm run bench -- --only epoch`).
  */
-import type { Pool, PoolClient } from 'pg';
+import type { Pool, PoolClient, QueryResult } from 'pg';
 import { EpochNotClaimedError, FencedOutError, type Fence, type FenceClaimOptions } from '../fence.js';
 import { expectPositive } from '../timing.js';
 import { validateName, validateToken } from '../protocol/index.js';
@@ -54,7 +62,11 @@ export interface PostgresEpochOptions {
   name: string;
   /** Epoch table, created by `createEpochTable`. Default `leasehold_epochs`. */
   table?: string;
-  /** Longest a claim waits for fenced transactions in flight; capped by the claim's `timeoutMs`. Default 5000. */
+  /**
+   * Longest a claim waits for the fenced transactions in flight (capped by the claim's `timeoutMs`),
+   * and a fenced transaction for a claim in flight, before giving up with EpochLockTimeoutError.
+   * Default 5000.
+   */
   lockTimeoutMs?: number;
   /** The server ends a fenced transaction idle this long (e.g. its process is frozen). Default 10000. */
   idleInTransactionTimeoutMs?: number;
@@ -67,14 +79,15 @@ export interface PostgresEpoch extends Fence {
   readonly name: string;
   /**
    * Raises the epoch row to `token` (creating it). Resolves when it is `token` (also if it already
-   * was); rejects with FencedOutError when a newer epoch is there, or with PostgreSQL's
-   * `lock_not_available` (55P03) error when fenced transactions held the row past the lock timeout.
+   * was); rejects with FencedOutError when a newer epoch is there, or with EpochLockTimeoutError
+   * (`code` 55P03) when fenced transactions held the row past the lock timeout.
    */
   claim(token: number, options?: FenceClaimOptions): Promise<void>;
   /**
    * Runs `fn` in a transaction on one checked-out connection, fenced by `token`: commits what `fn`
    * did only while the epoch is `token`. Rejects with FencedOutError (a newer term claimed; nothing
-   * was committed) or EpochNotClaimedError; any other error is `fn`'s or PostgreSQL's, after a
+   * was committed) or EpochNotClaimedError, or EpochLockTimeoutError when a claim held the epoch
+   * row past `lockTimeoutMs` (`fn` did not run); any other error is `fn`'s or PostgreSQL's, after a
    * rollback. Do not commit or roll back inside `fn`.
    */
   transaction<T>(token: number, fn: (client: PoolClient) => Promise<T>, options?: { isolation?: Isolation }): Promise<T>;
@@ -99,40 +112,66 @@ export function postgresEpoch(pool: PoolLike, options: PostgresEpochOptions): Po
   // Timeline of the row: absent → t1 → t2 > t1 → … The WHERE keeps it from moving down; a claim
   // that finds its own token leaves it alone and succeeds. ON CONFLICT locks the row even when the
   // WHERE is false, so the read that follows sees the committed epoch.
-  const CLAIM = `INSERT INTO ${table} AS e (name, epoch) VALUES ($1, $2)
+  const upsert = (token: number) => `INSERT INTO ${table} AS e (name, epoch) VALUES (${quoteLiteral(name)}, ${token})
     ON CONFLICT (name) DO UPDATE SET epoch = excluded.epoch WHERE e.epoch < excluded.epoch RETURNING epoch`;
   const READ = `SELECT epoch FROM ${table} WHERE name = $1`;
-  const LOCK_SHARED = `${READ} FOR SHARE`;
+  const idleLimit = `SET LOCAL idle_in_transaction_session_timeout = ${wholeMs(idleTimeoutMs)}`;
 
   async function claim(token: number, claimOptions: FenceClaimOptions = {}): Promise<void> {
     validateToken(token);
     claimOptions.signal?.throwIfAborted();
-    const limitMs = Math.max(1, Math.floor(Math.min(lockTimeoutMs, claimOptions.timeoutMs ?? Infinity)));
+    const limitMs = wholeMs(Math.min(lockTimeoutMs, claimOptions.timeoutMs ?? Infinity));
+    // One simple-protocol message, which the server runs to its COMMIT without waiting for this
+    // process: a claimant frozen mid-claim cannot hold the row lock. A one-row upsert waits on
+    // nothing but locks, so lock_timeout bounds the claim; the idle limit ends a session whose
+    // process froze after a failed claim, before its ROLLBACK.
+    const message = [
+      'BEGIN ISOLATION LEVEL READ COMMITTED',
+      `SET LOCAL lock_timeout = ${limitMs}`,
+      `SET LOCAL idle_in_transaction_session_timeout = ${limitMs}`,
+      upsert(token),
+      'COMMIT',
+    ].join(';\n');
     const epoch = await onOneConnection(pool, async (client, discard) => {
-      await client.query('BEGIN');
+      let claimed: { epoch: string } | undefined;
       try {
-        // A one-row upsert waits on nothing but the row lock: lock_timeout bounds the whole claim.
-        await client.query("SELECT set_config('lock_timeout', $1, true)", [`${limitMs}ms`]);
-        const claimed = await client.query<{ epoch: string }>(CLAIM, [name, token]);
-        const current = claimed.rows[0] ?? (await client.query<{ epoch: string }>(READ, [name])).rows[0];
-        await client.query('COMMIT');
-        return Number(current?.epoch);
+        claimed = (await simpleQuery<{ epoch: string }>(client, message))[3]?.rows[0];
       } catch (error) {
         await client.query('ROLLBACK').catch(discard);
+        if (isLockTimeout(error)) throw new EpochLockTimeoutError(name, token, 'claim', limitMs, { cause: error });
         throw error;
       }
+      // Not raised: the epoch was already token or newer; read what is committed now.
+      return Number((claimed ?? (await client.query<{ epoch: string }>(READ, [name])).rows[0])?.epoch);
     });
     if (epoch !== token) throw new FencedOutError(token, epoch);
   }
+
+  // The fenced transaction's prologue, one message: the epoch row is locked FOR SHARE under a
+  // lock_timeout of its own, and the caller's lock_timeout is put back for `fn`.
+  const prologue = (isolation: Isolation) =>
+    [
+      `BEGIN ISOLATION LEVEL ${isolation.toUpperCase()}`,
+      idleLimit,
+      `SELECT set_config('${SAVED_LOCK_TIMEOUT}', current_setting('lock_timeout'), true)`,
+      `SET LOCAL lock_timeout = ${wholeMs(lockTimeoutMs)}`,
+      `SELECT epoch FROM ${table} WHERE name = ${quoteLiteral(name)} FOR SHARE`,
+      `SELECT set_config('lock_timeout', current_setting('${SAVED_LOCK_TIMEOUT}'), true)`,
+    ].join(';\n');
+  const PROLOGUE_EPOCH = 4;
 
   async function transaction<T>(token: number, fn: (client: PoolClient) => Promise<T>, txOptions: { isolation?: Isolation } = {}): Promise<T> {
     validateToken(token);
     const isolation = validateIsolation(txOptions.isolation ?? defaultIsolation);
     return onOneConnection(pool, async (client, discard) => {
-      await client.query(`BEGIN ISOLATION LEVEL ${isolation.toUpperCase()}`);
       try {
-        await client.query("SELECT set_config('idle_in_transaction_session_timeout', $1, true)", [`${idleTimeoutMs}ms`]);
-        const row = (await client.query<{ epoch: string }>(LOCK_SHARED, [name])).rows[0];
+        let row: { epoch: string } | undefined;
+        try {
+          row = (await simpleQuery<{ epoch: string }>(client, prologue(isolation)))[PROLOGUE_EPOCH]?.rows[0];
+        } catch (error) {
+          if (isLockTimeout(error)) throw new EpochLockTimeoutError(name, token, 'transaction', wholeMs(lockTimeoutMs), { cause: error });
+          throw error;
+        }
         const epoch = row === undefined ? null : Number(row.epoch);
         if (epoch === null || epoch < token) throw new EpochNotClaimedError(token, epoch);
         if (epoch > token) throw new FencedOutError(token, epoch);
@@ -157,6 +196,65 @@ export function postgresEpoch(pool: PoolLike, options: PostgresEpochOptions): Po
 }
 
 const SERIALIZATION_FAILURE = '40001';
+const LOCK_NOT_AVAILABLE = '55P03';
+/** A custom setting that carries the caller's lock_timeout across the prologue (transaction-local). */
+const SAVED_LOCK_TIMEOUT = 'leasehold.saved_lock_timeout';
+/** The largest value PostgreSQL accepts for its millisecond timeouts. */
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
+/**
+ * The epoch row stayed locked past the lock timeout. A claim (`operation: 'claim'`) waited for
+ * fenced transactions in flight, which hold it `FOR SHARE`; a fenced transaction
+ * (`operation: 'transaction'`; `fn` did not run) waited for a claim in flight: a newer term is
+ * claiming, behind a deposed leader's transaction, or a claimant is frozen. Nothing was written.
+ * `code` is PostgreSQL's `lock_not_available`; its error is the `cause`.
+ */
+export class EpochLockTimeoutError extends Error {
+  override name = 'EpochLockTimeoutError' as const;
+  readonly code = LOCK_NOT_AVAILABLE;
+  constructor(
+    readonly leaseName: string,
+    readonly token: number,
+    readonly operation: 'claim' | 'transaction',
+    readonly lockTimeoutMs: number,
+    options: { cause?: unknown } = {},
+  ) {
+    super(
+      operation === 'claim'
+        ? `Lease "${leaseName}": claiming token ${token} waited ${lockTimeoutMs} ms for fenced transactions in flight to finish; not claimed.`
+        : `Lease "${leaseName}": a fenced transaction of token ${token} waited ${lockTimeoutMs} ms for a claim in flight to release the epoch row; nothing was written.`,
+      options,
+    );
+  }
+}
+
+/** True for an EpochLockTimeoutError; matched by name. */
+export function isEpochLockTimeoutError(error: unknown): error is EpochLockTimeoutError {
+  return typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'EpochLockTimeoutError';
+}
+
+function isLockTimeout(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === LOCK_NOT_AVAILABLE;
+}
+
+/** A whole number of milliseconds PostgreSQL accepts (≥ 1; 0 would mean "no limit"). */
+function wholeMs(ms: number): number {
+  return Math.min(MAX_TIMEOUT_MS, Math.max(1, Math.floor(ms)));
+}
+
+/**
+ * Runs several statements as one simple-protocol message (no parameters: values are literals).
+ * node-postgres answers such a message with one result per statement.
+ */
+async function simpleQuery<R extends Record<string, unknown>>(client: Queryable, text: string): Promise<QueryResult<R>[]> {
+  const results = (await client.query(text)) as unknown as QueryResult<R>[] | QueryResult<R>;
+  return Array.isArray(results) ? results : [results];
+}
+
+/** A string literal; `E''` so that backslashes mean the same whatever standard_conforming_strings says. */
+function quoteLiteral(value: string): string {
+  return `E'${value.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
+}
 
 /**
  * The single-statement per-item predicate, for a column recording the token of the last term that
