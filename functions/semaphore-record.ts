@@ -25,6 +25,12 @@ import {
  * `held` counts the entries not released (live or expired), `dead` the released ones (tombstones,
  * kept so a second release is recognised as harmless). Both are maintained by the writes, so an
  * acquire's one conditional write can bound them without reading the item.
+ *
+ * PermitIds are random, so nobody can compute another holder's. A retried acquire finds its permit
+ * through `r_<replayKey>` (a hash of the requestId bound to the caller's principal,
+ * functions/caller-keys.ts), whose value is the permitId: the acquire's write requires it absent,
+ * so a retry cannot issue a second permit, and the item never holds a requestId in clear. It lives
+ * as long as the entry it names: the sweep that removes the entry removes it.
  */
 export interface SemaphoreRecord {
   /** Partition key: the semaphore name. */
@@ -41,6 +47,7 @@ export interface SemaphoreRecord {
   expireItemAt: number;
   [attribute: `p_${string}`]: PermitEntry;
   [attribute: `t_${string}`]: number;
+  [attribute: `r_${string}`]: string;
 }
 
 /** One permit's map. */
@@ -52,7 +59,10 @@ export interface PermitEntry {
   renewedAt: number;
   /** Metadata as JSON text, as for leases. Removed on release. */
   metadataJson?: string;
-  /** requestId of the acquire, so a retried acquire gets the same permit back. Removed on release. */
+  /**
+   * A requestId in clear, as an earlier version stored it (its permitId was derived from it). Never
+   * read: a retry across the upgrade gets a new permit. Removed on release.
+   */
   requestId?: string;
   /** Set by release: the entry is a tombstone until an acquire sweeps it. */
   releasedAt?: number;
@@ -60,6 +70,7 @@ export interface PermitEntry {
 
 export const PERMIT_PREFIX = 'p_';
 export const PERMIT_TOKEN_PREFIX = 't_';
+export const REPLAY_PREFIX = 'r_';
 
 /** A permit as read from the item. */
 export interface PermitView extends PermitEntry {
@@ -73,6 +84,19 @@ export function permitAttribute(permitId: string): `p_${string}` {
 
 export function permitTokenAttribute(permitId: string): `t_${string}` {
   return `${PERMIT_TOKEN_PREFIX}${permitId}`;
+}
+
+export function replayAttribute(replayKey: string): `r_${string}` {
+  return `${REPLAY_PREFIX}${replayKey}`;
+}
+
+/** The replay keys (without prefix) whose index names one of `permitIds`. */
+export function replayKeysOf(record: SemaphoreRecord, permitIds: ReadonlySet<string>): Array<{ replayKey: string; permitId: string }> {
+  const out: Array<{ replayKey: string; permitId: string }> = [];
+  for (const [key, value] of Object.entries(record)) {
+    if (key.startsWith(REPLAY_PREFIX) && typeof value === 'string' && permitIds.has(value)) out.push({ replayKey: key.slice(REPLAY_PREFIX.length), permitId: value });
+  }
+  return out;
 }
 
 /** Every permit entry on the item (live, expired or released), oldest token first. */
@@ -150,9 +174,15 @@ export function toPermit(record: SemaphoreRecord, permitId: string, nowMs: numbe
   };
 }
 
-/** A retried acquire whose first attempt won: same holder and requestId, permit still live. */
-export function isSamePermitRetry(permit: PermitView | undefined, holder: string, requestId: string | undefined, nowMs: number): boolean {
-  return permit !== undefined && requestId !== undefined && permit.requestId === requestId && permit.holder === holder && isLive(permit, nowMs);
+/**
+ * The permit a retried acquire's first attempt issued, if it is still live and the holder is the
+ * same: the one the replay index (same requestId, same principal) names.
+ */
+export function replayedPermit(record: SemaphoreRecord, replayKey: string | undefined, holder: string, nowMs: number): PermitView | undefined {
+  if (replayKey === undefined) return undefined;
+  const permitId = record[replayAttribute(replayKey)];
+  const permit = permitId === undefined ? undefined : permitOf(record, permitId);
+  return permit !== undefined && permit.holder === holder && isLive(permit, nowMs) ? permit : undefined;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
   LIMITS,
@@ -19,12 +19,12 @@ import {
   type SemaphoreReleaseRequest,
   type SemaphoreRenewRequest,
 } from '../client/src/protocol/index.js';
+import { LOCAL_PRINCIPAL, replayKey } from './caller-keys.js';
 import type { WallClock } from './clock.js';
 import { conflictItem, isConditionFailure, translate } from './dynamodb-errors.js';
 import { DEFAULT_CLEANUP_AFTER_MS } from './lease-store.js';
 import {
   isLive,
-  isSamePermitRetry,
   isSweepable,
   livePermits,
   permitAttribute,
@@ -32,6 +32,9 @@ import {
   permitOf,
   permitTokenAttribute,
   permitsOf,
+  replayAttribute,
+  replayKeysOf,
+  replayedPermit,
   retryAfterMs,
   toPermit,
   toPermitHolder,
@@ -84,7 +87,7 @@ export interface SemaphoreStoreOptions {
   clock: WallClock;
   /** How long after an item's last write DynamoDB TTL may delete it. Default 7 days. */
   cleanupAfterMs?: number;
-  /** Source of 128-bit permit ids when the acquire has no requestId; injectable for tests. */
+  /** Source of 128-bit permit ids; injectable for tests. Default: crypto random, hex. */
   newPermitId?: () => string;
 }
 
@@ -110,48 +113,71 @@ export class SemaphoreStore {
   /**
    * One permit, if fewer than `limit` are live. Resolves `{ acquired: false }` with the
    * SEMAPHORE_FULL error when all are out; rejects with LIMIT_MISMATCH when permits are live under
-   * another limit. A retry with the same holder and requestId gets the same permit back.
+   * another limit. A retry with the same holder and requestId gets the same permit back, only from
+   * the same `principal` (the caller, functions/http/principal.ts; `local` by default).
    */
-  async acquire(name: string, input: SemaphoreAcquireRequest): Promise<SemaphoreAcquireResult> {
+  async acquire(name: string, input: SemaphoreAcquireRequest, principal: string = LOCAL_PRINCIPAL): Promise<SemaphoreAcquireResult> {
     validateName(name);
     const request = validateSemaphoreAcquireRequest(pickFields(input, REQUEST_FIELDS['semaphore-acquire']));
-    const permitId = request.requestId === undefined ? this.newPermitId() : retryablePermitId(name, request.holder, request.requestId);
+    const permitId = this.newPermitId();
+    const replay = request.requestId === undefined ? undefined : replayKey('permit', principal, request.requestId);
+    // The replay index: absent for a first attempt, so a retry cannot issue a second permit.
+    const indexed: { names: Record<string, string>; set: string[] } =
+      replay === undefined ? { names: {}, set: [] } : { names: { '#rk': replayAttribute(replay) }, set: ['#rk = :permitId'] };
     const now = this.clock.nowMs();
     const first = await this.write(name, {
-      update: `SET ${[...ISSUE_SET, 'held = if_not_exists(held, :zero) + :one', 'dead = if_not_exists(dead, :zero)'].join(', ')}`,
-      condition: 'attribute_not_exists(pk) OR (permitLimit = :limit AND held < :limit AND dead < :tombstonesMax AND attribute_not_exists(#p))',
-      names: { '#p': permitAttribute(permitId), '#pt': permitTokenAttribute(permitId), '#token': 'token' },
-      values: { ...this.issueValues(request, now), ':zero': 0, ':tombstonesMax': TOMBSTONES_MAX },
+      update: `SET ${[...ISSUE_SET, 'held = if_not_exists(held, :zero) + :one', 'dead = if_not_exists(dead, :zero)', ...indexed.set].join(', ')}`,
+      condition: `attribute_not_exists(pk) OR (permitLimit = :limit AND held < :limit AND dead < :tombstonesMax AND attribute_not_exists(#p)${replay === undefined ? '' : ' AND attribute_not_exists(#rk)'})`,
+      names: { '#p': permitAttribute(permitId), '#pt': permitTokenAttribute(permitId), '#token': 'token', ...indexed.names },
+      values: { ...this.issueValues(request, now), ':zero': 0, ':tombstonesMax': TOMBSTONES_MAX, ':permitId': permitId },
     });
     if ('item' in first) return { acquired: true, permit: toPermit(first.item, permitId, this.clock.nowMs()) };
-    const seen = this.decide(name, first.conflict, request, permitId);
+    const seen = this.decide(name, first.conflict, request, replay);
     if (seen.kind === 'answer') return seen.answer;
 
     // 2. Room, once entries past expiry or released are swept: one more conditional write.
     const now2 = this.clock.nowMs();
     const record = seen.record;
-    const own = permitOf(record, permitId);
-    const sweep = sweepSet(record, permitId, now2, request.limit !== record.permitLimit);
-    const names: Record<string, string> = { '#p': permitAttribute(permitId), '#pt': permitTokenAttribute(permitId), '#token': 'token', '#e': 'expiresAt', '#r': 'releasedAt' };
+    const sweep = sweepSet(record, now2, request.limit !== record.permitLimit);
+    const names: Record<string, string> = { '#p': permitAttribute(permitId), '#pt': permitTokenAttribute(permitId), '#token': 'token', '#e': 'expiresAt', '#r': 'releasedAt', ...indexed.names };
     const pins: string[] = [];
     const removes: string[] = [];
+    const pinValues: Record<string, unknown> = {};
     sweep.forEach((permit, i) => {
       names[`#s${i}`] = permitAttribute(permit.permitId);
       names[`#u${i}`] = permitTokenAttribute(permit.permitId);
       removes.push(`#s${i}`, `#u${i}`);
       pins.push(pinned(`#s${i}`, permit));
     });
+    // The replay indexes of the swept entries go with them, each only while it still names that
+    // entry. This acquire's own index is written below instead.
+    replayKeysOf(record, new Set(sweep.map((p) => p.permitId)))
+      .filter((index) => index.replayKey !== replay)
+      .forEach((index, i) => {
+        names[`#x${i}`] = replayAttribute(index.replayKey);
+        pinValues[`:x${i}`] = index.permitId;
+        removes.push(`#x${i}`);
+        pins.push(`#x${i} = :x${i}`);
+      });
     const swept = countEnded(sweep);
-    if (request.limit !== record.permitLimit && record.held > swept.unreleased + (own?.releasedAt === undefined && own !== undefined ? 1 : 0)) {
+    if (request.limit !== record.permitLimit && record.held > swept.unreleased) {
       // Another limit needs every unreleased entry gone, and there were more than one write may
       // remove: sweep what fits now; the caller's retry finds fewer.
-      return this.sweepOnly(name, names, pins, removes, swept, now2);
+      return this.sweepOnly(name, names, pins, removes, swept, { ...pinValues, ':now': now2 });
     }
-    // A late retry of an acquire whose permit has ended: the new permit overwrites that entry.
-    pins.push(own === undefined ? 'attribute_not_exists(#p)' : pinned('#p', own));
-    const { unreleased, released } = countEnded(own === undefined ? sweep : [...sweep, own]);
+    pins.push('attribute_not_exists(#p)');
+    if (replay !== undefined) {
+      // A late retry of an acquire whose permit has ended (or a requestId reused for another
+      // holder): its index is moved to the new permit, if nothing moved it in between.
+      const seenIndex = record[replayAttribute(replay)];
+      pins.push(seenIndex === undefined ? 'attribute_not_exists(#rk)' : '#rk = :seenIndex');
+      if (seenIndex !== undefined) pinValues[':seenIndex'] = seenIndex;
+    }
+    const { unreleased, released } = countEnded(sweep);
     const values: Record<string, unknown> = {
       ...this.issueValues(request, now2),
+      ...pinValues,
+      ':permitId': permitId,
       ':zero': 0,
       ':heldDelta': 1 - unreleased,
       ':deadDelta': released,
@@ -160,7 +186,7 @@ export class SemaphoreStore {
       ':now': now2,
     };
     const second = await this.write(name, {
-      update: `SET ${[...ISSUE_SET, 'held = held + :heldDelta', 'dead = dead - :deadDelta'].join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
+      update: `SET ${[...ISSUE_SET, 'held = held + :heldDelta', 'dead = dead - :deadDelta', ...indexed.set].join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
       // Same limit: room for one more once the unreleased swept entries are gone. Another limit:
       // nothing unreleased is left after the sweep (all of it was past expiry).
       condition: `((permitLimit = :limit AND held < :heldMax) OR held = :unreleased) AND ${pins.join(' AND ')}`,
@@ -168,7 +194,7 @@ export class SemaphoreStore {
       values,
     });
     if ('item' in second) return { acquired: true, permit: toPermit(second.item, permitId, this.clock.nowMs()) };
-    const after = this.decide(name, second.conflict, request, permitId);
+    const after = this.decide(name, second.conflict, request, replay);
     if (after.kind === 'answer') return after.answer;
     throw new UnavailableError(`Semaphore "${name}" changed while this acquire made room; safe to retry.`, { leaseName: name });
   }
@@ -241,7 +267,6 @@ export class SemaphoreStore {
   private issueValues(request: SemaphoreAcquireRequest, now: number): Record<string, unknown> {
     const entry: PermitEntry = { holder: request.holder, ttlMs: request.ttlMs, expiresAt: now + request.ttlMs, acquiredAt: now, renewedAt: now };
     if (request.metadata !== undefined && request.metadata !== null) entry.metadataJson = JSON.stringify(request.metadata);
-    if (request.requestId !== undefined) entry.requestId = request.requestId;
     return { ':limit': request.limit, ':permit': entry, ':tokenBase': now * 1000, ':one': 1, ':expireItemAt': this.expireItemAt(now) };
   }
 
@@ -253,13 +278,12 @@ export class SemaphoreStore {
     name: string,
     record: SemaphoreRecord | undefined,
     request: SemaphoreAcquireRequest,
-    permitId: string,
+    replay: string | undefined,
   ): { kind: 'answer'; answer: SemaphoreAcquireResult } | { kind: 'room'; record: SemaphoreRecord } {
     if (record === undefined) throw new UnavailableError(`Semaphore "${name}" changed while it was acquired; safe to retry.`, { leaseName: name });
     const at = this.clock.nowMs();
-    if (isSamePermitRetry(permitOf(record, permitId), request.holder, request.requestId, at)) {
-      return { kind: 'answer', answer: { acquired: true, permit: toPermit(record, permitId, at) } };
-    }
+    const retried = replayedPermit(record, replay, request.holder, at);
+    if (retried !== undefined) return { kind: 'answer', answer: { acquired: true, permit: toPermit(record, retried.permitId, at) } };
     const live = livePermits(record, at);
     if (live.length > 0 && record.permitLimit !== request.limit) throw new LimitMismatchError(name, record.permitLimit);
     if (live.length >= request.limit) {
@@ -276,13 +300,13 @@ export class SemaphoreStore {
     pins: string[],
     removes: string[],
     swept: { unreleased: number; released: number },
-    now: number,
+    pinValues: Record<string, unknown>,
   ): Promise<never> {
     await this.write(name, {
       update: `SET held = held - :unreleased, dead = dead - :released REMOVE ${removes.join(', ')}`,
       condition: pins.join(' AND '),
       names,
-      values: { ':unreleased': swept.unreleased, ':released': swept.released, ':now': now },
+      values: { ...pinValues, ':unreleased': swept.unreleased, ':released': swept.released },
     });
     throw new UnavailableError(`Semaphore "${name}" had ended permits swept before its limit can change; safe to retry.`, { leaseName: name });
   }
@@ -342,19 +366,11 @@ const ISSUE_SET = [
 ] as const;
 
 /**
- * The permitId of an acquire with a requestId: derived from it (a secret the caller chose at
- * random), so a retry of a lost answer addresses the same entry and gets the same permit back.
+ * The entries one sweep removes: at most SWEEP_MAX. Entries past expiry first when the limit
+ * changes (all of them must go), else oldest first.
  */
-function retryablePermitId(name: string, holder: string, requestId: string): string {
-  return createHash('sha256').update(`semaphore-permit\n${name}\n${holder}\n${requestId}`).digest('hex').slice(0, 32);
-}
-
-/**
- * The entries one sweep removes: at most SWEEP_MAX, never the acquirer's own entry (overwritten
- * instead). Entries past expiry first when the limit changes (all of them must go), else oldest first.
- */
-function sweepSet(record: SemaphoreRecord, ownPermitId: string, nowMs: number, limitChanges: boolean): PermitView[] {
-  const sweepable = permitsOf(record).filter((p) => p.permitId !== ownPermitId && isSweepable(p, nowMs));
+function sweepSet(record: SemaphoreRecord, nowMs: number, limitChanges: boolean): PermitView[] {
+  const sweepable = permitsOf(record).filter((p) => isSweepable(p, nowMs));
   if (limitChanges) sweepable.sort((a, b) => Number(a.releasedAt !== undefined) - Number(b.releasedAt !== undefined));
   return sweepable.slice(0, SWEEP_MAX);
 }

@@ -1,5 +1,6 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { validateSemaphoreAcquireRequest, type PermitResponse } from '../../client/src/protocol/index.js';
+import { callerPrincipal } from '../http/principal.js';
 import { jsonResponse } from '../http/responses.js';
 import { OUTCOME, leaseName, leaseRoute, type HandlerDeps } from '../http/route.js';
 import { lambdaEntry } from '../runtime.js';
@@ -9,7 +10,7 @@ export function createSemaphoreAcquireHandler(deps: HandlerDeps) {
   return leaseRoute(deps, { jsonBody: true }, async (event, { semaphores, logger, metrics }) => {
     const name = leaseName(event);
     const request = validateSemaphoreAcquireRequest(event.body);
-    const result = await semaphores.acquire(name, request);
+    const result = await semaphores.acquire(name, request, callerPrincipal(event));
     if (!result.acquired) {
       metrics.addMetric(OUTCOME.semaphoreFull, MetricUnit.Count, 1);
       logger.info('semaphore full', { semaphore: name, limit: result.error.limit, retryAfterMs: result.error.retryAfterMs });

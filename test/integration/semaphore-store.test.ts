@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -36,8 +37,8 @@ async function rawItem(name: string) {
   return out.Item;
 }
 
-async function permit(store: SemaphoreStore, name: string, holder: string, limit: number, ttlMs = 10_000, extra = {}): Promise<Permit> {
-  const result = await store.acquire(name, { holder, ttlMs, limit, ...extra });
+async function permit(store: SemaphoreStore, name: string, holder: string, limit: number, ttlMs = 10_000, extra = {}, principal?: string): Promise<Permit> {
+  const result = await store.acquire(name, { holder, ttlMs, limit, ...extra }, principal);
   if (!result.acquired) throw new Error(`expected ${holder} to get a permit of ${name}`);
   return result.permit;
 }
@@ -141,6 +142,78 @@ describe('semaphore acquire', () => {
     expect(again).toEqual({ acquired: true, permit: { ...p, remainingMs: again.acquired ? again.permit.remainingMs : 0 } });
     const other = await store.acquire(name, { holder: 'b', ttlMs: 10_000, limit: 1, requestId: id });
     expect(other.acquired).toBe(false);
+  });
+
+  it('gives the retried permit only to the principal whose acquire issued it', async () => {
+    const { store } = storeAt();
+    const name = uniqueName('retry-principal');
+    const id = requestId(2);
+    const p = await permit(store, name, 'a', 2, 10_000, { requestId: id }, 'principal-a');
+    const foreign = await store.acquire(name, { holder: 'a', ttlMs: 10_000, limit: 2, requestId: id }, 'principal-b');
+    expect(foreign.acquired && foreign.permit.permitId).not.toBe(p.permitId);
+    const full = await store.acquire(name, { holder: 'a', ttlMs: 10_000, limit: 2, requestId: requestId(3) }, 'principal-b');
+    expect(full.acquired).toBe(false);
+    expect(JSON.stringify(full)).not.toContain(p.permitId);
+    await expect(store.acquire(name, { holder: 'a', ttlMs: 10_000, limit: 2, requestId: id }, 'principal-a')).resolves.toMatchObject({ acquired: true, permit: { permitId: p.permitId } });
+  });
+
+  it('makes permitIds random: the same holder and requestId on two semaphores get unrelated ids, and the item keeps no requestId', async () => {
+    const { store } = storeAt();
+    const [one, two] = [uniqueName('random-1'), uniqueName('random-2')];
+    const id = requestId(4);
+    const p1 = await permit(store, one, 'a', 1, 10_000, { requestId: id });
+    const p2 = await permit(store, two, 'a', 1, 10_000, { requestId: id });
+    expect(p1.permitId).not.toBe(p2.permitId);
+    const computed = createHash('sha256').update(`semaphore-permit\n${one}\na\n${id}`).digest('hex').slice(0, 32);
+    expect(p1.permitId).not.toBe(computed);
+    expect(JSON.stringify(await rawItem(one))).not.toContain(id);
+  });
+
+  it('10 concurrent retries of one acquire (same holder, requestId and principal) issue exactly one permit', async () => {
+    const { store } = storeAt();
+    const name = uniqueName('retry-race');
+    const id = requestId(8);
+    const results = await Promise.all(Array.from({ length: 10 }, () => store.acquire(name, { holder: 'a', ttlMs: 10_000, limit: 3, requestId: id })));
+    expect(results.every((r) => r.acquired)).toBe(true);
+    expect(new Set(results.map((r) => (r.acquired ? r.permit.permitId : undefined))).size).toBe(1);
+    expect(await store.describe(name)).toMatchObject({ available: 2 });
+  });
+
+  it('refuses a release by a permitId computed from the name, holder and requestId', async () => {
+    const { store } = storeAt();
+    const name = uniqueName('computed');
+    const id = requestId(5);
+    const p = await permit(store, name, 'nightly', 1, 10_000, { requestId: id });
+    const computed = createHash('sha256').update(`semaphore-permit\n${name}\nnightly\n${id}`).digest('hex').slice(0, 32);
+    await expect(store.release(name, { permitId: computed, token: p.token })).rejects.toMatchObject({ code: ErrorCode.PERMIT_LOST, serverReason: 'mismatch' });
+    expect(await store.describe(name)).toMatchObject({ available: 0, holders: [{ holder: 'nightly', token: p.token }] });
+  });
+
+  it('a late retry after its permit was released gets a new permit, and the retry of that retry gets the new one back', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('late-retry');
+    const id = requestId(6);
+    const p = await permit(store, name, 'a', 1, 10_000, { requestId: id });
+    await store.release(name, p);
+    clock.advance(1);
+    const late = await permit(store, name, 'a', 1, 10_000, { requestId: id });
+    expect(late.permitId).not.toBe(p.permitId);
+    expect(late.token).toBe(p.token + 1);
+    await expect(store.acquire(name, { holder: 'a', ttlMs: 10_000, limit: 1, requestId: id })).resolves.toMatchObject({ acquired: true, permit: { permitId: late.permitId } });
+    // The released entry was swept with its replay index: one index, naming the live permit.
+    const item = (await rawItem(name)) as Record<string, unknown>;
+    expect(Object.entries(item).filter(([key]) => key.startsWith('r_')).map(([, value]) => value)).toEqual([late.permitId]);
+  });
+
+  it('removes the replay index of a permit swept after its expiry', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('swept-index');
+    await permit(store, name, 'a', 1, 1_000, { requestId: requestId(7) });
+    clock.advance(1_001);
+    const next = await permit(store, name, 'b', 1, 1_000);
+    const item = (await rawItem(name)) as Record<string, unknown>;
+    expect(Object.keys(item).filter((key) => key.startsWith('r_'))).toEqual([]);
+    expect(Object.keys(item).filter((key) => key.startsWith('p_'))).toEqual([`p_${next.permitId}`]);
   });
 
   it('refuses bad input before any write', async () => {
