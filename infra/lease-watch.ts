@@ -13,7 +13,7 @@ import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { ENV } from '../functions/config.js';
 import { SKIP_RENEWALS_PATTERN } from '../functions/watch/stream-filter.js';
-import { SUBSCRIPTION_TABLE_SCHEMA } from '../functions/watch/subscriptions.js';
+import { SUBSCRIPTION_PARTITIONS, SUBSCRIPTION_TABLE_SCHEMA } from '../functions/watch/subscriptions.js';
 import { acknowledgeWildcardResource } from './nag.js';
 import { createServiceFunction, grantTableKey, pascal } from './service-function.js';
 import { WatchGrantMap } from './watch-grant-map.js';
@@ -60,6 +60,11 @@ export const WATCH_STAGE_NAME = 'v1';
 export interface WatchAccess {
   /** DynamoDB actions on the subscriptions table itself. */
   readonly subscriptionTable: readonly string[];
+  /**
+   * The partitions its writes (PutItem, BatchWriteItem) may touch, as `dynamodb:LeadingKeys`
+   * patterns (SUBSCRIPTION_PARTITIONS); its reads are not limited by partition.
+   */
+  readonly writesPartitions: readonly string[];
   /** DynamoDB actions on the table's `byConnection` index. */
   readonly connectionIndex: readonly string[];
   /** `execute-api:ManageConnections` for `POST @connections/{id}` on this API's stage. */
@@ -71,6 +76,18 @@ export interface WatchAccess {
    */
   readonly readLeaseStream: boolean;
 }
+
+/**
+ * Where a connection's items are (the ones the `byConnection` index finds and
+ * SubscriptionStore.removeConnection deletes): its subscriptions and its `$connect` record. Not
+ * the marker epoch, and never the published watch grants.
+ */
+const CONNECTION_ITEM_PARTITIONS: readonly string[] = [
+  SUBSCRIPTION_PARTITIONS.byName,
+  SUBSCRIPTION_PARTITIONS.prefixes,
+  SUBSCRIPTION_PARTITIONS.renewed,
+  SUBSCRIPTION_PARTITIONS.connection,
+];
 
 /**
  * Each watch function's permissions, from what its code does (functions/watch/*):
@@ -88,21 +105,38 @@ export interface WatchAccess {
  *   removeConnection, as above.
  */
 export const WATCH_ACCESS: Readonly<Record<WatchFunctionId, WatchAccess>> = {
-  'watch-connect': { subscriptionTable: ['dynamodb:PutItem', 'dynamodb:Query'], connectionIndex: [], postToConnections: false, readLeaseStream: false },
-  'watch-subscribe': { subscriptionTable: ['dynamodb:GetItem', 'dynamodb:PutItem'], connectionIndex: [], postToConnections: true, readLeaseStream: false },
+  'watch-connect': {
+    subscriptionTable: ['dynamodb:PutItem', 'dynamodb:Query'],
+    writesPartitions: [SUBSCRIPTION_PARTITIONS.connection],
+    connectionIndex: [],
+    postToConnections: false,
+    readLeaseStream: false,
+  },
+  'watch-subscribe': {
+    subscriptionTable: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+    writesPartitions: [SUBSCRIPTION_PARTITIONS.byName, SUBSCRIPTION_PARTITIONS.prefixes, SUBSCRIPTION_PARTITIONS.renewed, SUBSCRIPTION_PARTITIONS.markers],
+    connectionIndex: [],
+    postToConnections: true,
+    readLeaseStream: false,
+  },
   'watch-disconnect': {
     subscriptionTable: ['dynamodb:BatchWriteItem'],
+    writesPartitions: CONNECTION_ITEM_PARTITIONS,
     connectionIndex: ['dynamodb:Query'],
     postToConnections: false,
     readLeaseStream: false,
   },
   'watch-stream': {
     subscriptionTable: ['dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem', 'dynamodb:Query'],
+    writesPartitions: CONNECTION_ITEM_PARTITIONS,
     connectionIndex: ['dynamodb:Query'],
     postToConnections: true,
     readLeaseStream: true,
   },
 };
+
+/** The DynamoDB actions that write; each watch function's are limited to its `writesPartitions`. */
+const WRITE_ACTIONS: ReadonlySet<string> = new Set(['dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:DeleteItem', 'dynamodb:UpdateItem']);
 
 /** The GSI key of the subscriptions table (functions/lease-table.ts ensureSubscriptionTable, subscriptions.ts). */
 const CONNECTION_ID_ATTRIBUTE = 'connectionId';
@@ -255,8 +289,20 @@ export function createLeaseWatch(
     const access = WATCH_ACCESS[id];
     const sizing = access.readLeaseStream ? { ...options.sizing, timeout: WATCH_STREAM_TIMEOUT } : options.sizing;
     const fn = createServiceFunction(scope, { handlerId: id, idPrefix: pascal(id), description: descriptions[id], ...sizing, environment });
-    if (access.subscriptionTable.length > 0) {
-      fn.addToRolePolicy(new PolicyStatement({ actions: [...access.subscriptionTable], resources: [subscriptionTable.tableArn] }));
+    const reads = access.subscriptionTable.filter((action) => !WRITE_ACTIONS.has(action));
+    const writes = access.subscriptionTable.filter((action) => WRITE_ACTIONS.has(action));
+    if (reads.length > 0) fn.addToRolePolicy(new PolicyStatement({ actions: reads, resources: [subscriptionTable.tableArn] }));
+    if (writes.length > 0) {
+      // A write whose partition key is outside the function's own partitions is refused by IAM: a
+      // subscribe cannot forge a connection's recorded grants, and nothing here can touch the
+      // published watch grants (`grants`, written only at deploy time).
+      fn.addToRolePolicy(
+        new PolicyStatement({
+          actions: writes,
+          resources: [subscriptionTable.tableArn],
+          conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...access.writesPartitions] } },
+        }),
+      );
     }
     if (access.connectionIndex.length > 0) {
       fn.addToRolePolicy(new PolicyStatement({ actions: [...access.connectionIndex], resources: [connectionIndexArn] }));

@@ -106,7 +106,14 @@ export class WatchGrantMap extends Construct {
         description: 'leasehold watch: writes the watch grants into the subscriptions table at deploy time',
       });
       logGroup.grantWrite(role);
-      role.addToPolicy(new PolicyStatement({ actions: ['dynamodb:PutItem', 'dynamodb:DeleteItem'], resources: [this.props.table.tableArn] }));
+      // Only the grants' own partition: the subscriptions and connection records are the watch functions'.
+      role.addToPolicy(
+        new PolicyStatement({
+          actions: ['dynamodb:PutItem', 'dynamodb:DeleteItem'],
+          resources: [this.props.table.tableArn],
+          conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [WATCH_GRANTS_PARTITION] } },
+        }),
+      );
       grantTableKey(this.props.encryptionKey, role, true);
       this.publisher = { role, logGroup };
     }

@@ -43,6 +43,20 @@ const NAME_MARKER_SORT_KEY = '#watched';
  * (an older version of this module) has none, and must still be found by its Query until it expires.
  */
 export const MARKER_EPOCH_KEY = { pk: 'markers', sk: 'names' } as const;
+/**
+ * The partitions above as IAM `dynamodb:LeadingKeys` patterns, for the construct to limit each watch
+ * function's writes to the partitions it owns (infra/lease-watch.ts). `*` stands for a lease name or
+ * a connection id, which are only known at run time; neither contains `*` or `?`.
+ */
+export const SUBSCRIPTION_PARTITIONS = {
+  /** `name#<lease>`: subscriptions by name and the name's marker. */
+  byName: 'name#*',
+  prefixes: PREFIXES_PARTITION,
+  renewed: RENEWED_PARTITION,
+  /** `connection#<id>`: what a connection may watch, recorded at `$connect`. */
+  connection: scopeKey('*'),
+  markers: MARKER_EPOCH_KEY.pk,
+} as const;
 /** BatchGetItem's limit of keys per request. */
 const BATCH_GET_MAX_KEYS = 100;
 /**

@@ -576,7 +576,13 @@ describe('LeaseService watch', () => {
   const postToConnectionsArn = `arn:aws:execute-api:${REGION}:${ACCOUNT}:{${watchApiId}}/${WATCH_STAGE_NAME}/POST/@connections/*`;
   const watchRoutes = resourcesOfType(json, 'AWS::ApiGatewayV2::Route').filter(([, p]) => (p.ApiId as { Ref: string }).Ref === watchApiId);
   const grantsOf = (id: WatchFunctionId) =>
-    withoutLogging(statementsOfRole(json, { logicalId: roleOfFunction(json, id) })).map((s) => ({ actions: actionsOf(s).sort(), resources: resourcesOf(s) }));
+    withoutLogging(statementsOfRole(json, { logicalId: roleOfFunction(json, id) })).map((s) => ({
+      actions: actionsOf(s).sort(),
+      resources: resourcesOf(s),
+      ...((s as { Condition?: unknown }).Condition ? { condition: (s as { Condition?: unknown }).Condition } : {}),
+    }));
+  /** The condition that limits a write statement to the partitions whose keys match `patterns`. */
+  const onlyPartitions = (...patterns: string[]) => ({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': patterns } });
 
   it('turns on the lease table stream with new and old images: a release is seen as a holder that disappears', () => {
     expect(json.Resources[tableId]?.Properties?.StreamSpecification).toEqual({ StreamViewType: 'NEW_AND_OLD_IMAGES' });
@@ -667,27 +673,32 @@ describe('LeaseService watch', () => {
     }
   });
 
-  it('lets $connect read the watch grants and record the connection\'s scope in the subscriptions table, nothing else', () => {
-    expect(grantsOf('watch-connect')).toEqual([{ actions: ['dynamodb:PutItem', 'dynamodb:Query'], resources: [subscriptionTableArn] }]);
+  it('lets $connect read the watch grants and record the connection\'s scope in its connection#<id> partition only, nothing else', () => {
+    expect(grantsOf('watch-connect')).toEqual([
+      { actions: ['dynamodb:Query'], resources: [subscriptionTableArn] },
+      { actions: ['dynamodb:PutItem'], resources: [subscriptionTableArn], condition: onlyPartitions('connection#*') },
+    ]);
   });
 
-  it("lets subscribe read the connection's scope, put subscription items and post its reply to this stage's connections, nothing else", () => {
+  it("lets subscribe read the connection's scope, put subscription items in the name#, prefixes, renewed and markers partitions only, and post its reply to this stage's connections, nothing else", () => {
     expect(grantsOf('watch-subscribe')).toEqual([
-      { actions: ['dynamodb:GetItem', 'dynamodb:PutItem'], resources: [subscriptionTableArn] },
+      { actions: ['dynamodb:GetItem'], resources: [subscriptionTableArn] },
+      { actions: ['dynamodb:PutItem'], resources: [subscriptionTableArn], condition: onlyPartitions('name#*', 'prefixes', 'renewed', 'markers') },
       { actions: ['execute-api:ManageConnections'], resources: [postToConnectionsArn] },
     ]);
   });
 
-  it("lets $disconnect find a connection's items through byConnection and delete them in batches, nothing else", () => {
+  it("lets $disconnect find a connection's items through byConnection and delete them in batches, in the partitions that hold a connection's items only, nothing else", () => {
     expect(grantsOf('watch-disconnect')).toEqual([
-      { actions: ['dynamodb:BatchWriteItem'], resources: [subscriptionTableArn] },
+      { actions: ['dynamodb:BatchWriteItem'], resources: [subscriptionTableArn], condition: onlyPartitions('name#*', 'prefixes', 'renewed', 'connection#*') },
       { actions: ['dynamodb:Query'], resources: [connectionIndexArn] },
     ]);
   });
 
-  it('lets the stream consumer read the lease stream, read name markers, query and clean up subscriptions, and post events, nothing else', () => {
+  it('lets the stream consumer read the lease stream, read name markers, query and clean up subscriptions (in the partitions of a connection\'s items only), and post events, nothing else', () => {
     expect(grantsOf('watch-stream')).toEqual([
-      { actions: ['dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem', 'dynamodb:Query'], resources: [subscriptionTableArn] },
+      { actions: ['dynamodb:BatchGetItem', 'dynamodb:Query'], resources: [subscriptionTableArn] },
+      { actions: ['dynamodb:BatchWriteItem'], resources: [subscriptionTableArn], condition: onlyPartitions('name#*', 'prefixes', 'renewed', 'connection#*') },
       { actions: ['dynamodb:Query'], resources: [connectionIndexArn] },
       { actions: ['execute-api:ManageConnections'], resources: [postToConnectionsArn] },
       { actions: ['dynamodb:ListStreams'], resources: ['*'] },
@@ -696,12 +707,20 @@ describe('LeaseService watch', () => {
   });
 
   it('pins what each watch function may do', () => {
+    const connectionItems = ['name#*', 'prefixes', 'renewed', 'connection#*'];
     expect(WATCH_ACCESS).toEqual({
-      'watch-connect': { subscriptionTable: ['dynamodb:PutItem', 'dynamodb:Query'], connectionIndex: [], postToConnections: false, readLeaseStream: false },
-      'watch-subscribe': { subscriptionTable: ['dynamodb:GetItem', 'dynamodb:PutItem'], connectionIndex: [], postToConnections: true, readLeaseStream: false },
-      'watch-disconnect': { subscriptionTable: ['dynamodb:BatchWriteItem'], connectionIndex: ['dynamodb:Query'], postToConnections: false, readLeaseStream: false },
+      'watch-connect': { subscriptionTable: ['dynamodb:PutItem', 'dynamodb:Query'], writesPartitions: ['connection#*'], connectionIndex: [], postToConnections: false, readLeaseStream: false },
+      'watch-subscribe': {
+        subscriptionTable: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+        writesPartitions: ['name#*', 'prefixes', 'renewed', 'markers'],
+        connectionIndex: [],
+        postToConnections: true,
+        readLeaseStream: false,
+      },
+      'watch-disconnect': { subscriptionTable: ['dynamodb:BatchWriteItem'], writesPartitions: connectionItems, connectionIndex: ['dynamodb:Query'], postToConnections: false, readLeaseStream: false },
       'watch-stream': {
         subscriptionTable: ['dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem', 'dynamodb:Query'],
+        writesPartitions: connectionItems,
         connectionIndex: ['dynamodb:Query'],
         postToConnections: true,
         readLeaseStream: true,

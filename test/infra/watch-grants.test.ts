@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { ROUTES } from '../../client/src/protocol/index.js';
 import { LeaseService } from '../../infra/lease-service.js';
 import { WATCH_FUNCTION_IDS } from '../../infra/lease-watch.js';
+import { WATCH_GRANTS_PARTITION } from '../../functions/watch/watch-grants.js';
 import { ACCOUNT, REGION, isFunctionOf, resourcesOfType, type CfnTemplate } from './synth-support.js';
 
 /**
@@ -134,6 +135,17 @@ describe('the watch grants the construct publishes', () => {
       ['dynamodb:DeleteItem', 'dynamodb:PutItem'],
       ['logs:CreateLogStream', 'logs:PutLogEvents'],
     ]);
+  });
+
+  it("limits the grants' writes to the grants partition of the subscriptions table (dynamodb:LeadingKeys)", () => {
+    const { json } = stackWith((service, stack) => service.grantWatch(Role.fromRoleArn(stack, 'A', `arn:aws:iam::${ACCOUNT}:role/a`)));
+    const provider = resourcesOfType(json, 'AWS::Lambda::Function').find(([id]) => id.startsWith('AWS679f53fac002430cb0da5b7982bd2287'));
+    const roleId = (provider![1].Role as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0];
+    const writes = resourcesOfType(json, 'AWS::IAM::Policy')
+      .filter(([, p]) => (p.Roles as Array<{ Ref: string }>).some((r) => r.Ref === roleId))
+      .flatMap(([, p]) => (p.PolicyDocument as { Statement: Array<{ Action: string | string[]; Condition?: unknown }> }).Statement)
+      .filter((statement) => [statement.Action].flat().some((action) => action.startsWith('dynamodb:')));
+    expect(writes.map((statement) => statement.Condition)).toEqual([{ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [WATCH_GRANTS_PARTITION] } }]);
   });
 
   it('refuses to grant the watch to a principal it cannot recognise by ARN, and warns when a broader grant includes the watch for one', () => {
