@@ -63,16 +63,14 @@ export async function handler(event, context) {
 `;
 }
 
-/** Resolves `leasehold` and `leasehold/<sub>` to the SDK's source; without the watch, its WebSocket client to nothing. */
-function sdkSource(watch: boolean): Plugin {
+/** Resolves `leasehold` and `leasehold/<sub>` to the SDK's source. */
+function sdkSource(): Plugin {
   return {
     name: 'leasehold-source',
     setup(b) {
       b.onResolve({ filter: /^leasehold(\/[a-z]+)?$/ }, (args) => ({
         path: join(REPO_ROOT, 'client/src', args.path.slice('leasehold'.length), 'index.ts'),
       }));
-      if (!watch) b.onResolve({ filter: /\/node-websocket\.js$/ }, () => ({ path: 'node-websocket', namespace: 'no-watch' }));
-      b.onLoad({ filter: /.*/, namespace: 'no-watch' }, () => ({ contents: 'export default undefined;', loader: 'js' }));
     },
   };
 }
@@ -106,7 +104,7 @@ export async function buildHandler(dir: string, variant: string, entry: BundleRo
     splitting: true,
     metafile: true,
     logLevel: 'error',
-    plugins: [sdkSource(watch)],
+    plugins: [sdkSource()],
   });
   const outputs = result.metafile.outputs;
   const chunks: BuiltHandler['chunks'] = {};
@@ -186,8 +184,9 @@ export function renderBundle(result: BundleResult | undefined, error?: string): 
       `1-minute load average ${m.loadAverageAtStart.toFixed(2)}.`,
     'A handler importing `LeaseClient`, `createLeader`, `withLease` and `sigv4Signer`, built with ' +
       '`esbuild --bundle --minify --platform=node --format=esm --target=node20 --splitting`. **All chunks** counts every output ' +
-      'file, dynamic imports included; **loaded at import** only the handler chunk and its static imports. "Without the watch" ' +
-      'leaves out the SDK\'s WebSocket client (`node-websocket.ts`), which a signed watch loads. Import time: `await import(handler)` in a fresh `node` ' +
+      'file, dynamic imports included; **loaded at import** only the handler chunk and its static imports. SigV4 is `aws4fetch`\'s ' +
+      '(bundled). The watch opens the runtime\'s global WebSocket (Lambda\'s Node 22+ runtimes) or, where there is none, `ws`, ' +
+      'which the SDK imports at run time and no bundle contains. Import time: `await import(handler)` in a fresh `node` ' +
       `process, median of ${result.runs} runs (environment credentials, nothing contacted).`,
     '',
     '| handler imports from | all chunks KiB | chunks (dynamic) | loaded at import KiB | import ms (median) | ≤ 100 KiB all chunks | ≤ 30 ms |',

@@ -1,4 +1,4 @@
-import { signSigV4 } from './sigv4.js';
+import { presignSigV4, signSigV4 } from './sigv4.js';
 
 /**
  * Request signing. A signer sees the request exactly as it will be sent (method, URL, headers,
@@ -14,7 +14,16 @@ export interface SignableRequest {
   body: string | undefined;
 }
 
-export type RequestSigner = (request: SignableRequest) => Promise<Record<string, string>> | Record<string, string>;
+/**
+ * Signs a request: returns the headers to add. A signer that can also put its signature in the
+ * query string has `presign`, which the watch uses for its upgrade request: a platform WebSocket
+ * (browsers, Node 22 and later, Lambda's runtimes) cannot send headers, but it can open any URL.
+ */
+export interface RequestSigner {
+  (request: SignableRequest): Promise<Record<string, string>> | Record<string, string>;
+  /** Returns `url` signed in its query string, for a GET with no body and no headers but `host`. */
+  presign?: (request: { url: URL }) => Promise<URL>;
+}
 
 export interface AwsCredentials {
   accessKeyId: string;
@@ -45,12 +54,19 @@ export interface SigV4SignerOptions {
   credentials?: AwsCredentials | AwsCredentialsProvider;
 }
 
+/**
+ * How long a presigned URL stays valid. The watch opens its socket as soon as the URL is signed, so
+ * this only has to cover a clock that runs behind the server's; the header form's tolerance (five
+ * minutes) is the same. Short, because a URL can end up in logs.
+ */
+const PRESIGNED_URL_SECONDS = 300;
+
 /** Host names of API Gateway's default endpoints carry the region. */
 const EXECUTE_API_HOST = /^[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$/;
 
 /**
  * Signs requests with AWS Signature Version 4 for API Gateway's IAM authorization (`sigv4.ts`,
- * on `node:crypto`). Without `credentials`, the keys come from the environment (`AWS_ACCESS_KEY_ID`,
+ * by aws4fetch on Web Crypto). Without `credentials`, the keys come from the environment (`AWS_ACCESS_KEY_ID`,
  * `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), which is where Lambda puts the function role's.
  * This is `leasehold/lambda`'s `sigv4Signer`; `leasehold`'s falls back to the AWS SDK's
  * provider chain (see `signing-chain.ts`).
@@ -71,17 +87,26 @@ export function environmentSigV4Signer(options: SigV4SignerOptions = {}): Reques
 export function createSigV4Signer(options: SigV4SignerOptions, fallback: () => Promise<AwsCredentialsProvider>): RequestSigner {
   const service = options.service ?? 'execute-api';
   let provider: Promise<AwsCredentialsProvider> | undefined;
-  return async function signSigV4Request(request: SignableRequest): Promise<Record<string, string>> {
-    const region = options.region ?? regionFor(request.url);
+  const credentialsNow = async (): Promise<AwsCredentials> => {
     provider ??= resolveCredentialsProvider(options.credentials, fallback);
     // A rejected lookup is not cached: the next request tries again.
-    const credentials = await (await provider.catch((error: unknown) => {
+    return (await provider.catch((error: unknown) => {
       provider = undefined;
       throw error;
     }))();
+  };
+  const sign: RequestSigner = async function signSigV4Request(request: SignableRequest): Promise<Record<string, string>> {
+    const region = options.region ?? regionFor(request.url);
+    const credentials = await credentialsNow();
     // SigV4 is dated on the wall clock; the server allows some minutes of skew.
     return signSigV4({ ...request, credentials, region, service, date: new Date() });
   };
+  sign.presign = async function presignSigV4Request({ url }: { url: URL }): Promise<URL> {
+    const region = options.region ?? regionFor(url);
+    const credentials = await credentialsNow();
+    return presignSigV4({ url, credentials, region, service, date: new Date(), expiresInSeconds: PRESIGNED_URL_SECONDS });
+  };
+  return sign;
 }
 
 async function resolveCredentialsProvider(

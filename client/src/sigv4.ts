@@ -1,14 +1,11 @@
+import { AwsV4Signer } from 'aws4fetch';
+
 /**
- * AWS Signature Version 4 for one request, on the platform's Web Crypto (`crypto.subtle`) alone.
- *
- * Why not `@smithy/signature-v4`: its CommonJS build (what a bundler picks for Node) pulls in most of
- * `@smithy/core`, about 150 KiB minified, into every Lambda that imports the SDK, and ~30 ms of
- * import time, for what is five HMACs and a canonical string (see BENCHMARKS.md, "Lambda bundle").
- * The canonical forms below follow that package (and the SigV4 specification) exactly for what
- * this SDK sends: paths are normalized and URI-encoded a second time (every service but S3), query
- * keys and values are sorted and encoded, header values are trimmed with inner whitespace folded,
- * and headers that proxies rewrite are never signed. The tests verify the result against
- * `@smithy/signature-v4` (the local server's verifier).
+ * AWS Signature Version 4 for one request, by `aws4fetch` (Web Crypto, no dependencies, a few KiB
+ * in a bundle): in headers for HTTP requests, in the query string (a presigned URL) for the watch's
+ * `$connect`, which a platform WebSocket cannot add headers to. This module only adapts the SDK's
+ * request shape to it and chooses what to sign; the canonicalization is the library's. The tests
+ * verify both forms against `@smithy/signature-v4` (the local server's verifier).
  */
 
 export interface SigV4Credentials {
@@ -30,8 +27,24 @@ export interface SigV4Input {
   date: Date;
 }
 
-const ALGORITHM = 'AWS4-HMAC-SHA256';
-/** Never signed: hop-by-hop or rewritten on the way (the same list as `@smithy/signature-v4`). */
+export interface SigV4PresignInput {
+  url: URL;
+  credentials: SigV4Credentials;
+  region: string;
+  service: string;
+  date: Date;
+  /** Validity of the URL from `date` (`X-Amz-Expires`), in seconds. */
+  expiresInSeconds: number;
+}
+
+/** SigV4's longest presigned validity: a week. */
+export const MAX_PRESIGN_SECONDS = 604_800;
+
+/**
+ * Never signed: hop-by-hop headers and those that proxies, CDNs or the runtime may rewrite on the way
+ * (the list `@smithy/signature-v4` keeps). aws4fetch signs every header it is given but its own
+ * short list, so these are left out before it sees them; the request still carries them.
+ */
 const UNSIGNABLE = new Set([
   'authorization',
   'cache-control',
@@ -50,78 +63,58 @@ const UNSIGNABLE = new Set([
   'x-amzn-trace-id',
 ]);
 
-const encoder = new TextEncoder();
-const subtle = () => globalThis.crypto.subtle;
+const signable = (name: string) => !UNSIGNABLE.has(name) && !name.startsWith('proxy-') && !name.startsWith('sec-') && name !== 'date' && name !== 'host';
 
-function hex(bytes: ArrayBuffer): string {
-  return Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, '0')).join('');
-}
+const amzDate = (date: Date) => date.toISOString().replace(/[-:]|\.\d{3}/g, '');
 
-async function sha256Hex(text: string): Promise<string> {
-  return hex(await subtle().digest('SHA-256', encoder.encode(text)));
-}
-
-async function hmac(key: ArrayBuffer | Uint8Array<ArrayBuffer>, text: string): Promise<ArrayBuffer> {
-  const cryptoKey = await subtle().importKey('raw', key, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-  return subtle().sign('HMAC', cryptoKey, encoder.encode(text));
-}
-
-/** RFC 3986 encoding: encodeURIComponent plus the four characters it leaves alone. */
-function escapeUri(text: string): string {
-  return encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-}
-
-function canonicalPath(path: string): string {
-  const segments: string[] = [];
-  for (const segment of path.split('/')) {
-    if (segment === '' || segment === '.') continue;
-    if (segment === '..') segments.pop();
-    else segments.push(segment);
-  }
-  const normalized = `${path.startsWith('/') ? '/' : ''}${segments.join('/')}${segments.length > 0 && path.endsWith('/') ? '/' : ''}`;
-  return escapeUri(normalized).replace(/%2F/g, '/');
-}
-
-function canonicalQuery(params: URLSearchParams): string {
-  const pairs: Array<[string, string]> = [];
-  for (const [key, value] of params) {
-    if (key.toLowerCase() === 'x-amz-signature') continue;
-    pairs.push([escapeUri(key), escapeUri(value)]);
-  }
-  pairs.sort(([ka, va], [kb, vb]) => (ka < kb ? -1 : ka > kb ? 1 : va < vb ? -1 : va > vb ? 1 : 0));
-  return pairs.map(([k, v]) => `${k}=${v}`).join('&');
-}
-
-/** The headers to add to the request: authorization, x-amz-date, x-amz-content-sha256 and, with a session, x-amz-security-token. */
+/** The headers to add to the request: authorization, x-amz-date and, with a session, x-amz-security-token. */
 export async function signSigV4(input: SigV4Input): Promise<Record<string, string>> {
-  const { credentials, region, service } = input;
-  const amzDate = input.date.toISOString().replace(/[-:]|\.\d{3}/g, '');
-  const day = amzDate.slice(0, 8);
-  const payloadHash = await sha256Hex(input.body ?? '');
-  const added: Record<string, string> = { 'x-amz-date': amzDate, 'x-amz-content-sha256': payloadHash };
-  if (credentials.sessionToken) added['x-amz-security-token'] = credentials.sessionToken;
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(input.headers)) if (signable(name.toLowerCase())) headers[name.toLowerCase()] = value;
+  const signed = await new AwsV4Signer({
+    method: input.method,
+    url: input.url.href,
+    headers,
+    ...(input.body !== undefined ? { body: input.body } : {}),
+    accessKeyId: input.credentials.accessKeyId,
+    secretAccessKey: input.credentials.secretAccessKey,
+    sessionToken: input.credentials.sessionToken,
+    region: input.region,
+    service: input.service,
+    datetime: amzDate(input.date),
+    // Explicit, so that a host name aws4fetch recognizes (S3, IoT) never switches it to that service's rules.
+    signQuery: false,
+  }).sign();
+  const added: Record<string, string> = {};
+  signed.headers.forEach((value, name) => {
+    if (!(name in headers)) added[name] = value;
+  });
+  return added;
+}
 
-  const headers = new Map<string, string>();
-  for (const [name, value] of Object.entries({ ...input.headers, ...added, host: input.url.host })) {
-    const lower = name.toLowerCase();
-    if (UNSIGNABLE.has(lower) || lower.startsWith('proxy-') || lower.startsWith('sec-') || lower === 'date') continue;
-    headers.set(lower, value.replace(/[\r\n]/g, ' ').replace(/[ \t]+/g, ' ').replace(/^ | $/g, ''));
+/**
+ * The URL with the signature in its query string (`X-Amz-Algorithm`, `-Credential`, `-Date`,
+ * `-Expires`, `-SignedHeaders`, `-Security-Token` with a session, `-Signature`): a GET with no body
+ * and only `host` signed, which is what a WebSocket upgrade is.
+ */
+export async function presignSigV4(input: SigV4PresignInput): Promise<URL> {
+  const { expiresInSeconds } = input;
+  if (!Number.isInteger(expiresInSeconds) || expiresInSeconds < 1 || expiresInSeconds > MAX_PRESIGN_SECONDS) {
+    throw new RangeError(`Expected the presigned URL's validity to be a whole number of seconds from 1 to ${MAX_PRESIGN_SECONDS}, got ${expiresInSeconds}.`);
   }
-  const names = [...headers.keys()].sort();
-  const signedHeaders = names.join(';');
-  const canonicalRequest = [
-    input.method.toUpperCase(),
-    canonicalPath(input.url.pathname),
-    canonicalQuery(input.url.searchParams),
-    ...names.map((name) => `${name}:${headers.get(name)}`),
-    '',
-    signedHeaders,
-    payloadHash,
-  ].join('\n');
-  const scope = `${day}/${region}/${service}/aws4_request`;
-  const stringToSign = `${ALGORITHM}\n${amzDate}\n${scope}\n${await sha256Hex(canonicalRequest)}`;
-  let key = await hmac(encoder.encode(`AWS4${credentials.secretAccessKey}`), day);
-  for (const part of [region, service, 'aws4_request']) key = await hmac(key, part);
-  const signature = hex(await hmac(key, stringToSign));
-  return { ...added, authorization: `${ALGORITHM} Credential=${credentials.accessKeyId}/${scope}, SignedHeaders=${signedHeaders}, Signature=${signature}` };
+  const url = new URL(input.url);
+  // aws4fetch adds X-Amz-Expires for S3 only; SigV4 needs it on every presigned URL.
+  url.searchParams.set('X-Amz-Expires', String(expiresInSeconds));
+  const signed = await new AwsV4Signer({
+    method: 'GET',
+    url: url.href,
+    accessKeyId: input.credentials.accessKeyId,
+    secretAccessKey: input.credentials.secretAccessKey,
+    sessionToken: input.credentials.sessionToken,
+    region: input.region,
+    service: input.service,
+    datetime: amzDate(input.date),
+    signQuery: true,
+  }).sign();
+  return new URL(signed.url);
 }

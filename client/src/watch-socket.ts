@@ -1,7 +1,8 @@
 import { UnavailableError } from './protocol/index.js';
+import type { RequestSigner } from './signing.js';
 import type { WebSocketLike } from './watch-types.js';
 
-/** The socket plumbing of the watch: opening one (the platform's or the SDK's own), closing it, naming its failures. */
+/** The socket plumbing of the watch: signing and opening one (the platform's or `ws`), closing it, naming its failures. */
 
 /** WebSocket readyState OPEN. */
 export const OPEN = 1;
@@ -21,15 +22,50 @@ export function closeQuietly(socket: WebSocketLike): void {
 }
 
 type WebSocketConstructor = new (url: string) => WebSocketLike;
+/** The part of `ws`'s constructor the watch uses: it can also send headers on the upgrade. */
+type WsConstructor = new (url: string, options: { headers: Record<string, string> }) => WebSocketLike;
 
 /**
- * The platform's WebSocket when it exists and nothing needs signing (it cannot send headers);
- * otherwise the SDK's own client on node:http(s), loaded only now so that users without a watch
- * never load it.
+ * The upgrade request, signed: in the query string when the signer can presign (SigV4: any
+ * WebSocket can open that URL), else in headers (a custom signer: only `ws` can send them).
+ */
+export async function signUpgrade(signer: RequestSigner | undefined, url: URL): Promise<{ url: string; headers: Record<string, string> }> {
+  if (signer === undefined) return { url: url.href, headers: {} };
+  if (typeof signer.presign === 'function') return { url: (await signer.presign({ url: new URL(url) })).href, headers: {} };
+  return { url: url.href, headers: await signer({ method: 'GET', url: new URL(url), headers: {}, body: undefined }) };
+}
+
+/**
+ * The platform's WebSocket when it exists (browsers, Node 22 and later, Lambda's runtimes) and no
+ * headers need sending; otherwise `ws`, loaded only now, so that users without a watch, or with a
+ * platform WebSocket, never load it.
  */
 export async function defaultWebSocket(url: string, init: { headers: Record<string, string> }): Promise<WebSocketLike> {
   const platform = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
-  if (platform !== undefined && Object.keys(init.headers).length === 0) return new platform(url);
-  const { NodeWebSocket } = await import('./node-websocket.js');
-  return new NodeWebSocket(url, init);
+  const withHeaders = Object.keys(init.headers).length > 0;
+  if (platform !== undefined && !withHeaders) return new platform(url);
+  const WebSocket = await loadWs(platform === undefined ? 'this runtime has no global WebSocket' : 'a signer that signs in headers needs it');
+  return new WebSocket(url, { headers: init.headers });
+}
+
+/**
+ * A variable, not a literal: bundlers leave the import to run time, so a Lambda bundle (whose
+ * runtime has a global WebSocket) does not carry `ws`, about 48 KiB minified.
+ */
+const WS_PACKAGE = 'ws';
+
+async function loadWs(why: string): Promise<WsConstructor> {
+  let module: { WebSocket?: WsConstructor; default?: WsConstructor };
+  try {
+    module = (await import(WS_PACKAGE)) as typeof module;
+  } catch (error) {
+    throw new TypeError(
+      `The watch needs the \`ws\` package (${why}): install it (\`npm install ws\`, an optional peer dependency of leasehold), ` +
+        'run on Node 22 or later, or pass `webSocket`.',
+      { cause: error },
+    );
+  }
+  const WebSocket = module.WebSocket ?? module.default;
+  if (typeof WebSocket !== 'function') throw new TypeError('The `ws` package that was found exports no WebSocket class.');
+  return WebSocket;
 }

@@ -4,7 +4,7 @@ import type { RequestSigner } from './signing.js';
 
 /** The watch's public shapes: options, filters, listeners, subscriptions and the client (see watch.ts). */
 
-/** The part of a WebSocket the watch uses: the WHATWG API (the platform's, `ws`, or the SDK's own on Node). */
+/** The part of a WebSocket the watch uses: the WHATWG API (the platform's, or `ws`'s). */
 export interface WebSocketLike {
   readonly readyState: number;
   send(data: string): void;
@@ -15,7 +15,10 @@ export interface WebSocketLike {
   onerror: ((event: unknown) => void) | null;
 }
 
-/** Opens a socket. `headers` (the signature, when signed) go on the HTTP upgrade request. */
+/**
+ * Opens a socket on `url` (signed in its query string by a signer that presigns, as `sigv4Signer`
+ * does). `headers` go on the HTTP upgrade request: a signer without `presign` signs there; else empty.
+ */
 export type WebSocketFactory = (url: string, init: { headers: Record<string, string> }) => WebSocketLike | Promise<WebSocketLike>;
 
 export interface WatchReconnectOptions {
@@ -32,14 +35,16 @@ export interface WatchOptions {
    */
   url: string | URL;
   /**
-   * Signs the upgrade request (GET, the URL's host and path, no body), e.g. `sigv4Signer()` for
-   * the WebSocket API's IAM authorization on `$connect`. Default: unsigned.
+   * Signs the upgrade request (GET, the URL's host, path and query, no body), e.g. `sigv4Signer()`
+   * for the WebSocket API's IAM authorization on `$connect`: it presigns the URL (SigV4 in the query
+   * string, valid 5 minutes), which any WebSocket can open. A signer without `presign` signs in
+   * headers, which only `ws` can send. Default: unsigned.
    */
   signer?: RequestSigner;
   /**
-   * Opens the socket. Default: the platform's `WebSocket` when there is one and nothing needs
-   * signing, else the SDK's own client on `node:http`/`node:https` (loaded on first use), which
-   * can send the signed headers.
+   * Opens the socket. Default: the platform's `WebSocket` when there is one (browsers, Node 22 and
+   * later, Lambda's Node runtimes) and no headers need sending, else the `ws` package (an optional
+   * peer dependency, loaded on first use; an error names it when it is missing).
    */
   webSocket?: WebSocketFactory;
   /** Time limit to open the socket, and for the server to confirm each subscribe message. Default 10000. */

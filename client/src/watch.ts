@@ -14,7 +14,7 @@ import {
 import { backoffMs } from './timing.js';
 import { bufferedEvents } from './watch-events.js';
 import { resolveFilter, resolveWatchOptions, type WatchSettings } from './watch-options.js';
-import { OPEN, closeQuietly, socketError } from './watch-socket.js';
+import { OPEN, closeQuietly, signUpgrade, socketError } from './watch-socket.js';
 import type { WatchClient, WatchFilter, WatchListener, WatchOptions, WatchState, WatchSubscription, WebSocketLike } from './watch-types.js';
 
 export type {
@@ -261,9 +261,9 @@ class Watch implements WatchClient {
       // that predates them ignores the parameter and sends `event` messages, which it reads too.
       const url = new URL(this.url);
       url.searchParams.set(WATCH_BATCHED_QUERY.name, WATCH_BATCHED_QUERY.value);
-      const headers = this.settings.signer ? await this.settings.signer({ method: 'GET', url: new URL(url), headers: {}, body: undefined }) : {};
+      const upgrade = await signUpgrade(this.settings.signer, url);
       if (conn !== this.current) return;
-      socket = await this.settings.factory(url.href, { headers });
+      socket = await this.settings.factory(upgrade.url, { headers: upgrade.headers });
     } catch (error) {
       this.fail(conn, error);
       return;

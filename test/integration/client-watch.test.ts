@@ -1,5 +1,6 @@
 import { createServer } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket as WsWebSocket } from 'ws';
 import {
   LeaseClient,
   ManualClock,
@@ -15,6 +16,7 @@ import {
   type LeaderOptions,
   type WatchClient,
 } from 'leasehold';
+import { presignSigV4 } from '../../client/src/sigv4.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
 import { startTcpProxy, type TcpProxy } from './client-tcp-proxy.js';
 
@@ -272,7 +274,7 @@ describe('health-aware leadership over HTTP', () => {
   });
 });
 
-describe('a signed watch (SigV4 on the upgrade request, as IAM auth on $connect)', () => {
+describe('a signed watch (SigV4 presigned in the upgrade URL, as IAM auth on $connect)', () => {
   const KEY = { accessKeyId: 'AKIDLEASEHOLDWATCH', secretAccessKey: 'c2VjcmV0LWtleS1mb3Itd2F0Y2gtdGVzdHM' };
   const REGION = 'eu-central-1';
   let signedServer: TestServer;
@@ -296,21 +298,59 @@ describe('a signed watch (SigV4 on the upgrade request, as IAM auth on $connect)
     await expect(events.next((e) => e.type === 'acquired')).resolves.toMatchObject({ name, holder: 'signed' });
   });
 
-  it("goes through the SDK's own WebSocket client even where a platform WebSocket exists, since that cannot send the signature", async () => {
-    const saved = (globalThis as { WebSocket?: unknown }).WebSocket;
-    let platformUsed = false;
-    (globalThis as { WebSocket?: unknown }).WebSocket = function PlatformWebSocket() {
-      platformUsed = true;
-      throw new Error('a platform WebSocket cannot send headers');
-    };
+  it('on Node 20, which has no global WebSocket, opens its presigned URL with ws', async () => {
+    expect((globalThis as { WebSocket?: unknown }).WebSocket).toBeUndefined();
+    const w = watch({ url: signedUrl(), signer: sigv4Signer({ region: REGION, credentials: KEY }) });
+    await liveSubscription(w, [uniqueName('ws-package')]);
+  });
+
+  it("opens its presigned URL with the platform's WebSocket where there is one, and receives events", async () => {
+    // A runtime's global WebSocket (Node 22, a browser): the WHATWG constructor, which takes no headers.
+    const saved = Object.getOwnPropertyDescriptor(globalThis, 'WebSocket');
+    const opened: string[] = [];
+    class PlatformWebSocket extends WsWebSocket {
+      constructor(url: string, protocols?: string | string[]) {
+        if (protocols !== undefined && (typeof protocols === 'object' && !Array.isArray(protocols))) throw new TypeError('no options');
+        super(url, protocols);
+        opened.push(url);
+      }
+    }
+    (globalThis as { WebSocket?: unknown }).WebSocket = PlatformWebSocket;
     try {
       const w = watch({ url: signedUrl(), signer: sigv4Signer({ region: REGION, credentials: KEY }) });
-      await liveSubscription(w, [uniqueName('ws-package')]);
-      expect(platformUsed).toBe(false);
+      const name = uniqueName('platform');
+      const { events } = await liveSubscription(w, [name]);
+      expect(opened).toHaveLength(1);
+      expect(new URL(opened[0] as string).searchParams.get('X-Amz-Credential')).toMatch(new RegExp(`^${KEY.accessKeyId}/\\d{8}/${REGION}/execute-api/aws4_request$`));
+      const signedClient = new LeaseClient({ endpoint: signedServer.url, signer: sigv4Signer({ region: REGION, credentials: KEY }) });
+      await signedClient.acquire(name, { holder: 'platform', ttlMs: 5_000 });
+      await expect(events.next((e) => e.type === 'acquired')).resolves.toMatchObject({ name, holder: 'platform' });
     } finally {
       if (saved === undefined) delete (globalThis as { WebSocket?: unknown }).WebSocket;
-      else (globalThis as { WebSocket?: unknown }).WebSocket = saved;
+      else Object.defineProperty(globalThis, 'WebSocket', saved);
     }
+  });
+
+  it('refuses at the upgrade a presigned URL that is expired, dated ahead, scoped elsewhere or tampered with', async () => {
+    const presign = (date: Date, region = REGION) =>
+      presignSigV4({ url: new URL(signedUrl()), credentials: KEY, region, service: 'execute-api', date, expiresInSeconds: 300 });
+    const upgrade = (url: URL | string) =>
+      new Promise<string>((resolve) => {
+        const socket = new WsWebSocket(url);
+        socket.on('open', () => {
+          socket.close();
+          resolve('open');
+        });
+        socket.on('error', (error) => resolve(error.message));
+      });
+    const now = Date.now();
+    await expect(upgrade(await presign(new Date(now)))).resolves.toBe('open');
+    await expect(upgrade(await presign(new Date(now - 301_000)))).resolves.toBe('Unexpected server response: 403');
+    await expect(upgrade(await presign(new Date(now + 600_000)))).resolves.toBe('Unexpected server response: 403');
+    await expect(upgrade(await presign(new Date(now), 'us-east-1'))).resolves.toBe('Unexpected server response: 403');
+    const tampered = await presign(new Date(now));
+    tampered.searchParams.set('events', 'batched');
+    await expect(upgrade(tampered)).resolves.toBe('Unexpected server response: 403');
   });
 
   it('is refused when unsigned, and reports it instead of going live', async () => {

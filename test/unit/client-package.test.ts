@@ -82,19 +82,28 @@ describe('the client package', () => {
     expect(escaping).toEqual([]);
   });
 
-  it('imports only packages it declares, and Node built-ins only in the CLI and the WebSocket client (both Node only)', () => {
+  it('imports only packages it declares, and Node built-ins only in the CLI (Node only)', () => {
     const declared = new Set([...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})]);
-    const nodeOnly = (file: string) => file.startsWith(`cli${sep}`) || file === 'node-websocket.ts';
+    const nodeOnly = (file: string) => file.startsWith(`cli${sep}`);
     const allowed = (i: { file: string; specifier: string }) => declared.has(packageName(i.specifier)) || (nodeOnly(i.file) && i.specifier.startsWith('node:'));
     expect(bare.filter((i) => !allowed(i))).toEqual([]);
   });
 
-  it('loads its WebSocket client only by a dynamic import, so the SDK imports on any platform', () => {
-    const importers = sourceFiles(SRC)
-      .filter((file) => specifiers(file).includes('./node-websocket.js'))
+  it('loads ws (an optional peer) only at run time, from the watch socket, so the SDK imports on any platform and bundles leave it out', () => {
+    expect(manifest.peerDependenciesMeta?.ws?.optional).toBe(true);
+    expect(bare.filter((i) => packageName(i.specifier) === 'ws')).toEqual([]);
+    const loaders = sourceFiles(SRC)
+      .filter((file) => /\bimport\(\s*WS_PACKAGE\s*\)/.test(readFileSync(file, 'utf8')))
       .map((file) => relative(SRC, file));
-    expect(importers).toEqual(['watch-socket.ts']);
-    expect(readFileSync(join(SRC, 'watch-socket.ts'), 'utf8')).not.toMatch(/^import[^;]*node-websocket/m);
+    expect(loaders).toEqual(['watch-socket.ts']);
+    expect(readFileSync(join(SRC, 'watch-socket.ts'), 'utf8')).toContain("const WS_PACKAGE = 'ws';");
+  });
+
+  it('has no hand-written WebSocket framing or SigV4 canonicalization left', () => {
+    expect(existsSync(join(SRC, 'node-websocket.ts'))).toBe(false);
+    const sigv4 = readFileSync(join(SRC, 'sigv4.ts'), 'utf8');
+    expect(sigv4).toContain("from 'aws4fetch'");
+    expect(sigv4).not.toMatch(/crypto\.subtle|createHmac|importKey/);
   });
 
   it('keeps the CLI out of the SDK: no module outside client/src/cli imports from it', () => {

@@ -42,10 +42,10 @@ describe('sigv4Signer and the local verifier', () => {
     await expect(verify({ ...request, path: '/v1/leases?prefix=other&limit=10' })).rejects.toBeInstanceOf(ForbiddenError);
   });
 
-  it('adds Authorization, X-Amz-Date and the body hash, and never a Host header', async () => {
+  it('adds Authorization and X-Amz-Date (the body is hashed into the signature), and never a Host header', async () => {
     const target = new URL('http://127.0.0.1:8787/v1/leases/jobs/renew');
     const added = await sigv4Signer({ credentials: KEY, region: 'eu-west-1' })({ method: 'POST', url: target, headers: {}, body: '{}' });
-    expect(Object.keys(added).sort()).toEqual(['authorization', 'x-amz-content-sha256', 'x-amz-date']);
+    expect(Object.keys(added).sort()).toEqual(['authorization', 'x-amz-date']);
     expect(added.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/eu-west-1\/execute-api\/aws4_request, SignedHeaders=host;/);
   });
 
@@ -80,6 +80,94 @@ describe('sigv4Signer and the local verifier', () => {
     process.env.AWS_ACCESS_KEY_ID = KEY.accessKeyId;
     process.env.AWS_SECRET_ACCESS_KEY = KEY.secretAccessKey;
     await expect(verify(await signed({ region: 'eu-west-1' }))).resolves.toMatchObject({ accessKeyId: KEY.accessKeyId });
+  });
+});
+
+/** A watch upgrade presigned by the SDK's signer, as the server sees it: a GET whose URL carries the signature. */
+async function presigned(options: SigV4SignerOptions = { credentials: KEY, region: 'eu-west-1' }, url = 'ws://127.0.0.1:8787/v1/watch?batched=1') {
+  const signer = sigv4Signer(options);
+  const target = await (signer.presign as NonNullable<typeof signer.presign>)({ url: new URL(url) });
+  return { method: 'GET', path: `${target.pathname}${target.search}`, headers: { host: target.host, 'user-agent': 'node' }, host: target.host, body: '' };
+}
+
+/** The same request with one query parameter replaced. */
+function withParam(request: IncomingSignedRequest, name: string, value: string): IncomingSignedRequest {
+  const [path, query] = request.path.split('?') as [string, string];
+  const params = new URLSearchParams(query);
+  params.set(name, value);
+  return { ...request, path: `${path}?${params}` };
+}
+
+describe('a presigned URL (SigV4 in the query string, as the watch signs its upgrade)', () => {
+  it('is accepted by the local verifier, with the caller it names', async () => {
+    await expect(verify(await presigned())).resolves.toMatchObject({ accessKeyId: KEY.accessKeyId, userArn: expect.stringContaining(KEY.accessKeyId) });
+  });
+
+  it('is accepted until X-Amz-Date + X-Amz-Expires (300 s) and refused with 401 after', async () => {
+    const request = await presigned();
+    const date = new URLSearchParams(request.path.split('?')[1]).get('X-Amz-Date') as string;
+    const signedAtMs = Date.UTC(+date.slice(0, 4), +date.slice(4, 6) - 1, +date.slice(6, 8), +date.slice(9, 11), +date.slice(11, 13), +date.slice(13, 15));
+    const at = (ms: number) => createSigV4Verifier({ credentials: [KEY], region: 'eu-west-1', nowMs: () => ms });
+    await expect(at(signedAtMs + 300_000)(request)).resolves.toMatchObject({ accessKeyId: KEY.accessKeyId });
+    const error = await at(signedAtMs + 300_001)(request).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnauthorizedError);
+    expect((error as Error).message).toBe(`Signature expired: X-Amz-Date ${date} plus X-Amz-Expires 300 s is before the server clock.`);
+  });
+
+  it('is refused with 401 when dated further ahead of the server clock than the allowed skew', async () => {
+    const request = await presigned();
+    const early = createSigV4Verifier({ credentials: [KEY], region: 'eu-west-1', nowMs: () => Date.now() - 10 * 60_000 });
+    const error = await early(request).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnauthorizedError);
+    // X-Amz-Date has whole seconds: the URL was signed up to 1 s before the test's Date.now().
+    expect((error as Error).message).toMatch(/^Signature expired: X-Amz-Date \d{8}T\d{6}Z is (599|600) s from the server clock \(at most 300 s allowed\)\.$/);
+  });
+
+  it('is refused with 403 when scoped to another region', async () => {
+    const request = await presigned({ credentials: KEY, region: 'us-east-1' });
+    await expect(verify(request)).rejects.toThrow(new ForbiddenError("Credential scope us-east-1/execute-api is not this API's eu-west-1/execute-api."));
+  });
+
+  it('is refused with 403 when scoped to another date than its X-Amz-Date', async () => {
+    const request = await presigned();
+    const credential = new URLSearchParams(request.path.split('?')[1]).get('X-Amz-Credential') as string;
+    const tampered = withParam(request, 'X-Amz-Credential', credential.replace(/\/\d{8}\//, '/20000101/'));
+    await expect(verify(tampered)).rejects.toThrow(/^Credential scope date 20000101 does not match X-Amz-Date/);
+  });
+
+  it('is refused with 403 when a signed query parameter, the expiry or the path was changed', async () => {
+    const request = await presigned();
+    await expect(verify(withParam(request, 'batched', '0'))).rejects.toThrow('The request signature does not match');
+    await expect(verify(withParam(request, 'X-Amz-Expires', '299'))).rejects.toThrow('The request signature does not match');
+    await expect(verify({ ...request, path: request.path.replace('/v1/watch', '/v1/other') })).rejects.toThrow('The request signature does not match');
+    await expect(verify({ ...request, path: `${request.path}&extra=1` })).rejects.toThrow('The request signature does not match');
+  });
+
+  it('is refused with 403 when signed with the wrong secret or an unknown key', async () => {
+    await expect(verify(await presigned({ credentials: { ...KEY, secretAccessKey: 'not-the-secret' }, region: 'eu-west-1' }))).rejects.toThrow(
+      'The request signature does not match',
+    );
+    await expect(verify(await presigned({ credentials: { ...KEY, accessKeyId: 'AKIDOTHER' }, region: 'eu-west-1' }))).rejects.toThrow(
+      new ForbiddenError('Unknown access key id "AKIDOTHER".'),
+    );
+  });
+
+  it('is refused with 401 when a parameter is malformed, missing or repeated', async () => {
+    const request = await presigned();
+    for (const [name, value] of [
+      ['X-Amz-Algorithm', 'AWS4-HMAC-SHA1'],
+      ['X-Amz-Credential', 'AKIDEXAMPLE'],
+      ['X-Amz-Date', '2026-11-24'],
+      ['X-Amz-Expires', '0'],
+      ['X-Amz-Expires', '604801'],
+      ['X-Amz-Expires', '1e3'],
+      ['X-Amz-SignedHeaders', 'Host'],
+      ['X-Amz-Signature', 'abc'],
+    ] as const) {
+      await expect(verify(withParam(request, name, value)), `${name}=${value}`).rejects.toThrow(UnauthorizedError);
+    }
+    await expect(verify({ ...request, path: request.path.replace(/&?X-Amz-Expires=\d+/, '') })).rejects.toThrow('expected exactly one X-Amz-Expires');
+    await expect(verify({ ...request, path: `${request.path}&X-Amz-Date=20261124T000000Z` })).rejects.toThrow('expected exactly one X-Amz-Date');
   });
 });
 

@@ -429,6 +429,28 @@ describe('signing', () => {
     expect(server.last.headers).toEqual({ authorization: 'AWS4-HMAC-SHA256 Credential=…', 'x-amz-date': '20250101T000000Z' });
   });
 
+  it('opens the URL a presigning signer returns, with no headers, and presigns every connection afresh', async () => {
+    let presigned = 0;
+    const headerSigning = () => {
+      throw new Error('a signer that presigns is not asked for headers');
+    };
+    const signer = Object.assign(headerSigning, {
+      presign: async ({ url }: { url: URL }) => {
+        const signed = new URL(url);
+        signed.searchParams.set('X-Amz-Signature', String(++presigned));
+        return signed;
+      },
+    });
+    const { clock, server, watch } = setup({ url: 'wss://abc123.execute-api.eu-west-1.amazonaws.com/prod', signer });
+    watch.subscribe({ names: ['jobs'] }, () => undefined);
+    await clock.advance(0);
+    expect(server.last.url).toBe('wss://abc123.execute-api.eu-west-1.amazonaws.com/prod?events=batched&X-Amz-Signature=1');
+    expect(server.last.headers).toEqual({});
+    server.last.drop();
+    await clock.advance(375);
+    expect(server.sockets.map((s) => new URL(s.url).searchParams.get('X-Amz-Signature'))).toEqual(['1', '2']);
+  });
+
   it('signs every connection afresh', async () => {
     let signed = 0;
     const { clock, server, watch } = setup({ signer: () => ({ 'x-amz-date': String(++signed) }) });
