@@ -37,6 +37,7 @@
  * `unhealthy`, releasing at once) after `unhealthyAfter` failures in a row; not leading, it
  * campaigns only right after a check passes (see `health.ts`).
  */
+import { CampaignWaiters } from './campaign-waiters.js';
 import { delay } from './clock.js';
 import { validateFence, type Fence, type FencingOptions } from './fence.js';
 import { claimForTerm } from './fence-claim.js';
@@ -99,8 +100,13 @@ export interface Leader {
   readonly holder: string;
   /** Campaigns in the background; elected or not, returns at once. Idempotent. */
   start(): void;
-  /** Campaigns (if not already) and resolves with the term once elected; at once if leading. Rejects if `resign`/`stop` come first. */
-  campaign(options?: { signal?: AbortSignal }): Promise<TermInfo>;
+  /**
+   * Campaigns (if not already) and resolves with the term once elected; at once if leading. Rejects if
+   * `resign`/`stop` come first, and with a NotElectedError (`code` NOT_ELECTED; `cause`: the last
+   * acquire's error, if it failed; `holder`: who held the lease at the last answer) when `signal`
+   * aborts or `timeoutMs` passes first. Giving up waiting does not end the campaign (`stop()` does).
+   */
+  campaign(options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<TermInfo>;
   /** Steps down (the term's signal aborts first), releases the lease, and stops campaigning until `start`/`campaign`. */
   resign(): Promise<void>;
   /** Releases if leading and stops everything for good. */
@@ -138,7 +144,12 @@ export interface Leader {
 
 /** Creates a leader; validates its settings at once. Nothing is sent until `start()` or `campaign()`. */
 export function createLeader(client: LeaseApi, options: LeaderOptions): Leader {
-  return new LeaderImpl(client, options);
+  return new LeaderImpl(client, options, 'leader');
+}
+
+/** A Leader of one of a semaphore's permits (`createSemaphore`): the same, with its messages in a permit's words. */
+export function createPermitHolder(client: LeaseApi, options: LeaderOptions): Leader {
+  return new LeaderImpl(client, options, 'permit');
 }
 
 const ACQUIRE_BACKOFF_BASE_MS = 100;
@@ -165,7 +176,7 @@ class LeaderImpl implements Leader, TermOwner {
   private stopped = false;
   private campaignAbort: AbortController | undefined;
   private campaignLoop: Promise<void> | undefined;
-  private waiters: Array<{ resolve(term: TermInfo): void; reject(error: unknown): void }> = [];
+  private readonly waiters: CampaignWaiters;
   /** Releases and handoffs still running; made on first use (issue #18: most leaders never need one). */
   private background: Set<Promise<void>> | undefined;
   /** Listens on `options.signal` (if given): its abort is `stop()`. */
@@ -191,9 +202,10 @@ class LeaderImpl implements Leader, TermOwner {
   private readonly priority: number;
   private readonly yieldTimeoutMs: number;
 
-  constructor(client: LeaseApi, options: LeaderOptions) {
+  constructor(client: LeaseApi, options: LeaderOptions, role: 'leader' | 'permit') {
     if (typeof options !== 'object' || options === null) throw new TypeError('Expected leader options with `name` and `holder`.');
-    this.ctx = createTermContext(client, options.name, options);
+    this.ctx = createTermContext(client, options.name, options, role);
+    this.waiters = new CampaignWaiters(this.ctx.name, this.ctx.clock, role, client.endpoint);
     this.name = this.ctx.name;
     this.holder = this.ctx.holder;
     this.timing = this.ctx.timing;
@@ -338,32 +350,13 @@ class LeaderImpl implements Leader, TermOwner {
     if (this.term === undefined) this.runCampaign();
   }
 
-  campaign(options: { signal?: AbortSignal } = {}): Promise<TermInfo> {
+  campaign(options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<TermInfo> {
     if (this.stopped) return Promise.reject(new Error(`The leader of lease "${this.name}" was stopped; create a new one.`));
     if (this.term?.isValid()) return Promise.resolve(this.term.info());
-    const signal = options.signal;
-    if (signal?.aborted) return Promise.reject(signal.reason);
     const refusal = this.invocation?.refusal();
     if (refusal !== undefined) return Promise.reject(refusal);
-    const elected = new Promise<TermInfo>((resolve, reject) => {
-      const waiter = {
-        resolve: (term: TermInfo) => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve(term);
-        },
-        reject: (error: unknown) => {
-          signal?.removeEventListener('abort', onAbort);
-          reject(error);
-        },
-      };
-      const onAbort = () => {
-        this.waiters = this.waiters.filter((w) => w !== waiter);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.waiters.push(waiter);
-    });
-    this.start();
+    const { elected, started } = this.waiters.wait(options);
+    if (started) this.start();
     return elected;
   }
 
@@ -419,10 +412,7 @@ class LeaderImpl implements Leader, TermOwner {
     this.wantCampaign = false;
     this.unfollow();
     this.campaignAbort?.abort();
-    const waiters = this.waiters.splice(0);
-    for (const waiter of waiters) {
-      waiter.reject(new DOMException(`The campaign for lease "${this.name}" ended: ${reason === 'stopped' ? 'stop()' : 'resign()'} was called.`, 'AbortError'));
-    }
+    this.waiters.rejectAll(new DOMException(`The campaign for lease "${this.name}" ended: ${reason === 'stopped' ? 'stop()' : 'resign()'} was called.`, 'AbortError'));
     const term = this.term;
     const pending: Promise<void>[] = [...(this.background ?? [])];
     // Stepping off while yielding (onYield still running): the claimant gets the lease all the same.
@@ -461,7 +451,7 @@ class LeaderImpl implements Leader, TermOwner {
     this.wantCampaign = false;
     this.unfollow();
     this.campaignAbort?.abort();
-    for (const waiter of this.waiters.splice(0)) waiter.reject(error);
+    this.waiters.rejectAll(error);
   }
 
   /** Subscribes to the watch (if any) while campaigning is wanted. A failure only costs the pushes. */
@@ -523,6 +513,7 @@ class LeaderImpl implements Leader, TermOwner {
       } catch (error) {
         this.follower.answered();
         if (signal.aborted) return;
+        this.waiters.failed(error);
         this.ctx.emit({ type: 'error', name: this.name, holder: this.holder, operation: 'acquire', error });
         if (!(await delay(clock, backoffMs(failures++, ACQUIRE_BACKOFF_BASE_MS, this.timing.renewEveryMs, random), signal))) return;
         continue;
@@ -549,6 +540,7 @@ class LeaderImpl implements Leader, TermOwner {
         continue;
       }
       failures = 0;
+      this.waiters.held(result.lease.holder, result.lease.token);
       this.ctx.emit({ type: 'following', name: this.name, holder: this.holder, leader: result.lease.holder, token: result.lease.token, retryAfterMs: result.retryAfterMs });
       let waitMs = followerWaitMs(result.retryAfterMs, clock.nowMs() - sendTimeMs, random);
       // Our own claim: ask again at least every renewal interval, which refreshes the claim before it
@@ -564,6 +556,7 @@ class LeaderImpl implements Leader, TermOwner {
       await claimForTerm(this.ctx, fence, grant, sendTimeMs, signal);
       return true;
     } catch (error) {
+      if (!signal.aborted) this.waiters.failed(error);
       if (!signal.aborted) this.ctx.emit({ type: 'error', name: this.name, holder: this.holder, operation: 'fence', token: grant.token, error });
       await releaseQuietly(this.ctx, grant);
       return false;
@@ -587,7 +580,7 @@ class LeaderImpl implements Leader, TermOwner {
 
   /** In a function of its own so that no closure a term keeps holds on to the first grant (issue #18). */
   private termBegan(info: TermInfo): void {
-    for (const waiter of this.waiters.splice(0)) waiter.resolve(info);
+    this.waiters.resolveAll(info);
     this.callback('onElected', () => this.options.onElected?.(info));
   }
 

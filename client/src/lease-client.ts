@@ -109,6 +109,8 @@ export interface SemaphoreApi {
   acquirePermit(name: string, request: SemaphoreAcquireRequest, call?: CallOptions): Promise<PermitResult>;
   renewPermit(name: string, request: SemaphoreRenewRequest, call?: CallOptions): Promise<Permit>;
   releasePermit(name: string, permit: PermitRef, call?: CallOptions): Promise<PublicSemaphore>;
+  /** Where requests go, for messages (`warnings`). LeaseClient has it. */
+  readonly endpoint?: string | undefined;
 }
 
 /** What renew and release need from a grant; a whole Grant may be passed. */
@@ -128,6 +130,8 @@ export interface LeaseApi {
   proclaim?(name: string, request: RenewRequest & { metadata: RenewRequest['metadata'] }, call?: CallOptions): Promise<Grant>;
   /** How requests are signed; a leader given a watch URL signs its socket with it too. Default: unsigned. */
   readonly signer?: RequestSigner | undefined;
+  /** Where requests go, for messages (`warnings`). LeaseClient has it. */
+  readonly endpoint?: string | undefined;
 }
 
 /**
@@ -140,6 +144,12 @@ export class LeaseClient implements LeaseApi, SemaphoreApi {
   readonly signer: RequestSigner | undefined;
   private readonly transport: HttpTransport;
   private readonly batcher: RenewBatcher | undefined;
+
+  /** The endpoint requests go to (origin and base path; never credentials in the URL), for messages. */
+  get endpoint(): string {
+    const url = this.transport.endpoint;
+    return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  }
 
   constructor(options: LeaseClientOptions) {
     if (typeof options !== 'object' || options === null) {

@@ -61,6 +61,7 @@ import { createTermContext, releaseQuietly, type TermContext, type TermOptions }
 import type { LeaderEvent, LossReason, TermInfo } from './term-events.js';
 import { FOLLOWER_SERVER_WAIT_MS, expectPositive } from './timing.js';
 import type { CallOptions } from './transport.js';
+import { WaitNotices } from './wait-notices.js';
 import { watchFromOption, type WatchClient, type WatchSubscription } from './watch.js';
 
 /** The verbs a lease group needs. LeaseClient implements them all. */
@@ -205,6 +206,8 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
   private watchSub: WatchSubscription | undefined;
   private readonly onAbort: (() => void) | undefined;
   private readonly background = new Set<Promise<unknown>>();
+  /** The `warnings` of the whole member (its terms' contexts have none of their own): see `emit`. */
+  private readonly notices: WaitNotices | undefined;
 
   constructor(
     client: LeaseGroupApi,
@@ -221,8 +224,9 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
     this.partitions = Object.freeze(layout.partitions);
     this.partitionSet = new Set(layout.partitions);
     this.api = new GroupApi(client, `${this.group}.`, options.clock ?? systemClock);
-    const termOptions: TermOptions = { ...options, onEvent: (event) => this.emit(event) };
+    const termOptions: TermOptions = { ...options, onEvent: (event) => this.emit(event), warnings: false };
     this.memberCtx = createTermContext(this.api, memberLeaseName(this.group, this.memberId), termOptions);
+    this.notices = WaitNotices.from(options.warnings, this.memberCtx.clock, 'member', client.endpoint, this.memberCtx.name);
     this.memberCtx.request.group = this.group;
     this.balanceEveryMs = options.balanceEveryMs ?? Math.round(this.memberCtx.timing.ttlMs / 2);
     expectPositive('balanceEveryMs', this.balanceEveryMs);
@@ -507,7 +511,7 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
   private contextOf(partition: string): TermContext {
     let ctx = this.contexts.get(partition);
     if (ctx === undefined) {
-      ctx = createTermContext(this.api, partitionLeaseName(this.group, partition), { ...this.options, onEvent: (event) => this.emit(event) });
+      ctx = createTermContext(this.api, partitionLeaseName(this.group, partition), { ...this.options, onEvent: (event) => this.emit(event), warnings: false });
       ctx.request.group = this.group;
       this.contexts.set(partition, ctx);
     }
@@ -765,6 +769,7 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
     } catch {
       // A broken hook must not break the group.
     }
+    if (event.type !== 'groupRead') this.notices?.observe(event);
   }
 }
 
@@ -774,6 +779,7 @@ class LeaseGroupImpl implements LeaseGroup, TermOwner {
  */
 class GroupApi implements LeaseGroupApi {
   readonly signer: LeaseApi['signer'];
+  readonly endpoint: string | undefined;
   private readonly batcher: RenewBatcher | undefined;
 
   constructor(
@@ -782,6 +788,7 @@ class GroupApi implements LeaseGroupApi {
     clock: MonotonicClock,
   ) {
     this.signer = client.signer;
+    this.endpoint = client.endpoint;
     const renewBatch = client.renewBatch;
     if (typeof renewBatch === 'function') this.batcher = new RenewBatcher({ prefix }, (p, entries, call) => renewBatch.call(client, p, entries, call), clock);
   }

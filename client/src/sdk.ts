@@ -20,6 +20,8 @@ export type { AwsCredentials, AwsCredentialsProvider, RequestSigner, SignableReq
 export { createLeader, type Leader, type LeaderOptions } from './leader.js';
 export { LeadershipLostError, type LeaderEvent, type LossReason, type TermInfo } from './term-events.js';
 export type { TermOptions } from './term-context.js';
+export { NotElectedError, isNotElectedError } from './campaign-waiters.js';
+export { NOTE_WAIT_AFTER_MS, WARN_EVERY_MS, type WarningsOption } from './wait-notices.js';
 export { withLease, type WithLeaseLambdaResult, type WithLeaseOptions, type WithLeaseResult } from './with-lease.js';
 export { createSemaphore, withPermit, type Semaphore, type SemaphoreOptions, type WithPermitOptions, type WithPermitResult } from './semaphore.js';
 export {

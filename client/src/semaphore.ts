@@ -9,7 +9,7 @@
  * at TTL/3 with quick retries, pause detection, typed loss reasons, and followers that retry at the
  * server's `retryAfterMs` (the earliest expiry of a live permit). Semaphores have no watch.
  */
-import { createLeader, type Leader } from './leader.js';
+import { createPermitHolder, type Leader } from './leader.js';
 import type { AcquireResult, LeaseApi, PermitRef, SemaphoreApi } from './lease-client.js';
 import type { FencingOptions } from './fence.js';
 import type { HealthOptions } from './health.js';
@@ -28,7 +28,7 @@ import {
 } from './protocol/index.js';
 import type { TermOptions } from './term-context.js';
 import type { LossReason, TermInfo } from './term-events.js';
-import { withLease, type WithLeaseOptions } from './with-lease.js';
+import { runWithLease, type WithLeaseOptions } from './with-lease.js';
 
 export interface SemaphoreOptions extends Omit<TermOptions, 'lockDelayMs'>, HealthOptions, FencingOptions {
   /** Semaphore name (the lease-name rules; semaphores and leases never share names' state). Required. */
@@ -50,8 +50,12 @@ export interface Semaphore {
   readonly limit: number;
   /** Asks for a permit in the background (retrying while the semaphore is full); returns at once. Idempotent. */
   start(): void;
-  /** Starts (if not already) and resolves with the term once a permit is held; at once if holding. Rejects if `release`/`stop` come first. */
-  acquire(options?: { signal?: AbortSignal }): Promise<TermInfo>;
+  /**
+   * Starts (if not already) and resolves with the term once a permit is held; at once if holding.
+   * Rejects if `release`/`stop` come first, and with a NotElectedError when `signal` aborts or
+   * `timeoutMs` passes first (as a Leader's `campaign`; asking goes on until `stop()`).
+   */
+  acquire(options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<TermInfo>;
   /** Gives the permit back (the term's signal aborts first) and stops asking until `start`/`acquire`. */
   release(): Promise<void>;
   /** Releases if holding and stops everything for good. */
@@ -73,7 +77,7 @@ export function createSemaphore(client: SemaphoreApi, options: SemaphoreOptions)
   if (typeof options !== 'object' || options === null) throw new TypeError('Expected semaphore options with `name`, `limit` and `holder`.');
   const { limit, onAcquired, ...rest } = options;
   const adapter = permitsAsLeases(client, fenceableLimit(checkedLimit(limit), rest.fence), rest.metadata);
-  const leader = createLeader(adapter, { ...rest, ...(onAcquired ? { onElected: onAcquired } : {}) });
+  const leader = createPermitHolder(adapter, { ...rest, ...(onAcquired ? { onElected: onAcquired } : {}) });
   return new SemaphoreHolder(leader, validateSemaphoreLimit(limit));
 }
 
@@ -104,7 +108,7 @@ export async function withPermit<T>(
   if (typeof options !== 'object' || options === null) throw new TypeError('Expected withPermit options with `limit` and `holder`.');
   const { limit, ...rest } = options;
   const adapter = permitsAsLeases(client, fenceableLimit(checkedLimit(limit), rest.fence), rest.metadata);
-  const result = await withLease(adapter, name, rest, work);
+  const result = await runWithLease(adapter, name, rest, work, 'permit');
   if (result.acquired || 'reason' in result) return result;
   const full = adapter.lastFull ?? { limit, holders: [] };
   return { acquired: false, limit: full.limit, holders: full.holders, retryAfterMs: result.retryAfterMs };
@@ -146,7 +150,7 @@ class SemaphoreHolder implements Semaphore {
   start(): void {
     this.leader.start();
   }
-  acquire(options?: { signal?: AbortSignal }): Promise<TermInfo> {
+  acquire(options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<TermInfo> {
     return this.leader.campaign(options);
   }
   release(): Promise<void> {
@@ -183,6 +187,7 @@ export function permitsAsLeases(client: SemaphoreApi, limit: number, metadata: u
   // Permits share one item, so their metadata is smaller than a lease's: refused here, not at the first acquire.
   if (metadata !== undefined) validateMetadata(metadata, 'metadata', LIMITS.permitMetadataMaxBytes);
   const adapter: LeaseApi & { lastFull?: { limit: number; holders: PermitHolder[] } } = {
+    endpoint: client.endpoint,
     async acquire(name, request, call): Promise<AcquireResult> {
       const result = await client.acquirePermit(
         name,

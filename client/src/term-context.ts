@@ -15,6 +15,7 @@ import {
 } from './protocol/index.js';
 import type { LeaderEvent } from './term-events.js';
 import { FOLLOWER_SERVER_WAIT_MS, resolveTiming, type Timing, type TimingOptions } from './timing.js';
+import { WaitNotices, type NoticeRole, type WarningsOption } from './wait-notices.js';
 
 /**
  * What every term of one leader or job shares: the client, the name and holder, the resolved
@@ -50,14 +51,25 @@ export interface TermOptions extends TimingOptions, LambdaOptions {
   lockDelayMs?: number;
   /** Every state change and background failure, for logs and metrics (`LeaderMetrics.record`). Default: none. */
   onEvent?: (event: LeaderEvent) => void;
+  /**
+   * Says why nothing happens: a warning when the endpoint cannot be reached, refuses the
+   * credentials or renewals fail (at once, then at most every 30 s while it lasts), and a note when
+   * waiting behind another holder for 10 s or more (once per wait). `true` (default): to
+   * `console.warn` (stderr); `false`: none; a function `(message) => void` gets each one-line
+   * message instead. See `wait-notices.ts`.
+   */
+  warnings?: WarningsOption;
   /** Default: `performance.now()` and platform timers. */
   clock?: MonotonicClock;
   /** Source of jitter, in [0, 1). Default `Math.random`. */
   random?: () => number;
 }
 
-/** Validates the options (names, holder, metadata, timing relations) and builds the context. */
-export function createTermContext(client: LeaseApi, name: string, options: TermOptions): TermContext {
+/**
+ * Validates the options (names, holder, metadata, timing relations) and builds the context. `role`
+ * words its notices (`warnings`): what this process keeps trying to do with the lease.
+ */
+export function createTermContext(client: LeaseApi, name: string, options: TermOptions, role: NoticeRole = 'job'): TermContext {
   validateName(name);
   const holder = validateHolder(options.holder);
   const timing = resolveTiming(options);
@@ -78,6 +90,7 @@ export function createTermContext(client: LeaseApi, name: string, options: TermO
     options.random ?? Math.random,
     options.onEvent,
     invocation,
+    WaitNotices.from(options.warnings, clock, role, client.endpoint),
   );
 }
 
@@ -93,6 +106,7 @@ class Context implements TermContext {
     readonly random: () => number,
     private readonly onEvent: ((event: LeaderEvent) => void) | undefined,
     readonly invocation: InvocationDeadline | undefined,
+    private readonly notices: WaitNotices | undefined,
   ) {}
 
   emit(event: LeaderEvent): void {
@@ -101,6 +115,7 @@ class Context implements TermContext {
     } catch {
       // A broken hook must not break leadership.
     }
+    this.notices?.observe(event);
   }
 }
 

@@ -76,8 +76,20 @@ export type LeaderEvent =
 /** What user code gets for a term: the fencing token, a signal that aborts when the term ends, and the grant. */
 export interface TermInfo {
   token: number;
+  /**
+   * Aborts when the term ends. Its `aborted` is read from the signal alone, so right after a pause it
+   * may still be false for the moment between the thaw and the first timer or check that runs:
+   * call `throwIfLost()` right before each external write.
+   */
   signal: AbortSignal;
   lease: Grant;
+  /**
+   * Throws the term's LeadershipLostError (with its loss `reason`) if the term has ended or its local
+   * deadline has passed, even if no timer has fired yet (a process that has just thawed): it reads
+   * the clock, and a term found over ends on the spot, aborting `signal`. Synchronous; call it right
+   * before each write the term protects.
+   */
+  throwIfLost(): void;
 }
 
 const LOSS_TEXT: Record<LossReason, string> = {

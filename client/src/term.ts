@@ -38,8 +38,11 @@ export interface TermOwner {
   alignRenewal?(dueAtMs: number): number;
 }
 
-/** What a term's single timer is waiting for (see `arm`). */
-type TimerPurpose = 'deadline' | 'renew' | 'retry';
+/**
+ * What a term's single timer is waiting for (see `arm`). `limit`: the time limit of the renewal in
+ * flight, so that a freeze while it waits is seen as one (a timer due then is late after the thaw).
+ */
+type TimerPurpose = 'deadline' | 'renew' | 'retry' | 'limit';
 
 export class Term {
   readonly token: number;
@@ -55,6 +58,8 @@ export class Term {
   private lossError: LeadershipLostError | undefined;
   /** The term's one timer: the next renewal while one is scheduled, else the deadline (see `arm`). */
   private cancelTimer: CancelTimer | undefined;
+  /** When that timer is due (monotonic ms): a check made more than `pauseThresholdMs` after it means a freeze (see `checkNow`). */
+  private timerDueMs = Number.POSITIVE_INFINITY;
   private inflight: AbortController | undefined;
   private failures = 0;
   /** With a Lambda context: the last grant was capped at the invocation's end, so its deadline is the term's end. */
@@ -86,8 +91,12 @@ export class Term {
     this.scheduleRenew(this.renewalDueMs(sendTimeMs) - ctx.clock.nowMs());
   }
 
-  /** Aborts when the term ends; read after the end, it is already aborted (with the same reason). */
+  /**
+   * Aborts when the term ends; read after the end, it is already aborted (with the same reason).
+   * Reading it checks the deadline first (`checkNow`), so a read past the deadline gets it aborted.
+   */
   get signal(): AbortSignal {
+    this.checkNow();
     if (this.controller === undefined) {
       this.controller = new AbortController();
       if (this.lossError !== undefined) this.controller.abort(this.lossError);
@@ -120,21 +129,51 @@ export class Term {
         Object.defineProperty(this, 'signal', { value: signal, writable: true, enumerable: true, configurable: true });
       },
       lease: this.grant,
+      throwIfLost() {
+        term.throwIfLost();
+      },
     };
   }
 
-  /** True until the term ends or its deadline passes, whichever comes first. One clock read. */
+  /** True until the term ends or its deadline passes, whichever comes first; false ends it on the spot (`checkNow`). One clock read. */
   isValid(): boolean {
-    return this.endedWith === undefined && this.ctx.clock.nowMs() < this.deadlineMs;
+    return this.checkNow();
   }
 
-  /** Ends the term if its deadline has passed (even if its timer is late): `deadline` when capped at a Lambda invocation's end, else `expired`. */
+  /** Throws the term's LeadershipLostError (its signal's reason) once it has ended or its deadline has passed (`checkNow`). */
+  throwIfLost(): void {
+    if (!this.checkNow()) throw this.lossError as LeadershipLostError;
+  }
+
+  /** Ends the term if its deadline has passed or its timer is overdue (even if that timer has not fired yet; see `checkNow`). */
   endIfPastDeadline(): void {
-    if (this.endedWith === undefined && this.ctx.clock.nowMs() >= this.deadlineMs) this.end(this.deadlineReason());
+    this.checkNow();
   }
 
   remainingMs(): number {
-    return this.endedWith === undefined ? Math.max(0, this.deadlineMs - this.ctx.clock.nowMs()) : 0;
+    return this.checkNow() ? Math.max(0, this.deadlineMs - this.ctx.clock.nowMs()) : 0;
+  }
+
+  /**
+   * What the term's overdue timer will decide when it fires, decided now, by whoever looks first:
+   * its timer more than `pauseThresholdMs` overdue means the process was frozen (`paused`); past the
+   * deadline, the deadline's reason. Every read of the term (`isValid`, `throwIfLost`,
+   * `remainingMs`, `signal`) and every answer runs it, so after a thaw the code that runs first
+   * (user code, a renewal's answer) ends the term with the reason its timer would have given, and
+   * the signal has aborted by the time anyone learns the term is over. One clock read.
+   */
+  private checkNow(): boolean {
+    if (this.endedWith !== undefined) return false;
+    const now = this.ctx.clock.nowMs();
+    if (now - this.timerDueMs > this.ctx.timing.pauseThresholdMs) {
+      this.end('paused');
+      return false;
+    }
+    if (now >= this.deadlineMs) {
+      this.end(this.deadlineReason());
+      return false;
+    }
+    return true;
   }
 
   /**
@@ -204,13 +243,15 @@ export class Term {
   private arm(purpose: TimerPurpose, delayMs: number): void {
     this.cancelTimer?.();
     const scheduledAtMs = this.ctx.clock.nowMs() + Math.max(0, delayMs);
+    this.timerDueMs = scheduledAtMs;
     this.cancelTimer = this.ctx.clock.setTimer(delayMs, () => {
       this.cancelTimer = undefined;
       if (!this.stillValidAtTimer(scheduledAtMs)) return;
       // From here the deadline's timer runs: armed before a renewal is sent, or re-armed if this was
-      // the deadline's own timer firing a hair early.
+      // the deadline's own timer firing a hair early, or a renewal's time limit (still unanswered).
       this.armDeadline();
-      if (purpose !== 'deadline') void (purpose === 'retry' ? this.renew() : this.checkThenRenew());
+      if (purpose === 'renew') void this.checkThenRenew();
+      else if (purpose === 'retry') void this.renew();
     });
   }
 
@@ -266,13 +307,14 @@ export class Term {
     }
     const inflight = new AbortController();
     this.inflight = inflight;
+    const limitMs = Math.max(1, Math.min(timing.requestTimeoutMs, this.deadlineMs - sendTimeMs));
     let grant: Grant;
     try {
-      grant = await client.renew(
-        name,
-        { leaseId: this.grant.leaseId, token: this.token, ttlMs },
-        { signal: inflight.signal, timeoutMs: Math.max(1, Math.min(timing.requestTimeoutMs, this.deadlineMs - sendTimeMs)), retries: 0 },
-      );
+      const answer = client.renew(name, { leaseId: this.grant.leaseId, token: this.token, ttlMs }, { signal: inflight.signal, timeoutMs: limitMs, retries: 0 });
+      // While it is in flight the term's timer waits for its time limit (then the deadline): a process
+      // frozen meanwhile finds that timer overdue when the answer is handled, before the timer runs.
+      if (this.inflight === inflight && limitMs < this.deadlineMs - sendTimeMs) this.arm('limit', limitMs);
+      grant = await answer;
     } catch (error) {
       if (this.inflight === inflight) this.inflight = undefined;
       if (!this.stillValidNow()) return;
@@ -306,13 +348,11 @@ export class Term {
     if (grant.token === this.token && this.endedWith === undefined) this.grant = grant;
   }
 
-  /** The deadline check before handling any answer: ends the term as expired if it has passed. */
+  /**
+   * The check before handling any answer: a freeze while it was awaited (the term's timer overdue)
+   * ends the term as `paused`, a passed deadline with the deadline's reason (`checkNow`).
+   */
   private stillValidNow(): boolean {
-    if (this.endedWith !== undefined) return false;
-    if (this.ctx.clock.nowMs() >= this.deadlineMs) {
-      this.end(this.deadlineReason());
-      return false;
-    }
-    return true;
+    return this.checkNow();
   }
 }

@@ -74,8 +74,19 @@ export async function withLease<T>(
   options: WithLeaseOptions,
   fn: (term: TermInfo) => Promise<T> | T,
 ): Promise<WithLeaseLambdaResult<T>> {
+  return runWithLease(client, name, options, fn, 'job');
+}
+
+/** `withLease`, with its messages (`warnings`) in the words of `role` (`withPermit` runs a permit's). */
+export async function runWithLease<T>(
+  client: LeaseApi,
+  name: string,
+  options: WithLeaseOptions,
+  fn: (term: TermInfo) => Promise<T> | T,
+  role: 'job' | 'permit',
+): Promise<WithLeaseLambdaResult<T>> {
   if (typeof options !== 'object' || options === null) throw new TypeError('Expected withLease options with a `holder`.');
-  const ctx = createTermContext(client, name, options);
+  const ctx = createTermContext(client, name, options, role);
   const invocation = ctx.invocation;
   if (invocation !== undefined && invocation.ttlFor(ctx.timing.ttlMs, ctx.clock.nowMs()) === undefined) {
     return { acquired: false, reason: 'deadline', availableMs: invocation.stopAtMs - ctx.clock.nowMs() };
@@ -113,6 +124,7 @@ async function holdLease<T>(
     if (result.acquired) break;
     const pauseMs = followerWaitMs(result.retryAfterMs, ctx.clock.nowMs() - sendTimeMs, ctx.random);
     if (ctx.clock.nowMs() + pauseMs - startedMs > waitMs) return result;
+    ctx.emit({ type: 'following', name, holder: ctx.holder, leader: result.lease.holder, token: result.lease.token, retryAfterMs: result.retryAfterMs });
     if (!(await delay(ctx.clock, pauseMs, signal))) throw signal?.reason;
   }
 

@@ -590,7 +590,7 @@ describe('what a held lease keeps (issue #18: memory per lease)', () => {
   it('hands out a TermInfo whose signal is the term signal, the same object leader.signal gives and a spread copies', async () => {
     const t = setup();
     const term = await elect(t);
-    expect(Object.keys(term)).toEqual(['token', 'signal', 'lease']);
+    expect(Object.keys(term)).toEqual(['token', 'signal', 'lease', 'throwIfLost']);
     expect(term.signal).toBe(t.leader.signal);
     expect({ ...term }.signal).toBe(t.leader.signal);
     expect(t.elected[0]?.signal).toBe(t.leader.signal);
