@@ -84,6 +84,15 @@ export interface LeaderOptions extends TermOptions, HealthOptions, FencingOption
    * default) yields to it: the `yieldRequested` event, then `onYield`, then the lease is handed off
    * to the claimant (it is granted the lease at once) and the term ends with loss reason `yielded`;
    * this Leader keeps campaigning as a follower. `'never'`: keep the lease.
+   *
+   * Yield rules: this Leader yields only to a claim that (1) outranks its own `priority`, (2) names
+   * another holder, and (3) is live. A claim lives until its `expiresAt` on the server's clock: the
+   * claimant's ttl, at most 60 s, unless it asks again. The SDK measures what is left of it against
+   * the server time the answer that carried it reports (a renewal's `expiresAt − remainingMs`, a
+   * watch event's `atMs`), counted on its own clock from the moment it heard of it; a claim that
+   * lapsed by then is ignored, and one that lapses while `onYield` runs is not yielded to (the term
+   * goes on). The handoff reserves the lease for the claimant's holder name and, because it yields
+   * to a claim, for the principal (IAM identity) that made it: nobody else can take it meanwhile.
    */
   yieldTo?: 'higher-priority' | 'never';
   /**
@@ -196,7 +205,7 @@ class LeaderImpl implements Leader, TermOwner {
    * acted on once, and a stop() or resign() meanwhile hands the lease to the claimant rather than
    * releasing it to whoever races first.
    */
-  private yielding: { term: Term; claimant: LeaseClaim } | undefined;
+  private yielding: { term: Term; claimant: LeaseClaim; liveUntilMs: number } | undefined;
   /** The handoff of a yield in flight: the next campaign starts after it. */
   private yieldHandoff: Promise<void> | undefined;
   private readonly priority: number;
@@ -287,15 +296,18 @@ class LeaderImpl implements Leader, TermOwner {
    * and the lease is handed off to the claimant. Campaigning goes on, so the lease is never left
    * without candidates if the claimant vanishes (its reservation then lapses).
    */
-  private considerYield(term: Term, claimant: LeaseClaim): void {
+  private considerYield(term: Term, claimant: LeaseClaim, serverNowMs: number): void {
     if ((this.options.yieldTo ?? 'higher-priority') === 'never' || claimant.priority <= this.priority || claimant.holder === this.holder) return;
     if (this.yielding !== undefined || this.term !== term || !term.isValid()) return;
-    this.yielding = { term, claimant };
+    // Only a live claim: its expiry, on the server's clock, against the server time the answer reported.
+    if (claimant.expiresAt <= serverNowMs) return;
+    const liveUntilMs = this.ctx.clock.nowMs() + (claimant.expiresAt - serverNowMs);
+    this.yielding = { term, claimant, liveUntilMs };
     this.ctx.emit({ type: 'yieldRequested', name: this.name, holder: this.holder, token: term.token, claimant });
-    void this.track(this.yieldTo(term, claimant));
+    void this.track(this.yieldTo(term, claimant, liveUntilMs));
   }
 
-  private async yieldTo(term: Term, claimant: LeaseClaim): Promise<void> {
+  private async yieldTo(term: Term, claimant: LeaseClaim, liveUntilMs: number): Promise<void> {
     try {
       const onYield = this.options.onYield;
       if (onYield !== undefined) {
@@ -307,6 +319,8 @@ class LeaderImpl implements Leader, TermOwner {
         }
       }
       if (this.term !== term || !term.isValid()) return;
+      // The claim lapsed while onYield ran: its claimant stopped asking, so the term goes on.
+      if (this.ctx.clock.nowMs() >= liveUntilMs) return;
       // Set before the term ends (its end starts the next campaign after it); the request leaves in
       // a later tick, after the term's end in this one has already stopped the belief.
       this.yieldHandoff = this.handOffToClaimant(term.lease, claimant);
@@ -416,7 +430,8 @@ class LeaderImpl implements Leader, TermOwner {
     const term = this.term;
     const pending: Promise<void>[] = [...(this.background ?? [])];
     // Stepping off while yielding (onYield still running): the claimant gets the lease all the same.
-    const claimant = this.yielding?.term === term ? this.yielding?.claimant : undefined;
+    const yielding = this.yielding !== undefined && this.yielding.term === term && this.ctx.clock.nowMs() < this.yielding.liveUntilMs ? this.yielding : undefined;
+    const claimant = yielding?.claimant;
     const defaultGiveUp = (grant: Grant) => (claimant !== undefined ? this.handOffToClaimant(grant, claimant) : releaseQuietly(this.ctx, grant));
     if (term?.end(reason)) pending.push((giveUp ?? defaultGiveUp)(term.lease));
     if (this.campaignLoop !== undefined) pending.push(this.campaignLoop);
@@ -466,7 +481,7 @@ class LeaderImpl implements Leader, TermOwner {
             // Our own grant revoked: end the term now rather than at the next renewal's refusal.
             const term = this.term;
             if (event.type === 'revoked' && term !== undefined && event.token === term.token) term.end('revoked', 'revoked');
-            if (event.type === 'claimed' && event.claim !== undefined && term !== undefined && event.token === term.token) this.considerYield(term, event.claim);
+            if (event.type === 'claimed' && event.claim !== undefined && term !== undefined && event.token === term.token) this.considerYield(term, event.claim, event.atMs);
             this.follower.onEvent(event);
           },
           live: () => {
@@ -586,7 +601,8 @@ class LeaderImpl implements Leader, TermOwner {
 
   /** TermOwner: a renewal's answer carried a live claim on the lease. */
   termClaimed(_term: Term, claim: LeaseClaim): void {
-    if (this.term !== undefined) this.considerYield(this.term, claim);
+    // The renewal's answer says what the server's clock read: its expiry less what remains.
+    if (this.term !== undefined) this.considerYield(this.term, claim, this.term.lease.expiresAt - this.term.lease.remainingMs);
   }
 
   /** TermOwner: the term ended. */

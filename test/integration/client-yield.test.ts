@@ -152,6 +152,26 @@ describe('yielding to a higher priority', () => {
     expect(old.losses).toEqual(['stopped']);
   });
 
+  it('a claim that lapses while onYield runs is not yielded to: the term goes on', async () => {
+    const name = uniqueName('lapsed');
+    const old = leader({
+      name,
+      holder: 'v1',
+      priority: 1,
+      // The safe point comes only after the claimant, which asked once, has let its claim lapse.
+      onYield: () => expect.poll(async () => (await client.describe(name)).claim, { timeout: 5_000, interval: 50 }).toBeUndefined(),
+    });
+    const first = await old.leader.campaign();
+    const ghost = await client.acquire(name, { holder: 'ghost', ttlMs: 1_000, priority: 2 });
+    expect(ghost).toMatchObject({ acquired: false, claim: { holder: 'ghost' } });
+    await old.next((e) => e.type === 'yieldRequested');
+    const renewals = old.events.filter((e) => e.type === 'renewed').length;
+    await old.next((e) => e.type === 'renewed' && old.events.filter((x) => x.type === 'renewed').length >= renewals + 3);
+    expect(old.leader.isLeader()).toBe(true);
+    expect(old.losses).toEqual([]);
+    expect(await client.describe(name)).toMatchObject({ holder: 'v1', token: first.token });
+  });
+
   it('an equal or lower priority is never yielded to', async () => {
     const name = uniqueName('equal');
     const old = leader({ name, holder: 'v1', priority: 2 });
