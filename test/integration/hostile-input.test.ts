@@ -370,3 +370,30 @@ describe('paths not in canonical form', () => {
     await expectAcquireServed();
   });
 });
+
+describe('priorities outside the documented range', () => {
+  const outOfRange = fc.oneof(
+    fc.integer({ min: -(2 ** 53), max: -1 }),
+    fc.integer({ min: LIMITS.priorityMax + 1, max: 2 ** 53 }),
+    fc.double({ noNaN: true, noDefaultInfinity: true }).filter((n) => !Number.isInteger(n)),
+    fc.constantFrom<unknown>('5', '', true, null, [], {}, 1e309, -0.5, '1e6', LIMITS.priorityMax + 0.5),
+  );
+
+  it('an acquire with any of them is 400 VALIDATION_ERROR naming priority, and records nothing (fuzz)', async () => {
+    const name = 'hostile:priority';
+    await fc.assert(
+      fc.asyncProperty(outOfRange, async (priority) => {
+        const res = await fetch(`${server.url}/v1/leases/${name}/acquire`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ holder: 'w', ttlMs: 15_000, priority }),
+        });
+        expect(res.status, `priority ${JSON.stringify(priority)}`).toBe(400);
+        expect(((await res.json()) as { error: unknown }).error).toMatchObject({ code: 'VALIDATION_ERROR', field: 'priority' });
+      }),
+      { numRuns: 60 },
+    );
+    expect((await fetch(`${server.url}/v1/leases/${name}`)).status).toBe(404);
+    expect(server.stats().serverErrors).toBe(0);
+  });
+});
