@@ -10,7 +10,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import { ADMIN_ROUTE_IDS, validateName } from '../client/src/protocol/index.js';
+import { validateName } from '../client/src/protocol/index.js';
 import { ENV, METRICS_NAMESPACE, SERVICE_NAME } from '../functions/config.js';
 import { ROUTES, type RouteId } from '../functions/http/routes.js';
 import { LEASE_TABLE_SCHEMA, SEMAPHORE_TABLE_SCHEMA } from '../functions/lease-table.js';
@@ -19,6 +19,7 @@ import { createLeaseWatch, WATCH_STAGE_NAME, type LeaseWatch, type LeaseWatchOpt
 import { acknowledgeWildcardResource } from './nag.js';
 import { createServiceAlarms, type LeaseServiceAlarms } from './service-alarms.js';
 import { batchRouteThrottle, throttleRoutes } from './route-throttle.js';
+import { grantedRoutes, type GrantKind } from './grant-routes.js';
 import { createServiceFunction, grantTableKey, pascal } from './service-function.js';
 
 /** Settings of {@link LeaseService}. Every one is optional; each documents its default. */
@@ -139,35 +140,6 @@ export const DEFAULT_TIMEOUT = Duration.seconds(5);
 
 export const DEFAULT_RATE_LIMIT = 200;
 export const DEFAULT_BURST_LIMIT = 400;
-
-/** The path segment of the lease name in ROUTES. */
-const NAME_SEGMENT = '{name}';
-/** The path segment of the batched renew's name prefix in ROUTES. */
-const PREFIX_SEGMENT = '{prefix}';
-/** The path segment of a group's name in ROUTES (a group's leases are named under it). */
-const GROUP_SEGMENT = '{group}';
-
-/**
- * Whether a route acts on names (a lease's `{name}`, a batch's `{prefix}`, a `{group}`, whose
- * leases are all named under it), so a name prefix can scope it.
- */
-function scoped(path: string): boolean {
-  return path.includes(NAME_SEGMENT) || path.includes(PREFIX_SEGMENT) || path.includes(GROUP_SEGMENT);
-}
-
-/** The route's path with its name segment replaced by `names` (`*` or `team-a.*`) for an ARN. */
-function withNames(path: string, names: string): string {
-  return path.replace(NAME_SEGMENT, names).replace(PREFIX_SEGMENT, names).replace(GROUP_SEGMENT, names);
-}
-
-/**
- * The group whose leases are exactly the names under `namePrefix`: `orders.` → the group `orders`
- * (its partitions are `orders.p.…`, its members `orders.m.…`; an acquire joins a lease to a group
- * only if the name starts with `<group>.`). A prefix that does not end with `.` names no such group.
- */
-function groupOfPrefix(namePrefix: string): string | undefined {
-  return namePrefix.endsWith('.') && namePrefix.length > 1 ? namePrefix.slice(0, -1) : undefined;
-}
 
 /** The name of the API's only stage: the URL has no stage segment. */
 export const STAGE_NAME = '$default';
@@ -439,33 +411,18 @@ export class LeaseService extends Construct {
    * with FORBIDDEN (see {@link grantWatch}). Without a prefix, list and the whole watch are included.
    */
   grantLeases(grantee: IGrantable, namePrefix?: string): Grant {
-    if (namePrefix !== undefined) {
-      // A prefix of a valid name is itself a valid name, so the name rule is the prefix rule here;
-      // it also keeps IAM wildcards (* ?) and path separators out of the ARN.
-      validateName(namePrefix, 'namePrefix');
-    }
-    const names = namePrefix === undefined ? '*' : `${namePrefix}*`;
     // Every route but the operators' (revoke). The `{name}` of a lease route, the `{prefix}` of the
     // batch routes and a `{group}` all become `team-a.*`: a batch prefix under team-a. may only name
     // leases under it (the handler refuses any other name), and a group's leases are named under the
-    // group, so team A can neither batch nor read a group under team-b.
-    const arns = ROUTES.filter((route) => !ADMIN_ROUTE_IDS.has(route.id) && (namePrefix === undefined || scoped(route.path))).map((route) =>
-      this.routeArn(route.method, withNames(route.path, names)),
-    );
-    arns.push(...this.groupReadArns(namePrefix));
+    // group, so team A can neither batch nor read a group under team-b (infra/grant-routes.ts).
+    const arns = this.grantedArns('leases', namePrefix);
     if (this.watch) arns.push(this.watchConnectArn(grantee, namePrefix, 'grantLeases'));
     return this.grantInvoke(grantee, arns);
   }
 
-  /**
-   * With a prefix ending in `.` (`orders.`), reading the group named by it (`GET /v1/groups/orders`):
-   * every lease of that group is named under the prefix, so the grantee already holds or reads
-   * them all. (`GET /v1/groups/orders.*` covers the groups nested under it.)
-   */
-  private groupReadArns(namePrefix: string | undefined): string[] {
-    const group = namePrefix === undefined ? undefined : groupOfPrefix(namePrefix);
-    const route = ROUTES.find((r) => r.id === 'group-describe');
-    return group === undefined || route === undefined ? [] : [this.routeArn(route.method, route.path.replace(GROUP_SEGMENT, group))];
+  /** The route ARNs a grant of `kind` allows (grant-routes.ts), for every name or the names under `namePrefix`. */
+  private grantedArns(kind: GrantKind, namePrefix: string | undefined): string[] {
+    return grantedRoutes(kind, namePrefix).map((route) => this.routeArn(route.method, route.path));
   }
 
   /**
@@ -475,10 +432,7 @@ export class LeaseService extends Construct {
    * `grantRead` for an operator who also needs describe, list and the watch.
    */
   grantAdmin(grantee: IGrantable, namePrefix?: string): Grant {
-    if (namePrefix !== undefined) validateName(namePrefix, 'namePrefix');
-    const names = namePrefix === undefined ? '*' : `${namePrefix}*`;
-    const arns = ROUTES.filter((route) => ADMIN_ROUTE_IDS.has(route.id)).map((route) => this.routeArn(route.method, route.path.replace(NAME_SEGMENT, names)));
-    return this.grantInvoke(grantee, arns);
+    return this.grantInvoke(grantee, this.grantedArns('admin', namePrefix));
   }
 
   /**
@@ -489,12 +443,7 @@ export class LeaseService extends Construct {
    * named under the group) follow the same prefix.
    */
   grantRead(grantee: IGrantable, namePrefix?: string): Grant {
-    if (namePrefix !== undefined) validateName(namePrefix, 'namePrefix');
-    const names = namePrefix === undefined ? '*' : `${namePrefix}*`;
-    const arns = ROUTES.filter((route) => route.method === 'GET' && (namePrefix === undefined || scoped(route.path))).map((route) =>
-      this.routeArn(route.method, withNames(route.path, names)),
-    );
-    arns.push(...this.groupReadArns(namePrefix));
+    const arns = this.grantedArns('read', namePrefix);
     if (this.watch) arns.push(this.watchConnectArn(grantee, namePrefix, 'grantRead'));
     return this.grantInvoke(grantee, arns);
   }
