@@ -18,7 +18,9 @@ import type { LeaseOp, LeaseState } from './lease-model.js';
  *   metadata: this checker found it), so a proclaim answered ok with other metadata is a violation.
  * - **Handoff.** A release that also reserves the lease for holder `to` until the decision time +
  *   `windowMs`: before then only `to` may be granted it; anyone else is refused. A repeat of the
- *   handoff answers the same reservation; a handoff of a grant ended otherwise is refused.
+ *   handoff answers the same reservation; a handoff of a grant ended otherwise, or revoked, is
+ *   refused.
+ * - **Forced revoke.** Clears the reservation and the claim: anyone may be granted the lease at once.
  *
  * Metadata is tracked as canonical JSON text; `null` (not the text "null") means unknown: a
  * history that did not record it constrains nothing, and the first answer that shows it binds it.
@@ -84,9 +86,12 @@ function sortKeys(value: JsonValue): JsonValue {
   );
 }
 
-/** A claim an answer showed is possible on this state: it outranks the grant's priority. */
+/**
+ * A claim an answer showed is possible on this state: it outranks the grant's priority, and no
+ * forced revoke has cleared the claims since the grant (none is recorded on a lease nobody holds).
+ */
 export function claimFits(s: LeaseState, op: LeaseOp): boolean {
-  return op.claimPriority === null || op.claimPriority > s.priority;
+  return op.claimPriority === null || (s.revoked !== 'forced' && op.claimPriority > s.priority);
 }
 
 /** A handoff reserves the lease for someone other than `holder`, possibly still at server time `atMs`. */

@@ -1,8 +1,8 @@
-import { isPermitOpKind, type OpRecord } from '../history.js';
 import { ErrorCode } from '../../client/src/protocol/index.js';
-import { effectOf, settledByMs } from './answers.js';
-import { NO_COORDINATION, afterDescribe, afterRenew, claimFits, coordinationOf, reservationEndFor, reserve, reservedForAnother, type CoordinationOp, type CoordinationState } from './lease-coordination.js';
-import type { HistoryOp, Model, StepContext } from './linearizability.js';
+import { NO_COORDINATION, afterDescribe, afterRenew, claimFits, reservationEndFor, reserve, reservedForAnother, type CoordinationOp, type CoordinationState } from './lease-coordination.js';
+import type { Model, StepContext } from './linearizability.js';
+
+export { answeredGrants, toLeaseHistory } from './lease-history.js';
 
 /**
  * The sequential specification of ONE lease name, for the linearizability search (invariant I1).
@@ -14,17 +14,21 @@ import type { HistoryOp, Model, StepContext } from './linearizability.js';
  * - renew succeeds iff the token (and leaseId) is the current grant's, it is not released, and
  *   `expiresAt >= s`; it sets expiresAt = s + ttl. The token is unchanged.
  * - release succeeds iff the token is the current grant's (released or not: a second release is a
- *   success); it sets availableAt = s. It needs no time condition. A handoff (a release with `to`)
- *   also reserves the lease for `to` until s + windowMs; a repeat succeeds only if the grant was
- *   handed to the same holder. Claims, proclaims and handoffs: lease-coordination.ts.
+ *   success) and no forced revoke ended it (then LEASE_LOST `revoked`); it sets availableAt = s. It
+ *   needs no time condition. A handoff (a release with `to`) also reserves the lease for `to` until
+ *   s + windowMs; a repeat succeeds only if the grant was handed to the same holder; a handoff of a
+ *   revoked grant (safe or forced) is refused. Claims, proclaims and handoffs: lease-coordination.ts.
  * - describe shows the current token, and the holder iff not released and `s <= expiresAt`.
  * - revoke (an operator's) succeeds iff the grant is held (not released, `expiresAt >= s`) and not
- *   revoked yet, or, when forced, revoked only safely. Safe: the grant can no longer be renewed (a
- *   renew is refused `revoked`), and availableAt = expiresAt (no lock-delay). Forced: the grant
- *   ends as by a release (availableAt = s, no holder). While the grant's revoke record is there (until
- *   the next acquire), any revoke that does not upgrade answers that record unchanged; otherwise a
- *   revoke of a lease nobody holds is LEASE_NOT_HELD, of a name never acquired LEASE_NOT_FOUND. A
- *   revoked grant is never returned again to a retried acquire.
+ *   revoked yet, or, when forced, revoked only safely (whether or not its holder has released or
+ *   it expired since). Safe: the grant can no longer be renewed (a renew is refused `revoked`), and
+ *   availableAt = expiresAt (no lock-delay). Forced: the grant ends as by a release (availableAt =
+ *   s, no holder) and clears any handoff reservation and claim: anyone may be granted the lease
+ *   next, and no claim shows until one is recorded on a new grant (claims are recorded only on held
+ *   leases). While the grant's revoke record is there (until the next acquire), any revoke that
+ *   does not upgrade answers that record unchanged; otherwise a revoke of a lease nobody holds
+ *   (released, handed off and reserved, or expired) is LEASE_NOT_HELD, of a name never acquired
+ *   LEASE_NOT_FOUND. A revoked grant is never returned again to a retried acquire.
  *
  * ## Clocks
  * The checker sees harness times (invoke, complete) and, sometimes, the server's own time. Each
@@ -55,8 +59,9 @@ import type { HistoryOp, Model, StepContext } from './linearizability.js';
  * - renew or release with a token that is not the current one (after a successor), renew after
  *   release or after sure expiry, a release failing with the current token;
  * - describe showing a holder or token no grant produced, or a holder after sure expiry;
- * - a renew of a revoked grant, a revoke answered for a grant that was not the current one, a
- *   grant before a safely revoked one's expiry.
+ * - a renew of a revoked grant, a handoff of a revoked grant, a release of one revoked by force, a
+ *   revoke answered for a grant that was not the current one, a grant before a safely revoked one's
+ *   expiry, a claim shown after a forced revoke and before the next grant.
  *
  * ## Outcomes
  * - `ok`: took effect as answered. `fail` with LEASE_HELD / LEASE_LOST / LEASE_NOT_FOUND: a
@@ -143,73 +148,10 @@ export const INITIAL_LEASE_STATE: LeaseState = {
   ...NO_COORDINATION,
 };
 
-/**
- * The operations of one lease that the model constrains, in the search's input form. Records
- * that say nothing about the lease (writes, unknown describes, refusals before touching it) are
- * left out. Throws if an acquire has no ttl and there is no default.
- */
-export function toLeaseHistory(records: readonly OpRecord[], options: LeaseModelOptions): HistoryOp<LeaseOp>[] {
-  const out: HistoryOp<LeaseOp>[] = [];
-  // A requestId matters only to an answered acquire that may be the same grant again; others are
-  // dropped, so unanswered acquires of one holder that differ only in it lead to equal states.
-  const answeredRequestIds = new Set(records.filter((r) => r.op === 'acquire' && r.outcome === 'ok' && r.requestId !== undefined).map((r) => r.requestId));
-  records.forEach((r, index) => {
-    if (r.op === 'write' || r.op === 'claim' || isPermitOpKind(r.op)) return; // the resource's operations, or a semaphore's
-    const effect = effectOf(r);
-    if (effect === 'none' || (effect === 'maybe' && r.op === 'describe')) return;
-
-    const ttlMs = r.ttlMs ?? (r.op === 'acquire' ? options.defaultTtlMs : undefined) ?? null;
-    if (r.op === 'acquire' && ttlMs === null) {
-      throw new Error(`an acquire of "${r.lease}" by ${r.process} records no ttlMs and no default ttl was given`);
-    }
-    // A `maybe` that the service answered (settled) took effect, if at all, before its answer.
-    const settleMs = effect === 'maybe' ? settledByMs(r) : null;
-    const completeMs = effect === 'maybe' ? settleMs : r.completeMs;
-    out.push({
-      invokeMs: r.invokeMs,
-      completeMs: effect === 'maybe' ? null : r.completeMs,
-      ...(settleMs !== null ? { settleMs } : {}),
-      input: {
-        index,
-        kind: r.op,
-        effect,
-        holder: r.holder ?? null,
-        token: r.token ?? null,
-        requestId: r.requestId !== undefined && answeredRequestIds.has(r.requestId) ? r.requestId : null,
-        ttlMs,
-        lockDelayMs: r.lockDelayMs ?? 0,
-        // An answer that did not arrive reported nothing.
-        serverNowMs: effect === 'maybe' ? null : (r.serverNowMs ?? null),
-        serverExpiresAtMs: effect === 'maybe' ? null : (r.serverExpiresAtMs ?? null),
-        invokeMs: r.invokeMs,
-        completeMs,
-        error: effect === 'rejected' ? (r.error ?? null) : null,
-        force: r.force === true,
-        revokedForce: effect === 'ok' ? (r.revokedForce ?? null) : null,
-        revokedAtMs: effect === 'ok' ? (r.revokedAtMs ?? null) : null,
-        ...coordinationOf(r, effect !== 'maybe'),
-      },
-    });
-  });
-  return out;
-}
-
 /** A closed interval of server time. */
 interface Window {
   lo: number;
   hi: number;
-}
-
-/** The grants answered ok in a lease history, by token, for `LeaseModelOptions.answeredGrants`. */
-export function answeredGrants(history: readonly HistoryOp<LeaseOp>[]): Map<number, Array<{ holder: string | null; requestId: string | null }>> {
-  const out = new Map<number, Array<{ holder: string | null; requestId: string | null }>>();
-  for (const { input } of history) {
-    if (input.kind !== 'acquire' || input.effect !== 'ok' || input.token === null) continue;
-    const list = out.get(input.token) ?? [];
-    list.push({ holder: input.holder, requestId: input.requestId });
-    out.set(input.token, list);
-  }
-  return out;
 }
 
 export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, LeaseOp> {
@@ -345,12 +287,14 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
   function release(s: LeaseState, op: LeaseOp, ctx: StepContext): LeaseState[] {
     // A handoff (`to`) is a release that also reserves the lease; a repeat of it answers that reservation.
     const repeats = (ended: LeaseState) => op.to === null || ended.reservedFor === op.to;
+    // An operator's decision stands: no handoff of a revoked grant, no release of one revoked by force.
+    const refusedByRevoke = s.revoked === 'forced' || (op.to !== null && s.revoked === 'safe');
     if (op.effect === 'rejected') {
-      // Release has no time condition: it fails only if the token is not the current grant's (a
-      // handoff also if the grant ended otherwise).
-      return !s.exists || s.token === null || s.token !== op.token || (s.holder === null && !repeats(s)) ? [s] : [];
+      // Release has no time condition: it fails only if the token is not the current grant's, or a
+      // revoke refuses it (a handoff also if the grant ended otherwise).
+      return !s.exists || s.token === null || s.token !== op.token || refusedByRevoke || (s.holder === null && !repeats(s)) ? [s] : [];
     }
-    if (!s.exists) return [];
+    if (!s.exists || refusedByRevoke) return [];
     const current = bindToken(s, op.token);
     if (!current) return [];
     if (s.holder === null) return op.effect === 'ok' && repeats(s) ? [current] : []; // a second release: success, no change
@@ -392,30 +336,36 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
       return keep(bindToken(s, op.token));
     }
     const out: LeaseState[] = [];
-    // It took effect: the grant was held (expiresAt ≥ the decision time) and not revoked, or only safely for a forced one.
-    const revocable = s.revoked === 'no' || (op.force && s.revoked === 'safe');
     const current = bindToken(s, op.token);
     const at = op.revokedAtMs === null ? w : intersect(w, op.revokedAtMs);
-    if (current && at && current.holder !== null && revocable && (op.revokedForce ?? op.force) === op.force && current.expHi >= at.lo) {
-      const held = { ...current, expLo: Math.max(current.expLo, at.lo) };
-      if (op.force) {
-        out.push({ ...held, holder: null, requestId: null, revoked: 'forced', availLo: at.lo, availHi: Math.min(at.hi, held.expHi) });
-      } else {
-        // The expiry stays where the last renew put it (no renew can move it any more), and no
-        // lock-delay follows it: the grant's lock-delay is gone for good (later pins keep it so).
-        const noDelay = { ...held, lockDelayMs: 0 };
-        const pinned = op.serverExpiresAtMs === null ? noDelay : pinExpiry(noDelay, op.serverExpiresAtMs);
-        if (pinned) out.push({ ...pinned, revoked: 'safe', availLo: pinned.expLo, availHi: pinned.expHi });
+    if (current && at && (op.revokedForce ?? op.force) === op.force) {
+      if (op.force && s.revoked === 'safe') {
+        // It took effect as the upgrade of a safe revoke, whether or not the holder has released
+        // or the grant expired since: the grant ends now, with any reservation and claim.
+        out.push({ ...current, ...NO_RESERVATION, holder: null, requestId: null, revoked: 'forced', availLo: at.lo, availHi: at.hi });
+      } else if (s.revoked === 'no' && current.holder !== null && current.expHi >= at.lo) {
+        // It took effect on a grant held (expiresAt ≥ the decision time) and not revoked.
+        const held = { ...current, expLo: Math.max(current.expLo, at.lo) };
+        if (op.force) {
+          out.push({ ...held, ...NO_RESERVATION, holder: null, requestId: null, revoked: 'forced', availLo: at.lo, availHi: Math.min(at.hi, held.expHi) });
+        } else {
+          // The expiry stays where the last renew put it (no renew can move it any more), and no
+          // lock-delay follows it: the grant's lock-delay is gone for good (later pins keep it so).
+          const noDelay = { ...held, lockDelayMs: 0 };
+          const pinned = op.serverExpiresAtMs === null ? noDelay : pinExpiry(noDelay, op.serverExpiresAtMs);
+          if (pinned) out.push({ ...pinned, revoked: 'safe', availLo: pinned.expLo, availHi: pinned.expHi });
+        }
       }
     }
-    // A repeat: the grant's record was there already, and this revoke could not upgrade it.
-    if (op.effect === 'ok' && current && s.revoked !== 'no' && op.revokedForce === (s.revoked === 'forced')) {
-      const cannotUpgrade = !op.force || s.revoked === 'forced' || s.holder === null || s.expLo < w.hi;
-      if (cannotUpgrade) out.push(current);
+    // A repeat: the grant's record was there already, and this revoke does not upgrade it.
+    if (op.effect === 'ok' && current && s.revoked !== 'no' && op.revokedForce === (s.revoked === 'forced') && (!op.force || s.revoked === 'forced')) {
+      out.push(current);
     }
     return out;
   }
 }
+
+const NO_RESERVATION = { reservedFor: null, resLo: -Infinity, resHi: -Infinity } as const;
 
 function keep(s: LeaseState | null): LeaseState[] {
   return s ? [s] : [];

@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { checkHistory, type InvariantId } from '../../chaos/checker/index.js';
 import type { HistoryRecord } from '../../chaos/history.js';
 import {
+  acquireHeld,
   acquireOk,
+  describeOk,
+  releaseLost,
   releaseOk,
   renewLost,
   renewOk,
@@ -146,5 +149,87 @@ describe('revoke answers', () => {
   it('a revoke answered for a grant that is not the current one is not linearizable (I1)', () => {
     const records = [acquireOk('a', [0, 10], 5, { serverNowMs: 5, serverExpiresAtMs: 1_005 }), revokeOk([100, 110], 4, true, { revokedAtMs: 105 })];
     expect(failing(records)).toEqual(['I1']);
+  });
+});
+
+describe('a revoke against handoffs, releases and claims (the operator’s decision stands)', () => {
+  /** a (priority 1) holds token 5; b (priority 2) is refused and claims it; a hands the lease off to b at 405, reserving it until ≈ 1,405. */
+  function claimedAndHandedOff(): HistoryRecord[] {
+    return [
+      acquireOk('a', [0, 10], 5, { priority: 1, serverNowMs: 5, serverExpiresAtMs: 1_005 }),
+      acquireHeld('b', [100, 110], { token: 5, priority: 2, claim: { holder: 'b', priority: 2, expiresAt: 1_105 } }),
+      releaseOk('a', [400, 410], 5, { to: 'b', windowMs: 1_000, localDeadlineMs: 990 }),
+    ];
+  }
+
+  it('after a safe revoke, a refused handoff and a forced revoke (the sequence that once left the lease reserved), anyone is granted the lease at once, with the next token', () => {
+    const records = (next: HistoryRecord) => [
+      ...revokedAt405(false),
+      releaseLost('a', [500, 510], 5, { to: 'b', windowMs: 60_000, reason: 'revoked', localDeadlineMs: 1_290 }),
+      revokeOk([600, 610], 5, true, { revokedAtMs: 605, serverExpiresAtMs: 605 }),
+      next,
+    ];
+    expect(failing(records(acquireOk('c', [700, 710], 6, { serverNowMs: 705, serverExpiresAtMs: 1_705 })))).toEqual([]);
+    expect(failing(records(acquireOk('b', [700, 710], 6, { serverNowMs: 705, serverExpiresAtMs: 1_705 })))).toEqual([]);
+  });
+
+  it('a forced revoke upgrades a safe one also after the holder released: the record says force, and the lease is free at once', () => {
+    const records = [
+      ...revokedAt405(false),
+      releaseOk('a', [500, 510], 5, { localDeadlineMs: null }),
+      revokeOk([600, 610], 5, true, { revokedAtMs: 605, serverExpiresAtMs: 605 }),
+      revokeOk([650, 660], 5, false, { revokedAtMs: 605, serverExpiresAtMs: 605, revokedForce: true }),
+      acquireOk('c', [700, 710], 6, { serverNowMs: 705, serverExpiresAtMs: 1_705 }),
+    ];
+    expect(failing(records)).toEqual([]);
+    // Answered as unchanged (force: false) instead, as the store once did, it is not linearizable.
+    const unchanged = records.map((r) => (r.type === 'op' && r.op === 'revoke' && r.invokeMs === 600 ? { ...r, revokedAtMs: 405, serverExpiresAtMs: 1_305, revokedForce: false } : r));
+    expect(failing(unchanged)).toContain('I1');
+  });
+
+  it('a forced revoke of a lease handed off (nobody holds it, no revoke record) is LEASE_NOT_HELD, and the reservation stands', () => {
+    const records = [...claimedAndHandedOff(), revokeRefused([500, 510], true, 'LEASE_NOT_HELD', { token: 5 }), acquireHeld('c', [600, 610], { token: 5 })];
+    expect(failing(records)).toEqual([]);
+    // Answered ok instead, and followed by someone else's grant inside the reservation: not linearizable.
+    const ended = [...claimedAndHandedOff(), revokeOk([500, 510], 5, true, { revokedAtMs: 505, serverExpiresAtMs: 505 }), acquireOk('c', [600, 610], 6, { serverNowMs: 605, serverExpiresAtMs: 1_605 })];
+    expect(failing(ended)).toContain('I1');
+  });
+
+  it('a forced revoke clears the claim: a describe still showing it before the next grant is not linearizable (I1)', () => {
+    const base = [
+      acquireOk('a', [0, 10], 5, { priority: 1, serverNowMs: 5, serverExpiresAtMs: 1_005 }),
+      acquireHeld('b', [100, 110], { token: 5, priority: 2, claim: { holder: 'b', priority: 2, expiresAt: 1_105 } }),
+      revokeOk([300, 310], 5, true, { revokedAtMs: 305, serverExpiresAtMs: 305 }),
+    ];
+    expect(failing([...base, describeOk('c', [400, 410], 5, null, { priority: 1 })])).toEqual([]);
+    expect(failing([...base, describeOk('c', [400, 410], 5, null, { priority: 1, claim: { holder: 'b', priority: 2, expiresAt: 1_105 } })])).toEqual(['I1']);
+  });
+
+  it('a safe revoke keeps the claim: a describe may still show it', () => {
+    const records = [
+      acquireOk('a', [0, 10], 5, { priority: 1, serverNowMs: 5, serverExpiresAtMs: 1_005 }),
+      acquireHeld('b', [100, 110], { token: 5, priority: 2, claim: { holder: 'b', priority: 2, expiresAt: 1_105 } }),
+      revokeOk([300, 310], 5, false, { revokedAtMs: 305, serverExpiresAtMs: 1_005 }),
+      describeOk('c', [400, 410], 5, 'a', { priority: 1, claim: { holder: 'b', priority: 2, expiresAt: 1_105 } }),
+    ];
+    expect(failing(records)).toEqual([]);
+  });
+
+  it('a handoff of a safely revoked grant that succeeds undoes the revoke (I1, I6)', () => {
+    const records = [...revokedAt405(false), releaseOk('a', [500, 510], 5, { to: 'b', windowMs: 60_000, localDeadlineMs: 1_290 })];
+    expect(failing(records)).toEqual(['I1', 'I6']);
+    expect(checkHistory(records, { clockSkewMs: 0 }).invariants.I6.violations.map((v) => v.message)).toEqual(['a handoff of token 5 to b succeeded after that grant was revoked']);
+  });
+
+  it('a handoff of a grant revoked by force that succeeds is flagged too (I1, I6)', () => {
+    const records = [...revokedAt405(true), releaseOk('a', [500, 510], 5, { to: 'b', windowMs: 60_000, localDeadlineMs: 1_290 })];
+    expect(failing(records)).toEqual(['I1', 'I6']);
+  });
+
+  it('a release of a grant revoked by force is refused LEASE_LOST; one that succeeds is flagged (I1, I6)', () => {
+    expect(failing([...revokedAt405(true), releaseLost('a', [500, 510], 5, { reason: 'revoked', localDeadlineMs: 1_290 })])).toEqual([]);
+    const records = [...revokedAt405(true), releaseOk('a', [500, 510], 5, { localDeadlineMs: 1_290 })];
+    expect(failing(records)).toEqual(['I1', 'I6']);
+    expect(checkHistory(records, { clockSkewMs: 0 }).invariants.I6.violations.map((v) => v.message)).toEqual(['a release of token 5 succeeded after that grant was revoked by force']);
   });
 });

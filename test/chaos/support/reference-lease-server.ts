@@ -88,6 +88,7 @@ export class ReferenceLeaseServer {
   release(name: string, req: { leaseId: string; token: number }, now: number): RefPublic | 'LEASE_LOST' {
     const item = this.items.get(name);
     if (!item || item.leaseId !== req.leaseId || item.token !== req.token) return 'LEASE_LOST';
+    if (item.revoked?.force) return 'LEASE_LOST'; // a forced revoke ended it: the operator's decision stands
     if (item.holder === undefined) return publicOf(item, now); // released before: harmless
     item.holder = undefined;
     item.requestId = undefined;
@@ -99,12 +100,12 @@ export class ReferenceLeaseServer {
   /**
    * An operator's revoke of the current grant. Safe: no more renews, available at its expiry
    * (no lock-delay). Forced: ended now, as by a release. Again: the same record, unless force
-   * upgrades a safe revoke of a grant still held.
+   * upgrades a safe revoke (whether or not its holder has released or it expired since).
    */
   revoke(name: string, force: boolean, now: number): (RefPublic & { revoked: { at: number; force: boolean } }) | 'LEASE_NOT_HELD' | 'LEASE_NOT_FOUND' {
     const item = this.items.get(name);
     if (!item) return 'LEASE_NOT_FOUND';
-    const revocable = isHeld(item, now) && (item.revoked === undefined || (force && !item.revoked.force));
+    const revocable = (isHeld(item, now) && item.revoked === undefined) || (force && item.revoked !== undefined && !item.revoked.force);
     if (revocable) {
       item.revoked = { at: now, force };
       if (force) {
