@@ -4,7 +4,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, ScheduledEvent } from 'aws-lambda';
 import { fenceUpdate, isFencedOut } from 'leasehold/dynamodb';
-import { LeaseClient, sigv4Signer, withLease } from 'leasehold/lambda'; // the light entry point for Lambda
+import { LeaseClient, sigv4Signer, withLease, type TermInfo } from 'leasehold/lambda'; // the light entry point for Lambda
 
 // Created once per sandbox. leasehold/lambda's signer reads the function role's keys from the environment.
 const leases = new LeaseClient({ endpoint: process.env.LEASEHOLD_URL ?? 'https://abc123.execute-api.eu-west-1.amazonaws.com', signer: sigv4Signer() });
@@ -19,7 +19,7 @@ export async function handler(event: ScheduledEvent, context: Context) {
     // ttlMs is capped at the invocation's remaining time less lambdaMarginMs (default 1000): the work's
     // signal aborts (reason `deadline`) and the lease is released 1 s before the function times out.
     { holder: context.awsRequestId, ttlMs: 60_000, lambdaContext: context },
-    ({ token, signal }) => writeReports(day, token, signal),
+    (term) => writeReports(day, term),
   ); // a loss (`deadline` included) rejects with LeadershipLostError: the invocation fails, EventBridge retries
   if ('reason' in result) return { skipped: 'too little time left in this invocation' };
   if (!result.acquired) return { skipped: `already running (${result.lease.holder ?? 'reserved'})` };
@@ -27,10 +27,10 @@ export async function handler(event: ScheduledEvent, context: Context) {
 }
 
 /** One fenced write per region: DynamoDB rejects it once a newer run (a newer token) has written that item. */
-async function writeReports(day: string, token: number, signal: AbortSignal): Promise<number> {
+async function writeReports(day: string, { token, signal, throwIfLost }: TermInfo): Promise<number> {
   let written = 0;
   for (const region of ['eu', 'us', 'ap']) {
-    signal.throwIfAborted(); // the lease is gone or the invocation is ending: stop
+    throwIfLost(); // the lease is gone, the invocation is ending, or the sandbox was frozen past the lease: stop
     const response = await fetch(`https://orders.internal/${region}/${day}/total`, { signal });
     const totalCents = Number(await response.text());
     const update = {

@@ -3,7 +3,7 @@
 import { hostname } from 'node:os';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { LeaseClient, createLeaseGroup, sigv4Signer } from 'leasehold';
+import { LeaseClient, createLeaseGroup, isLeaseLostError, sigv4Signer, type TermInfo } from 'leasehold';
 import { fenceUpdate, isFencedOut } from 'leasehold/dynamodb';
 
 const db = DynamoDBDocumentClient.from(new DynamoDBClient({}));
@@ -18,19 +18,26 @@ const group = createLeaseGroup(client, {
   holder: `${hostname()}:${process.pid}`,
   ttlMs: 15_000,
   watch: process.env.LEASEHOLD_WATCH_URL, // optional: partitions move in one round trip instead of at the next read
-  // Each owned partition gets its own fencing token and a signal that aborts when it moves away.
-  onAssigned: (partition, { token, signal }) => {
-    consume(partition, token, signal).catch((error: unknown) => console.error(`partition ${partition} failed`, error));
+  // Each owned partition is a term: its own fencing token, and a signal that aborts when it moves away.
+  onAssigned: (partition, term) => {
+    consume(partition, term).catch((error: unknown) => {
+      if (!isLeaseLostError(error)) console.error(`partition ${partition} failed`, error); // a loss is onRevoked's news
+    });
   },
   onRevoked: (partition, reason) => console.log(`partition ${partition} moved away: ${reason}`),
 });
 group.start();
 
-/** Reads the partition's messages after its checkpoint, handles them, and moves the checkpoint, fenced by the token. */
-async function consume(partition: string, token: number, signal: AbortSignal): Promise<void> {
+/**
+ * Reads the partition's messages after its checkpoint, handles them, and moves the checkpoint, fenced by
+ * the token. `throwIfLost()` right before each write: after a pause (SIGSTOP, a long GC) the signal
+ * can still read live for a moment while the ownership is already over; throwIfLost reads the clock.
+ */
+async function consume(partition: string, { token, signal, throwIfLost }: TermInfo): Promise<void> {
   const checkpoint = await db.send(new GetCommand({ TableName: 'orders-checkpoints', Key: { pk: partition } }));
   let after = (checkpoint.Item?.seq as number | undefined) ?? 0;
-  while (!signal.aborted) {
+  for (;;) {
+    throwIfLost();
     const page = await db.send(
       new QueryCommand({
         TableName: 'orders-inbox',
@@ -45,9 +52,13 @@ async function consume(partition: string, token: number, signal: AbortSignal): P
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       continue;
     }
-    for (const message of messages) await handle(message, signal);
+    for (const message of messages) {
+      throwIfLost();
+      await handle(message, signal);
+    }
     const last = messages.at(-1)?.seq as number;
     try {
+      throwIfLost();
       // The checkpoint only moves for the partition's current owner: a deposed one is fenced out.
       await db.send(
         new UpdateCommand(

@@ -88,7 +88,10 @@ export class CampaignWaiters {
       return { elected: Promise.reject(error), started: false };
     }
     const startedMs = this.clock.nowMs();
-    const giveUp = (why: 'timeout' | 'aborted') => new NotElectedError(this.name, why, this.clock.nowMs() - startedMs, this.last, this.role, this.endpoint, why === 'aborted' ? signal?.reason : undefined);
+    const giveUp = (why: 'timeout' | 'aborted') =>
+      why === 'timeout'
+        ? new NotElectedError(this.name, why, timeoutMs ?? 0, this.last, this.role, this.endpoint)
+        : new NotElectedError(this.name, why, this.clock.nowMs() - startedMs, this.last, this.role, this.endpoint, signal?.reason);
     if (signal?.aborted) return { elected: Promise.reject(giveUp('aborted')), started: false };
     const elected = new Promise<TermInfo>((resolve, reject) => {
       let cancelTimer: CancelTimer | undefined;

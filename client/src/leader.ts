@@ -19,8 +19,10 @@
  * A frozen process (Lambda freeze/thaw, a stop-the-world pause, SIGSTOP) cannot act on its beliefs
  * while frozen but may act on them right after it thaws. Every timer therefore first checks how late
  * it fired; more than `pauseThresholdMs` late means the process was frozen and it steps down before
- * doing anything else. (If a platform stops the monotonic clock itself while frozen, a pause cannot
- * be seen; the server-side expiry and fencing still hold.)
+ * doing anything else. Whatever runs first after a thaw (user code reading the term, a renewal's
+ * answer) runs the same check, so the term ends as `paused` before anyone acts on it
+ * (`Term.checkNow`). (If a platform stops the monotonic clock itself while frozen, a pause cannot be
+ * seen; the server-side expiry and fencing still hold.)
  *
  * No local belief can be exact: between `isLeader()` returning true and a write landing, the process
  * may be paused past its lease. Writes that must never come from a stale leader carry the term's
@@ -129,14 +131,19 @@ export interface Leader {
    * rethrown.
    */
   handoff(to: string, options?: { windowMs?: number }): Promise<HandoffResponse>;
-  /** True while this process leads and the local deadline has not passed. Synchronous, one clock read. */
+  /**
+   * True while this process leads and the local deadline has not passed. Synchronous, one clock read.
+   * Found false past the deadline (or with the term's timer overdue after a freeze), the term ends on
+   * the spot: its signal has aborted and `onLost` has heard by the time this returns.
+   */
   isLeader(): boolean;
   /** Fencing token of the current term; undefined when not leading. */
   readonly token: number | undefined;
   /**
-   * Aborts when the current term ends: when its deadline timer fires (at the deadline unless the
-   * event loop is blocked; `isLeader()` reads the clock and is exact), on a loss, resign or stop.
-   * Already aborted when not leading.
+   * Aborts when the current term ends: when its deadline timer fires, when anything finds the deadline
+   * passed (`isLeader()`, `token`, this getter, the term's `throwIfLost()`), on a loss, resign or
+   * stop. Already aborted when not leading. Right after a freeze, a signal held by the work may read
+   * `aborted === false` until one of those runs: check `term.throwIfLost()` before each write.
    */
   readonly signal: AbortSignal;
   /** The current grant; undefined when not leading. */
