@@ -51,6 +51,25 @@ describe('SigV4 in headers (aws4fetch)', () => {
   });
 });
 
+// Vectors of AWS's SigV4 test suite (aws-sig-v4-test-suite; no npm package ships it, so the three
+// used here are copied from it): AKIDEXAMPLE, region us-east-1, service "service", 2015-08-30T12:36:00Z.
+describe("SigV4 against AWS's published test suite", () => {
+  const SUITE = [
+    { name: 'get-vanilla', method: 'GET', url: 'https://example.amazonaws.com/', signature: '5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31' },
+    { name: 'get-vanilla-query-order-key-case', method: 'GET', url: 'https://example.amazonaws.com/?Param2=value2&Param1=value1', signature: 'b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500' },
+    { name: 'post-vanilla', method: 'POST', url: 'https://example.amazonaws.com/', signature: '5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b' },
+  ];
+  for (const v of SUITE) {
+    it(`reproduces ${v.name}`, async () => {
+      const added = await signSigV4({ method: v.method, url: new URL(v.url), headers: {}, body: undefined, credentials: CREDENTIALS, region: 'us-east-1', service: 'service', date: new Date('2015-08-30T12:36:00Z') });
+      expect(added).toEqual({
+        'x-amz-date': '20150830T123600Z',
+        authorization: `AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=${v.signature}`,
+      });
+    });
+  }
+});
+
 describe('SigV4 in the query string: a presigned URL (aws4fetch)', () => {
   const presign = (url: string, sessionToken?: string, expiresInSeconds = 300) =>
     presignSigV4({ url: new URL(url), credentials: { ...CREDENTIALS, ...(sessionToken ? { sessionToken } : {}) }, region: REGION, service: 'execute-api', date: DATE, expiresInSeconds });
