@@ -13,7 +13,7 @@ import { ValidationError } from '../../client/src/protocol/index.js';
  */
 export function canonicalPathError(rawPath: string): ValidationError | undefined {
   if (!rawPath.startsWith('/')) return new ValidationError('path', 'must be canonical: start with "/"');
-  if (rawPath.includes('%')) return new ValidationError('path', 'must be canonical: no percent-encoding (names, prefixes and groups need none)');
+  if (rawPath.includes('%')) return new ValidationError('path', 'must be canonical: no percent-encoding (names, prefixes and groups are A-Z a-z 0-9 . _ : - and need none)');
   const segments = rawPath.split('/').slice(1);
   const inner = segments.slice(0, -1);
   if (inner.includes('')) return new ValidationError('path', 'must be canonical: no empty segment ("//")');

@@ -236,10 +236,30 @@ describe('bad input gets a 4xx with a stable code and changes nothing', () => {
     }
   });
 
-  it('a name with a raw slash is an unknown route (404 ROUTE_NOT_FOUND)', async () => {
+  it('a name with a raw slash on a route that ends in a verb answers 400 VALIDATION_ERROR naming the alphabet', async () => {
     const answer = await postJson('/v1/leases/a/b/acquire', { holder: 'x', ttlMs: 1000 });
-    expect(answer.status).toBe(404);
-    expect(answer.body.error.code).toBe('ROUTE_NOT_FOUND');
+    expect(answer.status).toBe(400);
+    expect(answer.body.error).toMatchObject({ code: 'VALIDATION_ERROR', field: 'name' });
+    expect(answer.body.error.message).toBe(
+      'Invalid `name`: must be 1-200 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit, got "a/b".',
+    );
+  });
+
+  it('a percent-encoded space in a name is refused with a message naming the alphabet', async () => {
+    const answer = await postJson('/v1/leases/a%20b/acquire', { holder: 'x', ttlMs: 1000 });
+    expect(answer.status).toBe(400);
+    expect(answer.body.error.message).toContain('A-Z a-z 0-9 . _ : -');
+  });
+
+  it('a refused value is echoed with its unit; a missing field says "is required"; a leaseId is never echoed', async () => {
+    const ttl = await postJson(acquirePath(), { holder: 'x', ttlMs: '15' });
+    expect(ttl.body.error.message).toBe('Invalid `ttlMs`: must be an integer number of milliseconds from 1000 to 3600000, got "15".');
+    const missing = await postJson(acquirePath(), { ttlMs: 15_000 });
+    expect(missing.body.error.message).toBe('Invalid `holder`: is required.');
+    const leaseId = await renew(name, { leaseId: 'not-a-lease-id-but-maybe-a-secret', token: 1 });
+    expect(leaseId.status).toBe(400);
+    expect(leaseId.body.error.message).toBe('Invalid `leaseId`: must be the 32 hex characters returned by acquire.');
+    await expectUnchanged();
   });
 
   it('a body that is not application/json answers 415 UNSUPPORTED_MEDIA_TYPE', async () => {

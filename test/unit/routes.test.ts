@@ -3,6 +3,7 @@ import { MethodNotAllowedError, ROUTES, routeRequest } from '../../client/src/pr
 import { matchRoute } from '../../functions/http/routes.js';
 import { canonicalPathError } from '../../functions/http/canonical-path.js';
 import { handler as fallback } from '../../functions/handlers/fallback.js';
+import { nameOutsideAlphabetError } from '../../functions/http/name-in-path.js';
 
 describe('route matching', () => {
   it('finds each v1 route and decodes the name', () => {
@@ -66,5 +67,37 @@ describe('the protocol route table', () => {
       expect(match.route.id, route.id).toBe(route.id);
       if (route.path.includes('{name}')) expect(match.pathParameters, route.id).toEqual({ name: 'team-a:jobs.1' });
     }
+  });
+});
+
+describe('a name holding a "/" on a route that ends in a verb', () => {
+  const ALPHABET = 'must be 1-200 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit';
+
+  it.each([
+    ['POST', '/v1/leases/a/b/acquire', 'name', '"a/b"'],
+    ['POST', '/v1/leases/team/x/y/release', 'name', '"team/x/y"'],
+    ['POST', '/v1/semaphores/a/b/acquire', 'name', '"a/b"'],
+    ['POST', '/v1/prefixes/team/a/renew', 'prefix', '"team/a"'],
+  ])('%s %s is refused naming the alphabet of its %s, and echoing it', (method, rawPath, field, shown) => {
+    const error = nameOutsideAlphabetError(method, rawPath);
+    expect(error).toMatchObject({ code: 'VALIDATION_ERROR', field });
+    expect(error?.message).toContain(`, got ${shown}.`);
+    if (field === 'name') expect(error?.rule).toBe(ALPHABET);
+  });
+
+  it.each([
+    ['GET', '/v1/leases/a/b', 'describe has no verb after the name: "b" could be a mistyped verb'],
+    ['POST', '/v1/leases/a/b/steal', 'no route ends in "steal"'],
+    ['GET', '/v1/leases/a/b/acquire', 'acquire is a POST'],
+    ['POST', '/v1/leases/a/acquire', 'a real route, matched as usual'],
+    ['GET', '/nope/a/b/acquire', 'no route starts so'],
+  ])('%s %s is left to routing (%s)', (method, rawPath) => {
+    expect(nameOutsideAlphabetError(method, rawPath)).toBeUndefined();
+  });
+
+  it("API Gateway's $default route answers it 400 VALIDATION_ERROR, as the local server does", async () => {
+    const answer = await fallback({ rawPath: '/v1/leases/a/b/acquire', requestContext: { http: { method: 'POST' } } } as never);
+    expect(answer.statusCode).toBe(400);
+    expect(JSON.parse(answer.body as string).error).toMatchObject({ code: 'VALIDATION_ERROR', field: 'name', rule: ALPHABET });
   });
 });

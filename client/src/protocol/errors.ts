@@ -32,14 +32,21 @@ export class LeaseholdError extends Error {
   }
 }
 
+/**
+ * A refused input: `field` names it, `rule` says what it must be (the same text for every value, so
+ * clients may show it), and the message adds the value received when the caller passes `received`:
+ * `Invalid \`ttlMs\`: must be an integer number of milliseconds from 1000 to 3600000, got "15".`
+ * Leave `received` out for a secret (a leaseId, permitId, requestId or token): messages reach logs.
+ */
 export class ValidationError extends LeaseholdError {
   override name = 'ValidationError';
   constructor(
     readonly field: string,
     readonly rule: string,
-    options: LeaseholdErrorOptions = {},
+    /** `message`: the whole message, as a server sent it. */
+    options: LeaseholdErrorOptions & { received?: unknown; message?: string } = {},
   ) {
-    super(ErrorCode.VALIDATION_ERROR, `Invalid \`${field}\`: ${rule}.`, options);
+    super(ErrorCode.VALIDATION_ERROR, options.message ?? `Invalid \`${field}\`: ${rule}${'received' in options ? `, got ${describeReceived(options.received)}` : ''}.`, options);
   }
   override toBody(): ErrorBody['error'] {
     return { ...super.toBody(), field: this.field, rule: this.rule };
@@ -344,6 +351,32 @@ export function isLeaseLostError(error: unknown): error is LeaseLostError {
   return isLeaseholdError(error) && error.code === ErrorCode.LEASE_LOST;
 }
 
+/** The longest part of a received string a message echoes, in characters. */
+const RECEIVED_MAX_CHARS = 40;
+
+/**
+ * A received value as a message shows it: a string quoted and escaped as JSON (format and separator
+ * characters too, so a value cannot reorder or split a log line), cut at 40 characters with its
+ * length said; a number or boolean as written; an object or array by its kind only.
+ */
+export function describeReceived(value: unknown): string {
+  if (typeof value === 'string') {
+    const chars = [...value];
+    const shown = JSON.stringify(chars.slice(0, RECEIVED_MAX_CHARS).join('')).replace(
+      /[\p{Cf}\p{Zl}\p{Zp}]/gu,
+      (c) => {
+        const hex = (c.codePointAt(0) as number).toString(16);
+        return hex.length > 4 ? `\\u{${hex}}` : `\\u${hex.padStart(4, '0')}`;
+      },
+    );
+    return chars.length > RECEIVED_MAX_CHARS ? `${shown}… (${chars.length} characters)` : shown;
+  }
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return String(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value === 'object' ? 'JSON object' : typeof value}`;
+}
+
 /**
  * Rebuilds the typed error from a wire error body. Unknown codes (from a newer server) become a
  * plain LeaseholdError with code INTERNAL so a client never crashes on them.
@@ -353,7 +386,7 @@ export function errorFromBody(body: ErrorBody['error'], leaseName?: string): Lea
   const message = body.message;
   switch (body.code) {
     case ErrorCode.VALIDATION_ERROR:
-      return new ValidationError(body.field ?? 'request', body.rule ?? message, opts);
+      return new ValidationError(body.field ?? 'request', body.rule ?? message, { ...opts, message });
     case ErrorCode.LEASE_NOT_FOUND:
       return new LeaseNotFoundError(leaseName ?? body.lease?.name ?? '(unknown)');
     case ErrorCode.LEASE_HELD:

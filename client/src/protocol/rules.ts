@@ -1,4 +1,5 @@
 import { ValidationError } from './errors.js';
+import { MILLISECONDS, SECRET, refuse, type Echo } from './refuse.js';
 import type { RouteId } from './routes.js';
 import type {
   AcquireRequest,
@@ -72,25 +73,18 @@ export const PREFIX_PATTERN = /^[A-Za-z0-9._:-]{0,200}$/;
 export const CURSOR_PATTERN = /^[A-Za-z0-9_-]{1,1024}$/;
 
 export function validateName(name: unknown, field = 'name'): string {
-  if (typeof name !== 'string') throw new ValidationError(field, 'must be a string');
-  if (!NAME_PATTERN.test(name)) {
-    throw new ValidationError(
-      field,
-      'must be 1-200 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit',
-    );
-  }
-  return name;
+  return requireString(name, field, NAME_PATTERN, 'must be 1-200 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit');
 }
 
-function requireString(value: unknown, field: string, pattern: RegExp, rule: string): string {
-  if (typeof value !== 'string') throw new ValidationError(field, 'must be a string');
-  if (!pattern.test(value)) throw new ValidationError(field, rule);
+function requireString(value: unknown, field: string, pattern: RegExp, rule: string, echo: Echo = {}): string {
+  if (typeof value !== 'string') throw refuse(value, field, 'must be a string', echo);
+  if (!pattern.test(value)) throw refuse(value, field, rule, echo);
   return value;
 }
 
-function requireInteger(value: unknown, field: string, min: number, max: number): number {
+function requireInteger(value: unknown, field: string, min: number, max: number, echo: Echo = {}): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new ValidationError(field, `must be an integer from ${min} to ${max}`);
+    throw refuse(value, field, `must be an integer${echo.unit ? ` number of ${echo.unit}` : ''} from ${min} to ${max}`, echo);
   }
   return value;
 }
@@ -100,15 +94,15 @@ export function validateHolder(value: unknown, field = 'holder'): string {
 }
 
 export function validateTtlMs(value: unknown, field = 'ttlMs'): number {
-  return requireInteger(value, field, LIMITS.ttlMinMs, LIMITS.ttlMaxMs);
+  return requireInteger(value, field, LIMITS.ttlMinMs, LIMITS.ttlMaxMs, MILLISECONDS);
 }
 
 export function validateLockDelayMs(value: unknown, field = 'lockDelayMs'): number {
-  return requireInteger(value, field, 0, LIMITS.lockDelayMaxMs);
+  return requireInteger(value, field, 0, LIMITS.lockDelayMaxMs, MILLISECONDS);
 }
 
 export function validateServerWaitMs(value: unknown, field = 'serverWaitMs'): number {
-  return requireInteger(value, field, 0, LIMITS.serverWaitMaxMs);
+  return requireInteger(value, field, 0, LIMITS.serverWaitMaxMs, MILLISECONDS);
 }
 
 export function validateRequestId(value: unknown, field = 'requestId'): string {
@@ -117,15 +111,16 @@ export function validateRequestId(value: unknown, field = 'requestId'): string {
     field,
     REQUEST_ID_PATTERN,
     `must be ${LIMITS.requestIdMinLength}-${LIMITS.requestIdMaxLength} characters of A-Z a-z 0-9 _ -`,
+    SECRET,
   );
 }
 
 export function validateLeaseId(value: unknown, field = 'leaseId'): string {
-  return requireString(value, field, LEASE_ID_PATTERN, 'must be the 32 hex characters returned by acquire');
+  return requireString(value, field, LEASE_ID_PATTERN, 'must be the 32 hex characters returned by acquire', SECRET);
 }
 
 export function validateToken(value: unknown, field = 'token'): number {
-  return requireInteger(value, field, 1, Number.MAX_SAFE_INTEGER);
+  return requireInteger(value, field, 1, Number.MAX_SAFE_INTEGER, SECRET);
 }
 
 export function validateMetadata(value: unknown, field = 'metadata', maxBytes: number = LIMITS.metadataMaxBytes): JsonValue {
@@ -178,7 +173,7 @@ export function bodyMaxBytesFor(route: RouteId): number {
 /** A batch prefix: a list prefix (the lease-name alphabet) that is not empty. */
 export function validateBatchPrefix(value: unknown, field = 'prefix'): string {
   const rule = 'must be 1-200 characters of A-Z a-z 0-9 . _ : -';
-  if (value === '') throw new ValidationError(field, rule);
+  if (value === '') throw refuse(value, field, rule);
   return requireString(value, field, PREFIX_PATTERN, rule);
 }
 
@@ -251,7 +246,7 @@ export function pickFields<T extends object>(input: T, keys: readonly string[]):
 /** `at`: where the object sits in the body, prefixed to the field names errors report (`grants[3].`). */
 function requireObject(body: unknown, allowed: readonly string[], at = ''): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new ValidationError(at === '' ? 'body' : at.slice(0, -1), 'must be a JSON object');
+    throw refuse(body, at === '' ? 'body' : at.slice(0, -1), 'must be a JSON object');
   }
   for (const key of Object.keys(body)) {
     if (!allowed.includes(key)) {
@@ -295,7 +290,7 @@ export function validateAcquireRequest(body: unknown): AcquireRequest {
 /** A group's name: the lease-name alphabet; its members' names start with `<group>.`. */
 export function validateGroup(value: unknown, field = 'group'): string {
   if (typeof value !== 'string' || !NAME_PATTERN.test(value) || value.length > LIMITS.nameMaxLength - 2) {
-    throw new ValidationError(field, `must be 1-${LIMITS.nameMaxLength - 2} characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit`);
+    throw refuse(value, field, `must be 1-${LIMITS.nameMaxLength - 2} characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit`);
   }
   return value;
 }
@@ -334,7 +329,7 @@ function handoffFields(input: Record<string, unknown>, at = ''): HandoffRequest 
     to: validateHolder(requireField(input, 'to', at), `${at}to`),
   };
   if (input.windowMs !== undefined) {
-    request.windowMs = requireInteger(input.windowMs, `${at}windowMs`, LIMITS.handoffWindowMinMs, LIMITS.handoffWindowMaxMs);
+    request.windowMs = requireInteger(input.windowMs, `${at}windowMs`, LIMITS.handoffWindowMinMs, LIMITS.handoffWindowMaxMs, MILLISECONDS);
   }
   return request;
 }
@@ -350,11 +345,11 @@ export function validateRevokeRequest(body: unknown): RevokeRequest {
   const input = requireObject(body, REQUEST_FIELDS.revoke);
   const reason = requireField(input, 'reason');
   const rule = `must be 1-${LIMITS.revokeReasonMaxLength} printable characters`;
-  if (typeof reason !== 'string') throw new ValidationError('reason', 'must be a string');
-  if ([...reason].length > LIMITS.revokeReasonMaxLength || !PRINTABLE_PATTERN.test(reason)) throw new ValidationError('reason', rule);
+  if (typeof reason !== 'string') throw refuse(reason, 'reason', 'must be a string');
+  if ([...reason].length > LIMITS.revokeReasonMaxLength || !PRINTABLE_PATTERN.test(reason)) throw refuse(reason, 'reason', rule);
   const request: RevokeRequest = { reason };
   if (input.force !== undefined) {
-    if (typeof input.force !== 'boolean') throw new ValidationError('force', 'must be true or false');
+    if (typeof input.force !== 'boolean') throw refuse(input.force, 'force', 'must be true or false');
     request.force = input.force;
   }
   return request;
@@ -367,7 +362,7 @@ export function validateSemaphoreLimit(value: unknown, field = 'limit'): number 
 
 /** permitId is 128 random bits, hex encoded by the server (like a leaseId). */
 export function validatePermitId(value: unknown, field = 'permitId'): string {
-  return requireString(value, field, LEASE_ID_PATTERN, 'must be the 32 hex characters returned by acquire');
+  return requireString(value, field, LEASE_ID_PATTERN, 'must be the 32 hex characters returned by acquire', SECRET);
 }
 
 export function validateSemaphoreAcquireRequest(body: unknown): SemaphoreAcquireRequest {
@@ -404,7 +399,7 @@ export function validateSemaphoreReleaseRequest(body: unknown): SemaphoreRelease
 export const LIST_QUERY_PARAMETERS = ['prefix', 'limit', 'cursor'] as const;
 /** A `limit` query parameter: digits only, then an integer from 1 to `max`. */
 function queryLimit(value: unknown, max: number): number {
-  if (typeof value !== 'string' || !/^[0-9]{1,5}$/.test(value)) throw new ValidationError('limit', `must be an integer from 1 to ${max}`);
+  if (typeof value !== 'string' || !/^[0-9]{1,5}$/.test(value)) throw refuse(value, 'limit', `must be an integer from 1 to ${max}`);
   return requireInteger(Number(value), 'limit', 1, max);
 }
 
