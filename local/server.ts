@@ -23,6 +23,7 @@ import { createSemaphoreRenewHandler } from '../functions/handlers/semaphore-ren
 import { errorResponse, jsonResponse } from '../functions/http/responses.js';
 import type { HandlerDeps, RouteHandler } from '../functions/http/route.js';
 import { canonicalPathError } from '../functions/http/canonical-path.js';
+import { nameOutsideAlphabetError } from '../functions/http/name-in-path.js';
 import { matchRoute, type Route, type RouteId } from '../functions/http/routes.js';
 import { createDeps } from '../functions/runtime.js';
 import { createHostPolicy, type HostPolicy } from './host-policy.js';
@@ -292,7 +293,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
     // What API Gateway's `$default` route answers (functions/handlers/fallback.ts): a path that is not
     // canonical is refused as every route's handler refuses it. A path that matches a route reaches
     // the handler raw (its `rawPath`), and the handler's own middleware refuses it.
-    noRoute = canonicalPathError(rawPath) ?? error;
+    noRoute = canonicalPathError(rawPath) ?? nameOutsideAlphabetError(method, rawPath) ?? error;
   }
 
   let body: string;
