@@ -15,7 +15,8 @@ import { readOwnership, type OwnershipLog } from '../../chaos/ownership.js';
  * The chaos harness end to end: real worker processes, API servers, DynamoDB Local (killed -9
  * on purpose), fault proxies, real time. Bounded runs with fixed seeds: a correct one, which must
  * inject every kind of fault and find nothing; others that stress one feature each (epoch fencing,
- * batched renewals, revokes and semaphores, priorities with claims, yields and proclaims, lease groups); and runs with the fence switched off, which the
+ * batched renewals, revokes and semaphores, priorities with claims, yields and proclaims, revokes
+ * with priorities and handoffs, lease groups); and runs with the fence switched off, which the
  * checker must catch. Durations are short for CI; `npm run chaos -- --duration 30m` is the
  * long run (see docs/chaos.md).
  */
@@ -263,6 +264,42 @@ describe('a bounded chaos run with priorities (--priorities)', () => {
     expect(run.summary.check.coordination.proclaims.applied).toBeGreaterThanOrEqual(1);
     expect(proclaims.every((r) => r.answeredToken === r.token)).toBe(true);
     expect(ops('describe').filter((r) => r.outcome === 'ok' && r.metadata !== undefined).length).toBeGreaterThan(5);
+  });
+
+  it('charges every job it enqueued exactly once', () => {
+    const { jobs } = run.summary;
+    expect(jobs.enqueued).toBeGreaterThan(20);
+    expect(jobs).toMatchObject({ chargedOnce: jobs.enqueued, chargedMoreThanOnce: 0, neverCharged: 0 });
+  });
+});
+
+describe('a bounded chaos run with revokes, priorities and handoffs together', () => {
+  let run: HarnessRun;
+  let history: LocatedRecord[];
+  const ops = (kind: OpKind): OpRecord[] => history.flatMap((e) => (e.record.type === 'op' && e.record.op === kind ? [e.record] : []));
+  beforeAll(async () => {
+    // The revokes run's fault plan (seed 20261143: safe and forced revokes of leaders among kills,
+    // stops and a partition) with seeded priorities: operators revoke leases that claims and
+    // handoffs are moving, so the model judges revokes against reservations and claims.
+    run = await runHarness(['--duration', '20s', '--seed', '20261143', '--faults', 'revoke,stop,partition,kill', '--fault-every', '2s', '--priorities']);
+    history = await readHistory(join(run.out, 'history.jsonl'));
+  }, RUN_TIMEOUT_MS);
+  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+
+  it('ends with exit status 0 and the verdict PASS: every invariant checked and none violated', () => {
+    expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
+    for (const [id, report] of Object.entries(run.summary.invariants)) {
+      expect({ id, status: report.status, violations: report.violations }).toEqual({ id, status: 'pass', violations: 0 });
+      expect(report.checked, id).toBeGreaterThan(0);
+    }
+  });
+
+  it('took safe and forced revokes while claims were recorded and leases handed off', () => {
+    const revoked = ops('revoke').filter((r) => r.outcome === 'ok');
+    expect(revoked.filter((r) => r.revokedForce === false).length, 'safe revokes').toBeGreaterThanOrEqual(1);
+    expect(revoked.filter((r) => r.revokedForce === true).length, 'forced revokes').toBeGreaterThanOrEqual(1);
+    expect(run.summary.check.coordination.claims, 'claims recorded').toBeGreaterThanOrEqual(1);
+    expect(ops('release').filter((r) => r.to !== undefined && r.outcome === 'ok').length, 'handoffs answered ok').toBeGreaterThanOrEqual(1);
   });
 
   it('charges every job it enqueued exactly once', () => {
