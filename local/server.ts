@@ -31,6 +31,7 @@ import { lambdaContext } from './lambda-context.js';
 import { validateLocalServerOptions } from './server-options.js';
 import { createPageServer, type PageServer } from './page/serve.js';
 import { createSigV4Verifier, sigv4WatchGrants, type SigV4VerifierOptions } from './sigv4-verifier.js';
+import { createRouteAuthorizer, type RouteAuthorizer } from './route-grants.js';
 import { TokenBucket, type ThrottleOptions } from './throttle.js';
 import { startStreamPoller, type StreamPoller } from './stream-poller.js';
 import { createWebSocketGateway, refuseUpgrade, type WebSocketGateway } from './websocket-gateway.js';
@@ -129,6 +130,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     'semaphore-describe': createSemaphoreDescribeHandler(deps),
   };
   const verify = options.sigv4 ? createSigV4Verifier({ nowMs: () => clock.nowMs(), ...options.sigv4 }) : undefined;
+  const authorize = options.sigv4 ? createRouteAuthorizer(options.sigv4.credentials) : undefined;
   const openapi = readFileSync(OPENAPI_PATH, 'utf8');
   const bucket = options.throttle ? new TokenBucket(options.throttle, clock) : undefined;
   // The page paints its first rows from the list; not when the API demands signatures a browser cannot make.
@@ -155,7 +157,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     const answered = (route: Route) => {
       if (route.method === 'POST') poller?.wake();
     };
-    serve(req, res, { handlers, verify, openapi, clock, bucket, page, hosts, answered }).catch((error: unknown) =>
+    serve(req, res, { handlers, verify, authorize, openapi, clock, bucket, page, hosts, answered }).catch((error: unknown) =>
       send(res, errorResponse(isLeaseholdError(error) ? error : new InternalError())),
     );
   });
@@ -244,6 +246,8 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
 interface ServeContext {
   handlers: Record<RouteId, RouteHandler>;
   verify: ReturnType<typeof createSigV4Verifier> | undefined;
+  /** With SigV4: whether the caller's grants cover the route, as IAM decides in AWS. */
+  authorize: RouteAuthorizer | undefined;
   openapi: string;
   clock: WallClock;
   bucket: TokenBucket | undefined;
@@ -321,6 +325,11 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
       caller = await ctx.verify({ method, path: rawUrl, headers, host: headers.host ?? '', body });
     } catch (error) {
       send(res, errorResponse(isLeaseholdError(error) ? error : new InternalError()));
+      return;
+    }
+    const refusal = ctx.authorize?.(caller.accessKeyId, method, rawPath, match.route);
+    if (refusal) {
+      send(res, errorResponse(refusal));
       return;
     }
   }

@@ -4,6 +4,8 @@ import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { ForbiddenError, UnauthorizedError } from '../client/src/protocol/index.js';
 import { EVERY_LEASE, staticWatchGrants, type WatchGrants } from '../functions/watch/watch-grants.js';
+import type { GrantKind } from '../infra/grant-routes.js';
+import { watchesWith } from './route-grants.js';
 
 /**
  * Verifies AWS SigV4 signatures on requests to the local server, as API Gateway's IAM auth does:
@@ -24,11 +26,13 @@ import { EVERY_LEASE, staticWatchGrants, type WatchGrants } from '../functions/w
  */
 export interface SigV4VerifierOptions {
   /**
-   * Accepted credentials. `prefixes` limits what that key may watch (the watch's subscriptions,
-   * as `grantWatch(role, prefix)` does in AWS); without it, the key watches every lease. The HTTP
-   * routes are not limited by it (in AWS, IAM scopes them).
+   * Accepted credentials. Each stands for a role given the construct's grants: `access` (default
+   * `['leases']` with `prefixes`, `['leases', 'admin']` without) for each of `prefixes` (every name
+   * without them). The local server enforces them on every HTTP route as IAM enforces the grants'
+   * route ARNs (local/route-grants.ts), and on the watch's subscriptions as the watch's functions
+   * do (`leases` and `read` include the watch, `admin` does not).
    */
-  credentials: Array<{ accessKeyId: string; secretAccessKey: string; prefixes?: string[] }>;
+  credentials: Array<{ accessKeyId: string; secretAccessKey: string; prefixes?: string[]; access?: GrantKind[] }>;
   region: string;
   /** Default 'execute-api'. */
   service?: string;
@@ -67,10 +71,13 @@ export function localCallerArn(accessKeyId: string): string {
   return `arn:aws:iam::000000000000:user/${accessKeyId}`;
 }
 
-/** The watch grants of the local server's credentials: `prefixes`, or every lease without them. */
+/**
+ * The watch grants of the local server's credentials: `prefixes`, or every lease without them; none
+ * for a credential whose `access` has no grant that includes the watch (only `admin`).
+ */
 export function sigv4WatchGrants(options: Pick<SigV4VerifierOptions, 'credentials'>): WatchGrants {
   return staticWatchGrants(
-    options.credentials.map((c) => ({ principalArn: localCallerArn(c.accessKeyId), prefixes: c.prefixes ?? [EVERY_LEASE] })),
+    options.credentials.filter(watchesWith).map((c) => ({ principalArn: localCallerArn(c.accessKeyId), prefixes: c.prefixes ?? [EVERY_LEASE] })),
   );
 }
 
