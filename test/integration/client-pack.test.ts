@@ -151,7 +151,7 @@ describe('a project outside the repository, after npm install <tarball>', () => 
   });
 
   it("runs the README's leader example: elected against the local server, then steps down", async () => {
-    server = await startTestServer();
+    server ??= await startTestServer();
     // Asynchronously: the server answers from this very process.
     const { stdout } = await promisify(execFile)(process.execPath, [join(project, 'out/leader.js')], {
       cwd: project,
@@ -161,4 +161,35 @@ describe('a project outside the repository, after npm install <tarball>', () => 
     });
     expect(stdout).toMatch(/^leading my-app:cron-leader with fencing token \d+$/m);
   }, 30_000);
+});
+
+// The README's TypeScript path, as pasted: `npm init -y` (npm 11 writes "type": "commonjs", under which
+// tsx refuses the example's top-level await), the documented `npm pkg set type=module`, the tarball,
+// tsx as a dev dependency, and the example saved as app.ts, run with `npx tsx app.ts`. tsx is linked to
+// the copy this repository installed, and npx runs offline: nothing is downloaded.
+describe('a new TypeScript project, as the README sets it up', () => {
+  const tsProject = join(work, 'ts-project');
+
+  it("runs the README's example as app.ts with npx tsx after npm init -y and npm pkg set type=module", async () => {
+    mkdirSync(tsProject);
+    npm(['init', '-y'], tsProject);
+    npm(['pkg', 'set', 'type=module'], tsProject);
+    expect(JSON.parse(readFileSync(join(tsProject, 'package.json'), 'utf8')).type).toBe('module');
+    for (const name of Object.keys(manifest.dependencies)) linkInstalled(tsProject, name);
+    npm(['install', '--offline', '--ignore-scripts', join(checkout, TARBALL)], tsProject);
+    // What `npm install --save-dev tsx` leaves: the package and its command.
+    linkInstalled(tsProject, 'tsx');
+    mkdirSync(join(tsProject, 'node_modules/.bin'), { recursive: true });
+    symlinkSync(join(ROOT, 'node_modules/tsx/dist/cli.mjs'), join(tsProject, 'node_modules/.bin/tsx'));
+    writeFileSync(join(tsProject, 'app.ts'), EXAMPLE);
+
+    server ??= await startTestServer();
+    const { stdout } = await promisify(execFile)('npx', ['--offline', 'tsx', 'app.ts'], {
+      cwd: tsProject,
+      encoding: 'utf8',
+      timeout: 30_000,
+      env: { ...process.env, LEASEHOLD_URL: server.url, npm_config_update_notifier: 'false' },
+    });
+    expect(stdout).toMatch(/^leading my-app:cron-leader with fencing token \d+$/m);
+  }, 90_000);
 });
