@@ -54,6 +54,31 @@ function anchorsOf(file: string): Set<string> {
   return anchors;
 }
 
+/** A page of more lines than this opens with a contents list (`## Contents`, a list of links to its sections). */
+const CONTENTS_MIN_LINES = 300;
+
+/** The headings of a Markdown text outside fenced code, in order. */
+function headings(text: string): Array<{ level: number; text: string }> {
+  const found: Array<{ level: number; text: string }> = [];
+  let fenced = false;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('```')) fenced = !fenced;
+    const heading = fenced ? null : /^(#{1,6}) (.+)$/.exec(line);
+    if (heading) found.push({ level: heading[1]!.length, text: heading[2]! });
+  }
+  return found;
+}
+
+/** The same-page anchors linked from the `## Contents` section, or undefined without one. */
+function contentsOf(text: string): string[] | undefined {
+  const lines = text.split('\n');
+  const start = lines.indexOf('## Contents');
+  if (start === -1) return undefined;
+  const end = lines.findIndex((line, i) => i > start && /^#{1,2} /.test(line));
+  const section = lines.slice(start + 1, end === -1 ? undefined : end).join('\n');
+  return [...section.matchAll(/\]\(#([^)\s]+)\)/g)].map((match) => match[1]!);
+}
+
 function isExternal(target: string): boolean {
   return /^[a-z]+:/i.test(target);
 }
@@ -91,6 +116,27 @@ describe('the documentation', () => {
         .map((line) => `${doc}: ${line.trim()}`),
     );
     expect(stale).toEqual([]);
+  });
+
+  it(`gives every page in docs/ over ${CONTENTS_MIN_LINES} lines a contents list linking each of its sections`, () => {
+    const missing: string[] = [];
+    for (const doc of DOCS.filter((d) => d.startsWith('docs/'))) {
+      const text = readFileSync(join(ROOT, doc), 'utf8');
+      if (text.split('\n').length <= CONTENTS_MIN_LINES) continue;
+      const contents = contentsOf(text);
+      if (contents === undefined) {
+        missing.push(`${doc}: no "## Contents"`);
+        continue;
+      }
+      const anchors = anchorsOf(join(ROOT, doc));
+      for (const target of contents) if (!anchors.has(target)) missing.push(`${doc}: contents link #${target} names no heading`);
+      const slugger = new GithubSlugger();
+      const sections = headings(text)
+        .map(({ level, text: heading }) => ({ level, slug: slugger.slug(heading) }))
+        .filter(({ level, slug }) => level === 2 && slug !== 'contents');
+      for (const { slug } of sections) if (!contents.includes(slug)) missing.push(`${doc}: contents lists no #${slug}`);
+    }
+    expect(missing).toEqual([]);
   });
 
   it('gives each topic one page in docs/', () => {
