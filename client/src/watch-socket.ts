@@ -14,6 +14,9 @@ export function socketError(url: URL, event: unknown): unknown {
 }
 
 export function closeQuietly(socket: WebSocketLike): void {
+  // ws reports closing a socket that is still connecting as an error event, and an error event
+  // nobody listens to is thrown (a process crash): whoever closes quietly listens.
+  socket.onerror = () => undefined;
   try {
     socket.close();
   } catch {

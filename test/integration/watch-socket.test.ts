@@ -2,7 +2,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server } f
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { WebSocket as WsWebSocket, WebSocketServer, type WebSocket as ServerSocket } from 'ws';
-import { defaultWebSocket } from '../../client/src/watch-socket.js';
+import { closeQuietly, defaultWebSocket } from '../../client/src/watch-socket.js';
 import type { WebSocketLike } from '../../client/src/watch-types.js';
 
 // How the watch opens its socket (client/src/watch-socket.ts), on real sockets against `ws`'s server
@@ -175,6 +175,16 @@ describe('the watch socket on a runtime without a global WebSocket (Node 20): ws
     client.socket.close();
     await expect(client.closed).resolves.toMatchObject({ code: 1006 });
     expect(client.socket.readyState).toBe(3);
+  });
+
+  it('closes quietly a socket still connecting with no handlers attached (a watch that moved on), raising nothing', async () => {
+    delete (globalThis as { WebSocket?: unknown }).WebSocket;
+    const server = await wsServer();
+    const socket = await defaultWebSocket(server.url, { headers: {} });
+    const closed = new Promise<void>((resolve) => (socket as unknown as WsWebSocket).once('close', () => resolve()));
+    closeQuietly(socket);
+    await closed;
+    expect(socket.readyState).toBe(3);
   });
 
   it('fails the connection on a non-101 answer (a refused $connect), naming the status', async () => {
