@@ -10,9 +10,7 @@ import {
   REQUEST_FIELDS,
   RENEW_GRANT_FIELDS,
   pickFields,
-  LeaseLostError,
   LeaseNotFoundError,
-  LeaseNotHeldError,
   ValidationError,
   validateAcquireRequest,
   validateGroupMember,
@@ -40,27 +38,18 @@ import type { WallClock } from './clock.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { LOCAL_PRINCIPAL, principalKey, replayKey } from './caller-keys.js';
 import { readGroup } from './lease-groups.js';
-import { conflictItem as conflictRecord, isConditionFailure, translate } from './dynamodb-errors.js';
+import { isConditionFailure, translate } from './dynamodb-errors.js';
+import { MAX_HOLD_MS, conflictItem, endGrant, leaseLost, revokeGrant } from './lease-endings.js';
 import {
   ACQUIRE_REMOVE,
   ACQUIRE_SET,
-  RELEASE_REMOVE,
-  RELEASE_SET,
   RENEW_COMMON_SET,
   RENEW_NEW_TTL_SET,
   RENEW_SAME_TTL_SET,
   CLAIM_SET,
-  FORCED_REVOKE_REMOVE,
-  GRANT_END_SET,
-  REVOKE_SAFE_SET,
   claimIsWanted,
-  REVOKE_SET,
-  grantIsCurrent,
   grantIsCurrentAndLive,
-  grantIsCurrentAndUnrevoked,
   grantIsCurrentAndUnexpired,
-  grantIsRevocable,
-  grantIsRevocableByForce,
   leaseIsAvailable,
 } from './lease-conditions.js';
 import {
@@ -68,9 +57,7 @@ import {
   isSameGrantRetry,
   LAST_OP_ATTRIBUTE,
   liveClaim,
-  leaseLostReason,
   retryAfterMs,
-  revokedRecord,
   toGrant,
   toPublicLease,
   type LastOp,
@@ -94,6 +81,8 @@ import {
  * The TTL cleanup deletes an item only `cleanupAfterMs` (default 7 days) after its last write.
  * Tokens stay below 2^53 until the year 2255.
  */
+
+export { MAX_HOLD_MS } from './lease-endings.js';
 
 /** Default time after an item's last write before DynamoDB TTL may delete it. */
 export const DEFAULT_CLEANUP_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
@@ -119,8 +108,9 @@ export type AcquireResult =
   | { acquired: false; lease: PublicLease; retryAfterMs: number; availableAtMs: number; claim?: LeaseClaim };
 
 export class LeaseStore {
-  private readonly client: DynamoDBDocumentClient;
-  private readonly tableName: string;
+  /** LeaseWriter (lease-endings.ts): the table the store writes. */
+  readonly client: DynamoDBDocumentClient;
+  readonly tableName: string;
   /** The store decides availability by this clock; a caller that waits for a lease waits on it too. */
   readonly clock: WallClock;
   private readonly cleanupAfterMs: number;
@@ -369,7 +359,7 @@ export class LeaseStore {
   async release(name: string, input: ReleaseRequest): Promise<PublicLease> {
     validateName(name);
     const request = validateReleaseRequest(pickFields(input, REQUEST_FIELDS.release));
-    return (await this.endGrant(name, request, undefined)).lease;
+    return (await endGrant(this, name, request, undefined)).lease;
   }
 
   /**
@@ -381,114 +371,17 @@ export class LeaseStore {
   async handoff(name: string, input: HandoffRequest): Promise<{ lease: PublicLease; to: string; reservedUntil: number }> {
     validateName(name);
     const request = validateHandoffRequest(pickFields(input, REQUEST_FIELDS.handoff));
-    const ended = await this.endGrant(name, request, { to: request.to, windowMs: request.windowMs ?? LIMITS.handoffWindowDefaultMs });
+    const ended = await endGrant(this, name, request, { to: request.to, windowMs: request.windowMs ?? LIMITS.handoffWindowDefaultMs });
     return { lease: ended.lease, to: request.to, reservedUntil: ended.reservedUntil as number };
   }
 
   /**
-   * Release, optionally reserving the lease for one holder: one conditional UpdateItem on the
-   * current grant. If the grant already ended the same way (a retry), answers as if it just did.
-   */
-  private async endGrant(
-    name: string,
-    request: { leaseId: string; token: number },
-    reserve: { to: string; windowMs: number } | undefined,
-  ): Promise<{ lease: PublicLease; reservedUntil: number | undefined }> {
-    const now = this.clock.nowMs();
-    const reservedUntil = reserve ? now + reserve.windowMs : undefined;
-    const values: Record<string, unknown> = {
-      ':now': now,
-      ':leaseId': request.leaseId,
-      ':token': request.token,
-      ':expireItemAt': this.expireItemAt(reservedUntil ?? now),
-      ':lastOp': (reserve ? 'handoff' : 'release') satisfies LastOp,
-    };
-    let set: string = RELEASE_SET;
-    if (reserve) {
-      set += ', reservedFor = :to, reservedUntil = :reservedUntil';
-      values[':to'] = reserve.to;
-      values[':reservedUntil'] = reservedUntil;
-    }
-    try {
-      const out = await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { pk: name },
-          UpdateExpression: `${set} ${RELEASE_REMOVE}`,
-          ConditionExpression: reserve ? grantIsCurrentAndUnrevoked : grantIsCurrent,
-          ExpressionAttributeNames: { '#token': 'token' },
-          ExpressionAttributeValues: values,
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return { lease: toPublicLease(out.Attributes as LeaseRecord, this.clock.nowMs()), reservedUntil };
-    } catch (error) {
-      if (!isConditionFailure(error)) throw translate(error, name);
-      const current = conflictItem(error);
-      const at = this.clock.nowMs();
-      // A grant that a forced revoke ended was not ended by its holder: that release is refused as
-      // `revoked`, and a handoff of a revoked grant never took effect.
-      const alreadyEnded =
-        current !== undefined &&
-        current.holder === undefined &&
-        current.leaseId === request.leaseId &&
-        current.token === request.token &&
-        (reserve === undefined ? current.revokedForce !== true : current.revokedAt === undefined && current.reservedFor === reserve.to);
-      if (alreadyEnded) return { lease: toPublicLease(current, at), reservedUntil: current.reservedUntil };
-      throw leaseLost(name, current, request, at);
-    }
-  }
-
-  /**
-   * An operator takes the current grant away: one conditional UpdateItem. Safe (the default): the
-   * holder can no longer renew or hand off (it may still release), and the lease becomes available
-   * at the grant's own expiry, after the holder's fail-closed deadline, with no lock-delay. `force`:
-   * the grant ends now, with any handoff reservation and any claim on the lease, so the lease is
-   * available at once (fencing keeps the old holder's late writes out). `by` is the caller's
-   * identity as shown publicly, decided by the handler.
-   *
-   * Revoking a grant already revoked answers its record unchanged, except that `force` upgrades a
-   * safe revoke (also after its holder released). A lease nobody holds is LEASE_NOT_HELD; a name
-   * never acquired LEASE_NOT_FOUND.
+   * An operator takes the current grant away: see lease-endings.ts `revokeGrant`. `by` is the
+   * caller's identity as shown publicly, decided by the handler.
    */
   async revoke(name: string, input: RevokeRequest, by: string): Promise<PublicLease & { revoked: RevokedRecord }> {
     validateName(name);
-    const request = validateRevokeRequest(pickFields(input, REQUEST_FIELDS.revoke));
-    const force = request.force === true;
-    const now = this.clock.nowMs();
-    const set = [...REVOKE_SET, ...(force ? GRANT_END_SET : REVOKE_SAFE_SET)];
-    const values: Record<string, unknown> = {
-      ':now': now,
-      ':by': by,
-      ':reason': request.reason,
-      ':force': force,
-      ':expireItemAt': this.expireItemAt(now + MAX_HOLD_MS),
-      ':lastOp': 'revoke' satisfies LastOp,
-    };
-    if (force) values[':false'] = false;
-    try {
-      const out = await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { pk: name },
-          UpdateExpression: `SET ${set.join(', ')}${force ? ` ${FORCED_REVOKE_REMOVE}` : ''}`,
-          ConditionExpression: force ? grantIsRevocableByForce : grantIsRevocable,
-          ExpressionAttributeValues: values,
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return withRevoked(toPublicLease(out.Attributes as LeaseRecord, this.clock.nowMs()));
-    } catch (error) {
-      if (!isConditionFailure(error)) throw translate(error, name);
-      const current = conflictItem(error);
-      const at = this.clock.nowMs();
-      if (current === undefined) throw new LeaseNotFoundError(name);
-      // Already revoked (this grant: the next acquire clears the record): the same answer again.
-      if (current.revokedAt !== undefined) return withRevoked(toPublicLease(current, at));
-      throw new LeaseNotHeldError(toPublicLease(current, at));
-    }
+    return revokeGrant(this, name, validateRevokeRequest(pickFields(input, REQUEST_FIELDS.revoke)), by);
   }
 
   /** Strongly consistent read of the public state (never the leaseId). */
@@ -552,25 +445,10 @@ export class LeaseStore {
     }
   }
 
-  private expireItemAt(lastUseMs: number): number {
+  /** LeaseWriter: the epoch second at which DynamoDB TTL may delete an item last used at `lastUseMs`. */
+  expireItemAt(lastUseMs: number): number {
     return Math.ceil((lastUseMs + this.cleanupAfterMs) / 1000);
   }
-}
-
-/**
- * The longest a grant can hold a name from one write: the longest ttl plus the longest lock-delay.
- * A renew that keeps the stored ttl does not know it, so it sets the cleanup time from this bound.
- */
-export const MAX_HOLD_MS = LIMITS.ttlMaxMs + LIMITS.lockDelayMaxMs;
-
-function withRevoked(lease: PublicLease): PublicLease & { revoked: RevokedRecord } {
-  if (lease.revoked === undefined) throw new Error('a revoked lease without its record');
-  return lease as PublicLease & { revoked: RevokedRecord };
-}
-
-/** The lease item as it was when the condition failed (undefined if there was none). */
-function conflictItem(error: Parameters<typeof conflictRecord>[0]): LeaseRecord | undefined {
-  return conflictRecord(error) as LeaseRecord | undefined;
 }
 
 /** `{ claim }` when a claim is live on the item, for a refused acquire's answer. */
@@ -581,14 +459,6 @@ function claimOf(record: LeaseRecord, nowMs: number): { claim?: LeaseClaim } {
 
 function isCurrentGrant(record: LeaseRecord, request: { leaseId: string; token: number }): boolean {
   return record.holder !== undefined && record.leaseId === request.leaseId && record.token === request.token;
-}
-
-/** The LEASE_LOST answer for a refused renew, release or handoff; the reason is decided in lease-record.ts. */
-function leaseLost(name: string, current: LeaseRecord | undefined, request: { leaseId: string; token: number }, nowMs: number): LeaseLostError {
-  const reason = leaseLostReason(current, request);
-  return new LeaseLostError(name, current ? toPublicLease(current, nowMs) : null, reason, {
-    ...(reason === 'revoked' && current !== undefined ? { revoked: revokedRecord(current) } : {}),
-  });
 }
 
 function stringifyQuery(input: object): Record<string, string | undefined> {
