@@ -187,6 +187,7 @@ export const runCommand: Command = async (argv) => {
       ...(priority === undefined ? {} : { priority }),
       ...(watch ? { watch } : {}),
       onEvent: (event) => hooks.onLeaderEvent(event),
+      warnings: false, // the command logs what happens in its own words
     }),
   );
   try {

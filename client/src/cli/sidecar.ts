@@ -149,6 +149,7 @@ export const sidecarCommand: Command = async (argv) => {
       ...(healthCheckTimeoutMs !== undefined ? { healthCheckTimeoutMs } : {}),
       ...(unhealthyAfter !== undefined ? { unhealthyAfter } : {}),
       ...(watch !== undefined ? { watch } : {}),
+      warnings: false, // the sidecar logs what happens in its own words
       onEvent: (event) => {
         metrics.record(event);
         switch (event.type) {
