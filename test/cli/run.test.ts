@@ -224,6 +224,13 @@ describe('leasehold run', { timeout: 60_000 }, () => {
     const described = await (await fetch(`${server.url}/v1/semaphores/${name}`)).json() as { semaphore: { limit: number; holders: Array<{ holder: string }> } };
     expect(described.semaphore.limit).toBe(2);
     expect(described.semaphore.holders.map((h) => h.holder).sort()).toEqual([second![1], waiting].sort());
+
+    // It says what it holds, a permit (not "leading"), and each line has one pair of parentheses.
+    expect(waitingRun.stderr()).toMatch(new RegExp(`${name} is full: all 2 permits are held \\(the newest by \\S+, token \\d+\\); waiting`));
+    expect(waitingRun.stderr()).toMatch(new RegExp(`holding a permit of ${name} as \\S+ \\(token \\d+\\)`));
+    const lines = runs.flatMap((r) => r.stderr().split('\n')).filter((line) => line.startsWith('leasehold run:'));
+    expect(lines.filter((line) => line.includes('leading'))).toEqual([]);
+    expect(lines.filter((line) => (line.match(/\(/g) ?? []).length > 1)).toEqual([]);
   });
 
   it('refuses another --limit while permits are live (exit 2), and a --limit out of range (exit 2)', async () => {

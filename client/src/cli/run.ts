@@ -243,13 +243,13 @@ class Runner {
           this.giveUp();
           return;
         }
-        const who =
+        const state =
           s.limit !== undefined
-            ? `full: all ${s.limit} permits are held (the newest by ${lease.holder})`
+            ? `full: all ${s.limit} permits are held (the newest by ${lease.holder}, token ${lease.token})`
             : lease.holder === null
-              ? 'not available yet (lock-delay or a handoff)'
-              : `held by ${lease.holder}`;
-        this.logOnce(`${s.name} is ${who} (token ${lease.token}); waiting`);
+              ? `not available yet (lock-delay or a handoff, token ${lease.token})`
+              : `held by ${lease.holder} (token ${lease.token})`;
+        this.logOnce(`${s.name} is ${state}; waiting`);
       },
       onError: (error) => {
         this.last = { error };
@@ -333,7 +333,7 @@ class Runner {
       const status = outcome.signal !== null ? statusForSignal(outcome.signal) : (outcome.code ?? ExitCode.LOST);
       const how = outcome.signal !== null ? `was ended by ${outcome.signal}` : `exited with status ${String(outcome.code)}`;
       if (outcome.lost !== undefined) {
-        s.log(`the command ${how} after leadership was lost`);
+        s.log(`the command ${how} after ${s.limit === undefined ? 'leadership' : 'the permit'} was lost`);
         // A revoke is an operator's decision that this process should not lead: --forever obeys it.
         if (outcome.lost === 'revoked') {
           s.log(`${s.name} was revoked by an operator: not campaigning again`);
@@ -363,7 +363,7 @@ class Runner {
       const onLoss = () => {
         const reason = term.signal.reason as { reason?: LossReason } | undefined;
         lost = reason?.reason ?? 'expired';
-        s.log(`lost ${s.name} (${lost}): SIGTERM to the command now, SIGKILL in ${formatMs(s.timing.graceMs)} if it is still running`);
+        s.log(`lost ${s.limit === undefined ? '' : 'the permit of '}${s.name} (${lost}): SIGTERM to the command now, SIGKILL in ${formatMs(s.timing.graceMs)} if it is still running`);
         supervisor.send({ type: 'stop', reason: lost });
         // Without --forever there is no next term: stop campaigning (the SDK would campaign again).
         if (!s.forever || this.interrupted !== undefined) queueMicrotask(() => void this.leader.resign().catch(() => undefined));
@@ -399,7 +399,7 @@ class Runner {
         }
       });
       void supervisor.exited.then(() => finish({ kind: 'supervisorGone', pid }));
-      s.log(`leading ${s.name} as ${s.holder} (token ${term.token})`);
+      s.log(`${s.limit === undefined ? 'leading' : 'holding a permit of'} ${s.name} as ${s.holder} (token ${term.token})`);
       this.childRunning = true;
       term.signal.addEventListener('abort', onLoss, { once: true });
       if (term.signal.aborted) {
@@ -443,15 +443,15 @@ class Runner {
   /** The campaign was abandoned: say why, with the matching exit code. */
   private notElected(): number {
     if (this.interrupted !== undefined) {
-      this.s.log(`${this.interrupted}: stopped before leading ${this.s.name}`);
+      this.s.log(`${this.interrupted}: stopped before ${this.s.limit === undefined ? 'leading' : 'holding a permit of'} ${this.s.name}`);
       return statusForSignal(this.interrupted);
     }
     if (this.fatal !== undefined) throw this.fatal;
     if (this.gaveUp && this.last !== undefined) {
       if ('held' in this.last) {
         const { holder, token } = this.last.held;
-        const who = this.s.limit !== undefined ? `full (${this.s.limit} permits held)` : holder === null ? 'not available yet' : `held by ${holder}`;
-        this.s.log(`gave up after --wait: ${this.s.name} is ${who} (token ${token})`);
+        const who = this.s.limit !== undefined ? `full (${this.s.limit} permits held, the newest token ${token})` : `${holder === null ? 'not available yet' : `held by ${holder}`} (token ${token})`;
+        this.s.log(`gave up after --wait: ${this.s.name} is ${who}`);
         return ExitCode.HELD;
       }
       throw this.last.error;
