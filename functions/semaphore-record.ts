@@ -28,9 +28,10 @@ import {
  *
  * PermitIds are random, so nobody can compute another holder's. A retried acquire finds its permit
  * through `r_<replayKey>` (a hash of the requestId bound to the caller's principal,
- * functions/caller-keys.ts), whose value is the permitId: the acquire's write requires it absent,
- * so a retry cannot issue a second permit, and the item never holds a requestId in clear. It lives
- * as long as the entry it names: the sweep that removes the entry removes it.
+ * functions/caller-keys.ts), whose value is the permit's token (unique per permit, and no secret,
+ * unlike its permitId): the acquire's write requires it absent, so a retry cannot issue a second
+ * permit, and the item never holds a requestId in clear. It lives as long as the entry it names:
+ * the sweep that removes the entry removes it.
  */
 export interface SemaphoreRecord {
   /** Partition key: the semaphore name. */
@@ -47,7 +48,7 @@ export interface SemaphoreRecord {
   expireItemAt: number;
   [attribute: `p_${string}`]: PermitEntry;
   [attribute: `t_${string}`]: number;
-  [attribute: `r_${string}`]: string;
+  [attribute: `r_${string}`]: number;
 }
 
 /** One permit's map. */
@@ -90,11 +91,11 @@ export function replayAttribute(replayKey: string): `r_${string}` {
   return `${REPLAY_PREFIX}${replayKey}`;
 }
 
-/** The replay keys (without prefix) whose index names one of `permitIds`. */
-export function replayKeysOf(record: SemaphoreRecord, permitIds: ReadonlySet<string>): Array<{ replayKey: string; permitId: string }> {
-  const out: Array<{ replayKey: string; permitId: string }> = [];
+/** The replay keys (without prefix) whose index names one of the permits with `tokens`. */
+export function replayKeysOf(record: SemaphoreRecord, tokens: ReadonlySet<number>): Array<{ replayKey: string; token: number }> {
+  const out: Array<{ replayKey: string; token: number }> = [];
   for (const [key, value] of Object.entries(record)) {
-    if (key.startsWith(REPLAY_PREFIX) && typeof value === 'string' && permitIds.has(value)) out.push({ replayKey: key.slice(REPLAY_PREFIX.length), permitId: value });
+    if (key.startsWith(REPLAY_PREFIX) && typeof value === 'number' && tokens.has(value)) out.push({ replayKey: key.slice(REPLAY_PREFIX.length), token: value });
   }
   return out;
 }
@@ -180,8 +181,8 @@ export function toPermit(record: SemaphoreRecord, permitId: string, nowMs: numbe
  */
 export function replayedPermit(record: SemaphoreRecord, replayKey: string | undefined, holder: string, nowMs: number): PermitView | undefined {
   if (replayKey === undefined) return undefined;
-  const permitId = record[replayAttribute(replayKey)];
-  const permit = permitId === undefined ? undefined : permitOf(record, permitId);
+  const token = record[replayAttribute(replayKey)];
+  const permit = token === undefined ? undefined : permitsOf(record).find((p) => p.token === token);
   return permit !== undefined && permit.holder === holder && isLive(permit, nowMs) ? permit : undefined;
 }
 

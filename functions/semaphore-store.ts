@@ -121,15 +121,16 @@ export class SemaphoreStore {
     const request = validateSemaphoreAcquireRequest(pickFields(input, REQUEST_FIELDS['semaphore-acquire']));
     const permitId = this.newPermitId();
     const replay = request.requestId === undefined ? undefined : replayKey('permit', principal, request.requestId);
-    // The replay index: absent for a first attempt, so a retry cannot issue a second permit.
+    // The replay index, naming the new permit by its token: absent for a first attempt, so a retry
+    // cannot issue a second permit.
     const indexed: { names: Record<string, string>; set: string[] } =
-      replay === undefined ? { names: {}, set: [] } : { names: { '#rk': replayAttribute(replay) }, set: ['#rk = :permitId'] };
+      replay === undefined ? { names: {}, set: [] } : { names: { '#rk': replayAttribute(replay) }, set: ['#rk = if_not_exists(#token, :tokenBase) + :one'] };
     const now = this.clock.nowMs();
     const first = await this.write(name, {
       update: `SET ${[...ISSUE_SET, 'held = if_not_exists(held, :zero) + :one', 'dead = if_not_exists(dead, :zero)', ...indexed.set].join(', ')}`,
       condition: `attribute_not_exists(pk) OR (permitLimit = :limit AND held < :limit AND dead < :tombstonesMax AND attribute_not_exists(#p)${replay === undefined ? '' : ' AND attribute_not_exists(#rk)'})`,
       names: { '#p': permitAttribute(permitId), '#pt': permitTokenAttribute(permitId), '#token': 'token', ...indexed.names },
-      values: { ...this.issueValues(request, now), ':zero': 0, ':tombstonesMax': TOMBSTONES_MAX, ':permitId': permitId },
+      values: { ...this.issueValues(request, now), ':zero': 0, ':tombstonesMax': TOMBSTONES_MAX },
     });
     if ('item' in first) return { acquired: true, permit: toPermit(first.item, permitId, this.clock.nowMs()) };
     const seen = this.decide(name, first.conflict, request, replay);
@@ -151,11 +152,11 @@ export class SemaphoreStore {
     });
     // The replay indexes of the swept entries go with them, each only while it still names that
     // entry. This acquire's own index is written below instead.
-    replayKeysOf(record, new Set(sweep.map((p) => p.permitId)))
+    replayKeysOf(record, new Set(sweep.map((p) => p.token)))
       .filter((index) => index.replayKey !== replay)
       .forEach((index, i) => {
         names[`#x${i}`] = replayAttribute(index.replayKey);
-        pinValues[`:x${i}`] = index.permitId;
+        pinValues[`:x${i}`] = index.token;
         removes.push(`#x${i}`);
         pins.push(`#x${i} = :x${i}`);
       });
@@ -177,7 +178,6 @@ export class SemaphoreStore {
     const values: Record<string, unknown> = {
       ...this.issueValues(request, now2),
       ...pinValues,
-      ':permitId': permitId,
       ':zero': 0,
       ':heldDelta': 1 - unreleased,
       ':deadDelta': released,
