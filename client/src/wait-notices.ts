@@ -4,10 +4,11 @@ import type { LeaderEvent } from './term-events.js';
 
 /**
  * Why nothing happens, said out loud. A leader, a semaphore holder, a `withLease` job or a group
- * member that cannot reach its endpoint, whose credentials are refused, or whose renewals fail, keeps
- * trying (see docs/sdk.md, "When nothing happens"), and without these notices it would do so in
- * silence: a process with a wrong endpoint printed nothing until it was killed. They are built from
- * the events every term already emits, so all four entry points share this one mechanism.
+ * member that cannot reach its endpoint, whose credentials are refused, whose renewals fail, or whose
+ * health check keeps it from campaigning, keeps trying (see docs/sdk.md, "When nothing happens"), and
+ * without these notices it would do so in silence: a process with a wrong endpoint printed nothing
+ * until it was killed. They are built from the events every term already emits, so all four entry
+ * points share this one mechanism.
  *
  * - A failure warns at once (after the client's own retries of that request), then at most once per
  *   `WARN_EVERY_MS` for each kind of failure while it lasts, counting the ones it did not print.
@@ -34,7 +35,7 @@ export const NOTE_WAIT_AFTER_MS = 10_000;
 /** Longest part of an error's message a notice quotes. */
 const MESSAGE_MAX_CHARS = 300;
 
-type FailureKind = 'acquire' | 'renew' | 'fence' | 'read';
+type FailureKind = 'acquire' | 'renew' | 'fence' | 'read' | 'health';
 
 /** The one event a notice may come from besides a term's: a lease group's failed read. */
 export interface GroupReadFailure {
@@ -79,6 +80,10 @@ export class WaitNotices {
       case 'error':
         if (event.operation === 'acquire') this.failed('acquire', `${this.failure(event.error)}; still trying ${this.aim(event.name)}`);
         else if (event.operation === 'fence') this.failed('fence', `claiming the fence for ${event.name} failed: ${this.failure(event.error)}; still trying ${this.aim(event.name)}`);
+        return;
+      case 'healthCheckFailed':
+        // While leading, failures end the term (`unhealthy`, a `lost` event); standing by, they stop the campaign.
+        if (event.token === undefined) this.failed('health', `the health check failed (${event.failure}); not trying ${this.aim(event.name)} until it passes`);
         return;
       case 'renewFailed':
         this.failed('renew', `renewing ${event.name} failed: ${this.failure(event.error)}; retrying until its local deadline, when its term ends`);

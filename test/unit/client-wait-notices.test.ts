@@ -150,6 +150,15 @@ describe('warnings when the endpoint cannot be reached or refuses the credential
     await stopped;
   });
 
+  it('says why a standby does not campaign when its health check fails, once per interval', async () => {
+    const t = setup({ healthCheck: async () => false, renewEveryMs: 5_000 });
+    t.leader.start();
+    await t.clock.advance(20_000);
+    expect(t.api.calls).toEqual([]);
+    expect(t.said).toEqual(['leasehold: the health check failed (false); not trying to lead my-app:cron-leader until it passes']);
+    await t.leader.stop();
+  });
+
   it('a semaphore holder warns in a permit’s words', async () => {
     const clock = new ManualClock(0);
     const said: string[] = [];
