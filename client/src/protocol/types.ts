@@ -31,8 +31,10 @@ export interface PublicLease {
 
 /**
  * A candidate that asked for a held lease with a higher priority than the holder's (and than any
- * other live claim): the holder is asked to yield to it. Lapses at `expiresAt` unless the
- * claimant's next acquire refreshes it; cleared when the lease is next granted.
+ * other live claim): the holder is asked to yield to it. Lapses at `expiresAt` (the claimant's
+ * ttl, at most `LIMITS.claimMaxMs` after it last asked) unless the claimant's next acquire refreshes
+ * it; cleared when the lease is next granted or by a forced revoke. It belongs to the principal that
+ * made it: a handoff to it is reserved for that principal as well as for `holder`.
  */
 export interface LeaseClaim {
   holder: string;
