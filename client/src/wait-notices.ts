@@ -45,16 +45,21 @@ export interface GroupReadFailure {
   error: unknown;
 }
 
+/** The default: stderr. One function for every leader (a process may hold thousands). */
+function warnToConsole(message: string): void {
+  console.warn(message);
+}
+
 export function resolveWarnings(option: unknown): ((message: string) => void) | undefined {
-  if (option === undefined || option === true) return (message) => console.warn(message);
+  if (option === undefined || option === true) return warnToConsole;
   if (option === false) return undefined;
   if (typeof option === 'function') return option as (message: string) => void;
   throw new TypeError(`Expected \`warnings\` to be true, false or a function (message) => void, got ${String(option)}.`);
 }
 
 export class WaitNotices {
-  private readonly lastWarnedMs = new Map<FailureKind, number>();
-  private readonly unsaid = new Map<FailureKind, number>();
+  /** Per kind of failure: when it last warned, and how many since went unsaid. Made at the first failure (most leaders never fail). */
+  private throttle: Map<FailureKind, { lastWarnedMs: number; unsaid: number }> | undefined;
   /** When the current wait behind a holder began, and whether it was noted. */
   private waitingSinceMs: number | undefined;
   private waitNoted = false;
@@ -106,14 +111,14 @@ export class WaitNotices {
 
   private failed(kind: FailureKind, text: string): void {
     const now = this.clock.nowMs();
-    const last = this.lastWarnedMs.get(kind);
-    if (last !== undefined && now - last < WARN_EVERY_MS) {
-      this.unsaid.set(kind, (this.unsaid.get(kind) ?? 0) + 1);
+    this.throttle ??= new Map();
+    const last = this.throttle.get(kind);
+    if (last !== undefined && now - last.lastWarnedMs < WARN_EVERY_MS) {
+      last.unsaid += 1;
       return;
     }
-    const unsaid = this.unsaid.get(kind) ?? 0;
-    this.lastWarnedMs.set(kind, now);
-    this.unsaid.delete(kind);
+    const unsaid = last?.unsaid ?? 0;
+    this.throttle.set(kind, { lastWarnedMs: now, unsaid: 0 });
     this.tell(`leasehold: ${text}${unsaid > 0 ? ` (${unsaid} more such failure${unsaid === 1 ? '' : 's'} since the last warning)` : ''}`);
   }
 
