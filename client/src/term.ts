@@ -238,7 +238,9 @@ export class Term {
    * The term keeps one timer, not one for the deadline and one for the next renewal: a scheduled
    * renewal always comes before the deadline and arms the deadline's timer when it fires (before
    * anything is sent), so a deadline timer beside it could never fire first. A renewal that would
-   * be due at or after the deadline is never sent: the deadline's timer is armed instead.
+   * be due at or after the deadline is never sent: the deadline's timer is armed instead. While a
+   * renewal is in flight the timer waits for its time limit (before the deadline), then for the
+   * deadline, so that its due time always says when something should have run (`checkNow`).
    */
   private arm(purpose: TimerPurpose, delayMs: number): void {
     this.cancelTimer?.();
