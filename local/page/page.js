@@ -9,6 +9,8 @@ import { startSemaphores } from './semaphores.js';
 import { cell, timeCell } from './table-cells.js';
 
 const POLL_MS = 1000;
+// A watch that neither answers nor fails by then is reported unavailable (the page polls on); a late answer makes it live.
+const WATCH_PATIENCE_MS = 5000;
 const TICK_MS = 250;
 const PREFIX_PATTERN = /^[A-Za-z0-9._:-]{0,200}$/;
 // A lease name starts with a letter or digit: subscribing to every one of them watches everything.
@@ -32,6 +34,7 @@ let socket;
 let watchLive = false;
 let watchTried = false; // the watch answered or failed at least once
 let watchRetryMs = 1000;
+let watchPatience = 0;
 let lastError = '';
 
 input.value = prefix;
@@ -93,11 +96,14 @@ async function refresh() {
 function watch() {
   socket?.close();
   watchLive = false;
+  clearTimeout(watchPatience);
+  watchPatience = setTimeout(watchUnavailable, WATCH_PATIENCE_MS);
   const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v1/watch`;
   let ws;
   try {
     ws = new WebSocket(url);
   } catch {
+    watchUnavailable();
     return;
   }
   socket = ws;
@@ -119,6 +125,9 @@ function watch() {
       showStatus();
     } else if (data.type === 'event') {
       void refresh();
+    } else if (data.type === 'error') {
+      // A subscription refused (a grant that does not cover it, a limit): polling alone, unless another was taken.
+      watchUnavailable();
     }
   });
   ws.addEventListener('close', () => {
@@ -129,6 +138,13 @@ function watch() {
     setTimeout(watch, watchRetryMs);
     watchRetryMs = Math.min(watchRetryMs * 2, 30000);
   });
+}
+
+/** The status line stops saying "connecting" once the watch has had its chance: polling goes on. */
+function watchUnavailable() {
+  if (watchLive) return;
+  watchTried = true;
+  showStatus();
 }
 
 // ------------------------------------------------------------------ rendering

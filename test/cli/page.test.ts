@@ -191,6 +191,48 @@ describe('the first paint, the order and escaping', () => {
     })).toEqual(moved);
   });
 
+  it('heads its two sections "Leases" and "Semaphores"', async () => {
+    await page.goto(server.url);
+    expect(await page.getByRole('heading', { level: 2 }).allTextContents()).toEqual(['Leases', 'Semaphores']);
+    expect(await page.getByRole('region', { name: 'Leases' }).getByRole('table').count()).toBe(1);
+  });
+
+  it('says the watch is live once it subscribes, instead of "connecting to the watch…"', async () => {
+    await page.goto(server.url);
+    const text = await until('the watch to be live', async () => {
+      const shown = await page.getByRole('status').textContent();
+      return shown?.includes('live: watch pushes') ? shown : undefined;
+    });
+    expect(text).not.toContain('connecting');
+  });
+
+  it('stops saying "connecting to the watch…" when the watch never answers: it polls, and says so', async () => {
+    await acquire('silent-watch:a', 'worker-s');
+    const silent = await browser.newPage();
+    // A watch that accepts the connection and never answers a subscription.
+    await silent.routeWebSocket(/\/v1\/watch/, () => undefined);
+    await silent.goto(`${server.url}/?prefix=silent-watch:`);
+    expect(await shownNames(silent)).toEqual(['silent-watch:a']);
+    const text = await until('the watch to be reported unavailable', async () => {
+      const shown = await silent.getByRole('status').textContent();
+      return shown?.includes('watch unavailable') ? shown : undefined;
+    }, 10_000);
+    expect(text).toBe('1 lease with prefix “silent-watch:” · polling every second (watch unavailable)');
+    await silent.close();
+  });
+
+  it('says the watch is unavailable at once when it refuses the subscription', async () => {
+    const refused = await browser.newPage();
+    await refused.routeWebSocket(/\/v1\/watch/, (ws) => {
+      ws.onMessage(() => ws.send(JSON.stringify({ type: 'error', error: { code: 'FORBIDDEN', message: 'not allowed' } })));
+    });
+    const started = performance.now();
+    await refused.goto(`${server.url}/?prefix=silent-watch:`);
+    await until('the refusal to show', async () => ((await refused.getByRole('status').textContent())?.includes('watch unavailable') ? true : undefined), 10_000);
+    expect(performance.now() - started).toBeLessThan(4_000);
+    await refused.close();
+  });
+
   it('has the rows, metadata and status in the HTML itself: no empty "Loading…" frame', async () => {
     const grant = await acquire('paint:with-metadata', 'worker-m', 30_000, {
       owner: 'team-payments',
@@ -277,7 +319,7 @@ describe('the first paint, the order and escaping', () => {
 /** A permit of semaphore `name`, acquired through the public API as any client would. */
 async function acquirePermit(name: string, holder: string, options: { ttlMs?: number; limit?: number; metadata?: JsonValue } = {}): Promise<Permit> {
   const { ttlMs = 15_000, limit = 3, metadata } = options;
-  const response = await fetch(`${server.url}/v1/semaphores/${encodeURIComponent(name)}/acquire`, {
+  const response = await fetch(`${server.url}/v1/semaphores/${name}/acquire`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ holder, ttlMs, limit, ...(metadata === undefined ? {} : { metadata }) }),
@@ -288,7 +330,7 @@ async function acquirePermit(name: string, holder: string, options: { ttlMs?: nu
 }
 
 async function releasePermit(permit: Permit): Promise<void> {
-  const response = await fetch(`${server.url}/v1/semaphores/${encodeURIComponent(permit.name)}/release`, {
+  const response = await fetch(`${server.url}/v1/semaphores/${permit.name}/release`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ permitId: permit.permitId, token: permit.token }),
