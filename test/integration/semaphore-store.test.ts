@@ -206,6 +206,19 @@ describe('semaphore acquire', () => {
     expect(JSON.stringify(item)).not.toContain(`"${late.permitId}"`);
   });
 
+  it('sweeps the most entries one write may remove, with their replay indexes, within DynamoDB expression limits', async () => {
+    const { clock, store } = storeAt();
+    const name = uniqueName('sweep-indexes');
+    for (let i = 0; i < 50; i++) await permit(store, name, `h-${i}`, 50, 1_000, { requestId: requestId(100 + i) });
+    clock.advance(1_001);
+    // Another limit needs all 50 expired entries gone: one write sweeps at most 40, the retry the rest.
+    await expect(store.acquire(name, { holder: 'next', ttlMs: 1_000, limit: 1 })).rejects.toMatchObject({ code: ErrorCode.UNAVAILABLE });
+    const next = await permit(store, name, 'next', 1, 1_000);
+    const item = (await rawItem(name)) as Record<string, unknown>;
+    expect(Object.keys(item).filter((key) => key.startsWith('r_'))).toEqual([]);
+    expect(Object.keys(item).filter((key) => key.startsWith('p_'))).toEqual([`p_${next.permitId}`]);
+  });
+
   it('removes the replay index of a permit swept after its expiry', async () => {
     const { clock, store } = storeAt();
     const name = uniqueName('swept-index');
