@@ -116,8 +116,11 @@ describe('requests', () => {
   it('rejects invalid input with the protocol rules before sending anything', async () => {
     const t = client([]);
     await expect(t.client.acquire('bad name', { holder: 'me', ttlMs: 15_000 })).rejects.toBeInstanceOf(ValidationError);
-    await expect(t.client.acquire('jobs', { holder: 'me', ttlMs: 10 })).rejects.toThrow('Invalid `ttlMs`');
-    await expect(t.client.renew('jobs', { leaseId: 'nope', token: 1 })).rejects.toThrow('Invalid `leaseId`');
+    await expect(t.client.acquire('jobs', { holder: 'me', ttlMs: 10 })).rejects.toThrow(
+      'Invalid `ttlMs`: must be an integer number of milliseconds from 1000 to 3600000, got 10.',
+    );
+    // A leaseId is a secret: the message names the rule, never the value.
+    await expect(t.client.renew('jobs', { leaseId: 'nope', token: 1 })).rejects.toThrow('Invalid `leaseId`: must be the 32 hex characters returned by acquire.');
     expect(t.sent).toEqual([]);
   });
 
