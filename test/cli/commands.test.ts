@@ -88,6 +88,9 @@ describe('leasehold acquire, renew, release', { timeout: 60_000 }, () => {
     const typo = await cli(['acquire', unique('typo'), '--holdr', 'worker-1', ...at()]);
     expect(typo.code).toBe(2);
     expect(typo.stderr).toContain("leasehold acquire: Unknown option '--holdr'. Did you mean --holder?");
+    const command = await cli(['acquir', unique('typo'), '--holder', 'worker-1', ...at()]);
+    expect(command.code).toBe(2);
+    expect(command.stderr).toMatch(/unknown command "acquir" \(expected [^)]*\)\. Did you mean acquire\?/);
   });
 
   it('acquire --json reports a lost race as {"acquired": false} on stdout with exit 3', async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { hintFor } from '../../client/src/cli/exit-codes.js';
-import { nearestName, parseCommandLine } from '../../client/src/cli/options.js';
+import { nearestName } from '../../client/src/cli/nearest.js';
+import { parseCommandLine } from '../../client/src/cli/options.js';
 import { LeaseLostError, LeaseLostReason } from '../../client/src/protocol/index.js';
 
 /** The CLI's error texts: what a user reads after a mistake must say how to fix it. */

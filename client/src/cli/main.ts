@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { isLeaseLostError, isLeaseholdError } from '../protocol/index.js';
 import { EXIT_CODE_HELP, ExitCode, UsageError, exitCodeFor, hintFor } from './exit-codes.js';
+import { nearestName } from './nearest.js';
 
 /**
  * `leasehold`: the command line of the SDK. Each command lives in its own module and is loaded only
@@ -120,7 +121,10 @@ async function main(argv: string[]): Promise<number> {
     return ExitCode.OK;
   }
   const load = COMMANDS[first];
-  if (load === undefined) return report(new UsageError(`unknown command "${first}" (expected ${Object.keys(COMMANDS).join(', ')}).`), undefined, false);
+  if (load === undefined) {
+    const nearest = nearestName(first, Object.keys(COMMANDS));
+    return report(new UsageError(`unknown command "${first}" (expected ${Object.keys(COMMANDS).join(', ')}).${nearest ? ` Did you mean ${nearest}?` : ''}`), undefined, false);
+  }
   const command = await load();
   // `--help` anywhere before a `--` (after it, it belongs to run's command).
   const ownArgs = rest.indexOf('--') === -1 ? rest : rest.slice(0, rest.indexOf('--'));
