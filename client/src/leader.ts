@@ -132,16 +132,16 @@ export interface Leader {
    */
   handoff(to: string, options?: { windowMs?: number }): Promise<HandoffResponse>;
   /**
-   * True while this process leads and the local deadline has not passed. Synchronous, one clock read.
-   * Found false past the deadline (or with the term's timer overdue after a freeze), the term ends on
-   * the spot: its signal has aborted and `onLost` has heard by the time this returns.
+   * True while this process leads and the local deadline has not passed (false too when the term's
+   * timer is overdue after a freeze). Synchronous, one clock read, and a pure read: it ends nothing.
+   * The term itself ends when its timer fires or `signal`/`throwIfLost()` find it over.
    */
   isLeader(): boolean;
   /** Fencing token of the current term; undefined when not leading. */
   readonly token: number | undefined;
   /**
    * Aborts when the current term ends: when its deadline timer fires, when anything finds the deadline
-   * passed (`isLeader()`, `token`, this getter, the term's `throwIfLost()`), on a loss, resign or
+   * passed (this getter, the term's `throwIfLost()`), on a loss, resign or
    * stop. Already aborted when not leading. Right after a freeze, a signal held by the work may read
    * `aborted === false` until one of those runs: check `term.throwIfLost()` before each write.
    */

@@ -135,9 +135,13 @@ export class Term {
     };
   }
 
-  /** True until the term ends or its deadline passes, whichever comes first; false ends it on the spot (`checkNow`). One clock read. */
+  /**
+   * True until the term ends or its deadline passes (or its timer is overdue after a freeze),
+   * whichever comes first. A pure read, one clock read: it ends nothing, so asking "would this term
+   * still hold at t?" is always safe. Ending the term is for `throwIfLost()`, `signal` and the timers.
+   */
   isValid(): boolean {
-    return this.checkNow();
+    return this.endedWith === undefined && this.overAt(this.ctx.clock.nowMs()) === undefined;
   }
 
   /** Throws the term's LeadershipLostError (its signal's reason) once it has ended or its deadline has passed (`checkNow`). */
@@ -150,30 +154,34 @@ export class Term {
     this.checkNow();
   }
 
+  /** Time left before the local deadline; 0 once the term is over. A pure read, as `isValid()`. */
   remainingMs(): number {
-    return this.checkNow() ? Math.max(0, this.deadlineMs - this.ctx.clock.nowMs()) : 0;
+    if (this.endedWith !== undefined) return 0;
+    const now = this.ctx.clock.nowMs();
+    return this.overAt(now) === undefined ? Math.max(0, this.deadlineMs - now) : 0;
   }
 
   /**
    * What the term's overdue timer will decide when it fires, decided now, by whoever looks first:
    * its timer more than `pauseThresholdMs` overdue means the process was frozen (`paused`); past the
-   * deadline, the deadline's reason. Every read of the term (`isValid`, `throwIfLost`,
-   * `remainingMs`, `signal`) and every answer runs it, so after a thaw the code that runs first
+   * deadline, the deadline's reason. `throwIfLost`, `signal`, `endIfPastDeadline` and every answer
+   * run it (`isValid` and `remainingMs` only read `overAt`), so after a thaw the code that runs first
    * (user code, a renewal's answer) ends the term with the reason its timer would have given, and
    * the signal has aborted by the time anyone learns the term is over. One clock read.
    */
   private checkNow(): boolean {
     if (this.endedWith !== undefined) return false;
-    const now = this.ctx.clock.nowMs();
-    if (now - this.timerDueMs > this.ctx.timing.pauseThresholdMs) {
-      this.end('paused');
-      return false;
-    }
-    if (now >= this.deadlineMs) {
-      this.end(this.deadlineReason());
-      return false;
-    }
-    return true;
+    const reason = this.overAt(this.ctx.clock.nowMs());
+    if (reason === undefined) return true;
+    this.end(reason);
+    return false;
+  }
+
+  /** Why the term is over at `nowMs` (its timer overdue after a freeze, or its deadline passed); undefined while it holds. */
+  private overAt(nowMs: number): LossReason | undefined {
+    if (nowMs - this.timerDueMs > this.ctx.timing.pauseThresholdMs) return 'paused';
+    if (nowMs >= this.deadlineMs) return this.deadlineReason();
+    return undefined;
   }
 
   /**
