@@ -1,7 +1,7 @@
 /**
  * The server's only source of time: a wall clock (epoch milliseconds), because lease times are
  * stored in DynamoDB and compared across hosts. (The SDK measures its deadlines on a
- * `MonotonicClock` instead: client/src/clock.ts.) Everything else receives a WallClock, so tests
+ * `MonotonicClock` instead: client/src/time/clock.ts.) Everything else receives a WallClock, so tests
  * (and the local server's chaos mode) can move time by hand or skew it per handler instance.
  */
 export interface WallClock {

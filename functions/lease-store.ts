@@ -199,7 +199,7 @@ export class LeaseStore {
         return { acquired: true, lease: toGrant(current, at) };
       }
       // Counted from the instant the condition was evaluated, not from now: the follower aims its next
-      // acquire at `retryAfterMs` after its send (client/src/timing.ts followerWaitMs).
+      // acquire at `retryAfterMs` after its send (client/src/time/timing.ts followerWaitMs).
       const waitMs = retryAfterMs(current, request.holder, caller, now);
       // A higher priority asks the holder to yield: one more conditional write, only then, and only
       // when the server will not wait for the lease itself (acquire-wait.ts).

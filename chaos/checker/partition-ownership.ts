@@ -1,4 +1,4 @@
-import { defaultDriftMarginMs } from '../../client/src/timing.js';
+import { defaultDriftMarginMs } from '../../client/src/time/timing.js';
 import type { OwnershipLog, OwnershipRecord } from '../ownership.js';
 import { byLease, grantsOf, percentile, type OpEntry } from './grants.js';
 import { GROUP_INVARIANTS, type GroupCheck, type GroupInvariantId, type GroupStats, type InvariantReport, type Violation } from './report.js';
@@ -45,7 +45,7 @@ export interface Belief {
 
 /**
  * G2's bound, from the ttl and the members' balancing interval (the SDK's default ttl/2), following
- * a member's steps (client/src/lease-group.ts, "How a member works"):
+ * a member's steps (client/src/group/lease-group.ts, "How a member works"):
  * - a ttl: a grant made or renewed just before the heal may run a whole ttl more, while its holder no
  *   longer believes in it (it was frozen, cut off, killed, or the answer was lost); a handoff's
  *   reservation for a receiver lasts a ttl too. Nobody can take the partition before either ends;

@@ -1,7 +1,7 @@
-import { systemClock, type CancelTimer, type MonotonicClock } from '../../client/src/clock.js';
-import { memberLeaseName, partitionLeaseName } from '../../client/src/group-names.js';
-import { createLeaseGroup, type LeaseGroup, type LeaseGroupApi } from '../../client/src/lease-group.js';
-import type { TermInfo } from '../../client/src/term-events.js';
+import { systemClock, type CancelTimer, type MonotonicClock } from '../../client/src/time/clock.js';
+import { memberLeaseName, partitionLeaseName } from '../../client/src/group/names.js';
+import { createLeaseGroup, type LeaseGroup, type LeaseGroupApi } from '../../client/src/group/lease-group.js';
+import type { TermInfo } from '../../client/src/term/events.js';
 import { monotonicToHarnessMs } from '../harness-clock.js';
 import { validateOwnershipLine, type OwnershipEvent, type OwnershipRecord } from '../ownership.js';
 import type { Journal } from './journal.js';

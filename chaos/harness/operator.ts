@@ -1,4 +1,4 @@
-import { LeaseClient } from '../../client/src/lease-client.js';
+import { LeaseClient } from '../../client/src/api/lease-client.js';
 import type { ApiNode } from './cluster.js';
 import type { Journal } from './journal.js';
 import { networkCode, recordingFetch } from './recording-fetch.js';

@@ -1,11 +1,11 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { dynamodbEpoch, isFencedOut, type DynamoDBEpoch } from '../../client/src/dynamodb/index.js';
-import type { Fence, FenceClaimOptions } from '../../client/src/fence.js';
-import { createLeader, type Leader } from '../../client/src/leader.js';
-import { LeaseClient } from '../../client/src/lease-client.js';
-import { createSemaphore, type Semaphore } from '../../client/src/semaphore.js';
-import type { TermInfo } from '../../client/src/term-events.js';
+import type { Fence, FenceClaimOptions } from '../../client/src/fence/fence.js';
+import { createLeader, type Leader } from '../../client/src/leader/leader.js';
+import { LeaseClient } from '../../client/src/api/lease-client.js';
+import { createSemaphore, type Semaphore } from '../../client/src/semaphore/semaphore.js';
+import type { TermInfo } from '../../client/src/term/events.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
 import { harnessNowMs, monotonicToHarnessMs, timeOriginErrorMs } from '../harness-clock.js';
 import { ChaosGroupMember, type Holding } from './groups.js';

@@ -7,4 +7,4 @@
  * `sigv4Signer` that reads credentials from the environment only (no AWS SDK code in the bundle).
  */
 export * from './sdk.js';
-export { sigv4Signer } from './signing-chain.js';
+export { sigv4Signer } from './transport/signing-chain.js';

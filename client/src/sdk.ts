@@ -13,17 +13,17 @@ export {
   type PermitRef,
   type PermitResult,
   type SemaphoreApi,
-} from './lease-client.js';
-export type { CallOptions, HeadersHook, RetryOptions } from './transport.js';
-export type { BatchOptions } from './renew-batcher.js';
-export type { AwsCredentials, AwsCredentialsProvider, RequestSigner, SignableRequest, SigV4SignerOptions } from './signing.js';
-export { createLeader, type Leader, type LeaderOptions } from './leader.js';
-export { LeadershipLostError, type LeaderEvent, type LossReason, type TermInfo } from './term-events.js';
-export type { TermOptions } from './term-context.js';
-export { NotElectedError, isNotElectedError } from './campaign-waiters.js';
-export { NOTE_WAIT_AFTER_MS, WARN_EVERY_MS, type WarningsOption } from './wait-notices.js';
-export { withLease, type WithLeaseLambdaResult, type WithLeaseOptions, type WithLeaseResult } from './with-lease.js';
-export { createSemaphore, withPermit, type Semaphore, type SemaphoreOptions, type WithPermitOptions, type WithPermitResult } from './semaphore.js';
+} from './api/lease-client.js';
+export type { CallOptions, HeadersHook, RetryOptions } from './transport/http.js';
+export type { BatchOptions } from './api/renew-batcher.js';
+export type { AwsCredentials, AwsCredentialsProvider, RequestSigner, SignableRequest, SigV4SignerOptions } from './transport/signing.js';
+export { createLeader, type Leader, type LeaderOptions } from './leader/leader.js';
+export { LeadershipLostError, type LeaderEvent, type LossReason, type TermInfo } from './term/events.js';
+export type { TermOptions } from './term/context.js';
+export { NotElectedError, isNotElectedError } from './leader/campaign-waiters.js';
+export { NOTE_WAIT_AFTER_MS, WARN_EVERY_MS, type WarningsOption } from './term/wait-notices.js';
+export { withLease, type WithLeaseLambdaResult, type WithLeaseOptions, type WithLeaseResult } from './job/with-lease.js';
+export { createSemaphore, withPermit, type Semaphore, type SemaphoreOptions, type WithPermitOptions, type WithPermitResult } from './semaphore/semaphore.js';
 export {
   DEFAULT_LAMBDA_MARGIN_MS,
   InvocationDeadlineError,
@@ -31,7 +31,7 @@ export {
   type DeadlineRefusal,
   type LambdaContextLike,
   type LambdaOptions,
-} from './lambda.js';
+} from './lambda/deadline.js';
 export {
   EpochNotClaimedError,
   FencedOutError,
@@ -40,11 +40,11 @@ export {
   type Fence,
   type FenceClaimOptions,
   type FencingOptions,
-} from './fence.js';
-export { createLeaseGroup, type GroupEvent, type LeaseGroup, type LeaseGroupApi, type LeaseGroupOptions } from './lease-group.js';
-export { MAX_GROUP_PARTITIONS, memberIdFor, memberLeaseName, partitionLeaseName } from './group-names.js';
-export { planBalance, type GroupMember, type GroupMove, type GroupPlan, type GroupView } from './group-plan.js';
-export { observe, type LeaderChange, type ObserveOptions } from './observe.js';
+} from './fence/fence.js';
+export { createLeaseGroup, type GroupEvent, type LeaseGroup, type LeaseGroupApi, type LeaseGroupOptions } from './group/lease-group.js';
+export { MAX_GROUP_PARTITIONS, memberIdFor, memberLeaseName, partitionLeaseName } from './group/names.js';
+export { planBalance, type GroupMember, type GroupMove, type GroupPlan, type GroupView } from './group/plan.js';
+export { observe, type LeaderChange, type ObserveOptions } from './watch/observe.js';
 export {
   createWatch,
   type WatchClient,
@@ -56,8 +56,8 @@ export {
   type WatchSubscription,
   type WebSocketFactory,
   type WebSocketLike,
-} from './watch.js';
-export { DEFAULT_UNHEALTHY_AFTER, defaultHealthCheckTimeoutMs, type HealthCheck, type HealthCheckFailure, type HealthOptions } from './health.js';
-export { LeaderMetrics, PROMETHEUS_CONTENT_TYPE, type MetricName, type MetricSample } from './metrics.js';
-export { ManualClock, systemClock, type CancelTimer, type MonotonicClock } from './clock.js';
-export { DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_TTL_MS, defaultDriftMarginMs, defaultPauseThresholdMs, type TimingOptions } from './timing.js';
+} from './watch/watch.js';
+export { DEFAULT_UNHEALTHY_AFTER, defaultHealthCheckTimeoutMs, type HealthCheck, type HealthCheckFailure, type HealthOptions } from './leader/health.js';
+export { LeaderMetrics, PROMETHEUS_CONTENT_TYPE, type MetricName, type MetricSample } from './term/metrics.js';
+export { ManualClock, systemClock, type CancelTimer, type MonotonicClock } from './time/clock.js';
+export { DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_TTL_MS, defaultDriftMarginMs, defaultPauseThresholdMs, type TimingOptions } from './time/timing.js';

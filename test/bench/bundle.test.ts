@@ -33,7 +33,7 @@ describe('the Lambda bundle of the SDK', () => {
     const built = await buildHandler(dir, 'lambda-watch-ws', 'leasehold/lambda', true);
     expect(inputsOf(built).filter((i) => i.includes('node_modules/ws/'))).toEqual([]);
     // The watch's socket module is in the bundle; its import of ws stays an import for Node to resolve.
-    expect(inputsOf(built).filter((i) => i.endsWith('client/src/watch-socket.ts'))).toHaveLength(1);
+    expect(inputsOf(built).filter((i) => i.endsWith('client/src/watch/socket.ts'))).toHaveLength(1);
   }, 60_000);
 
   it("from leasehold, keeps the credential provider chain in a chunk loaded only by a dynamic import", async () => {

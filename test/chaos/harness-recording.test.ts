@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openJournal, readJournal, type Journal } from '../../chaos/harness/journal.js';
 import { operationOf, recordingFetch } from '../../chaos/harness/recording-fetch.js';
 import type { OpRecord } from '../../chaos/history.js';
-import { LeaseClient } from '../../client/src/lease-client.js';
+import { LeaseClient } from '../../client/src/api/lease-client.js';
 
 /**
  * What the worker's recording fetch writes for each kind of answer. The "server" is a fetch

@@ -16,7 +16,7 @@ import {
   type LeaderOptions,
   type WatchClient,
 } from 'leasehold';
-import { presignSigV4 } from '../../client/src/sigv4.js';
+import { presignSigV4 } from '../../client/src/transport/sigv4.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
 import { startTcpProxy, type TcpProxy } from './client-tcp-proxy.js';
 

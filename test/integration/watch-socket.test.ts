@@ -2,10 +2,10 @@ import { createServer as createHttpServer, type IncomingMessage, type Server } f
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { WebSocket as WsWebSocket, WebSocketServer, type WebSocket as ServerSocket } from 'ws';
-import { closeQuietly, defaultWebSocket } from '../../client/src/watch-socket.js';
-import type { WebSocketLike } from '../../client/src/watch-types.js';
+import { closeQuietly, defaultWebSocket } from '../../client/src/watch/socket.js';
+import type { WebSocketLike } from '../../client/src/watch/types.js';
 
-// How the watch opens its socket (client/src/watch-socket.ts), on real sockets against `ws`'s server
+// How the watch opens its socket (client/src/watch/socket.ts), on real sockets against `ws`'s server
 // (what the local server runs): the platform's WebSocket where the runtime has one and no headers
 // are needed, else `ws`, loaded on first use. The framing is the libraries' own and tested there;
 // these are the behaviours the watch relies on: messages both ways, closes, failures.
@@ -238,7 +238,7 @@ describe('the watch socket without ws and without a global WebSocket', () => {
       throw new Error("Cannot find package 'ws'");
     });
     try {
-      const fresh = await import('../../client/src/watch-socket.js');
+      const fresh = await import('../../client/src/watch/socket.js');
       const error = await fresh.defaultWebSocket('ws://127.0.0.1:1/v1/watch', { headers: {} }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(TypeError);
       expect((error as Error).message).toBe(

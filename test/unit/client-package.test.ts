@@ -95,13 +95,13 @@ describe('the client package', () => {
     const loaders = sourceFiles(SRC)
       .filter((file) => /\bimport\(\s*WS_PACKAGE\s*\)/.test(readFileSync(file, 'utf8')))
       .map((file) => relative(SRC, file));
-    expect(loaders).toEqual(['watch-socket.ts']);
-    expect(readFileSync(join(SRC, 'watch-socket.ts'), 'utf8')).toContain("const WS_PACKAGE = 'ws';");
+    expect(loaders).toEqual([join('watch', 'socket.ts')]);
+    expect(readFileSync(join(SRC, 'watch', 'socket.ts'), 'utf8')).toContain("const WS_PACKAGE = 'ws';");
   });
 
   it('has no hand-written WebSocket framing or SigV4 canonicalization left', () => {
-    expect(existsSync(join(SRC, 'node-websocket.ts'))).toBe(false);
-    const sigv4 = readFileSync(join(SRC, 'sigv4.ts'), 'utf8');
+    expect(sourceFiles(SRC).filter((file) => /websocket/i.test(relative(SRC, file)))).toEqual([]);
+    const sigv4 = readFileSync(join(SRC, 'transport', 'sigv4.ts'), 'utf8');
     expect(sigv4).toContain("from 'aws4fetch'");
     expect(sigv4).not.toMatch(/crypto\.subtle|createHmac|importKey/);
   });

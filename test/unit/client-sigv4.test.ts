@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { presignSigV4, signSigV4 } from '../../client/src/sigv4.js';
+import { presignSigV4, signSigV4 } from '../../client/src/transport/sigv4.js';
 import { createSigV4Verifier } from '../../local/sigv4-verifier.js';
 
-// The SDK signs with aws4fetch (client/src/sigv4.ts); @smithy/signature-v4, inside the local
+// The SDK signs with aws4fetch (client/src/transport/sigv4.ts); @smithy/signature-v4, inside the local
 // server's verifier, recomputes every signature from the request as the server receives it.
 const CREDENTIALS = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
 const DATE = new Date('2026-11-24T19:30:41.123Z');

@@ -1,7 +1,7 @@
 import { ManualClock } from 'leasehold';
 import { describe, expect, it } from 'vitest';
-import { Term, type TermOwner } from '../../client/src/term.js';
-import { createTermContext } from '../../client/src/term-context.js';
+import { Term, type TermOwner } from '../../client/src/term/term.js';
+import { createTermContext } from '../../client/src/term/context.js';
 import { InMemoryLeaseServer } from './client-fakes.js';
 
 // A term's owner may move its renewals onto a shared rhythm (lease groups do, so that a member's

@@ -1,5 +1,5 @@
 /// <reference types="node" />
-import type { AcquireResult, LeaseApi } from '../lease-client.js';
+import type { AcquireResult, LeaseApi } from '../api/lease-client.js';
 import { isLeaseholdError, type PublicLease } from '../protocol/index.js';
 import { CONFIGURATION_CODES } from './exit-codes.js';
 

@@ -1,4 +1,4 @@
-import type { LeaderMetrics } from '../metrics.js';
+import type { LeaderMetrics } from '../term/metrics.js';
 
 /**
  * The SDK's leader metrics, relabelled for a fleet: the `lease` label (one value per lease name)

@@ -1,5 +1,5 @@
 /// <reference types="node" />
-import type { GrantRef } from '../lease-client.js';
+import type { GrantRef } from '../api/lease-client.js';
 import { LIMITS, PREFIX_PATTERN, type JsonValue, type PublicLease } from '../protocol/index.js';
 import { EXIT_CODE_HELP, ExitCode, UsageError } from './exit-codes.js';
 import { formatLease, formatLeaseTable, formatMs } from './format.js';

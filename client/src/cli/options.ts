@@ -1,11 +1,11 @@
 /// <reference types="node" />
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { LeaseClient } from '../lease-client.js';
+import { LeaseClient } from '../api/lease-client.js';
 import { HOLDER_PATTERN, LIMITS, NAME_PATTERN } from '../protocol/index.js';
-import type { RequestSigner } from '../signing.js';
-import { sigv4Signer } from '../signing-chain.js';
-import { createWatch, type WatchClient } from '../watch.js';
+import type { RequestSigner } from '../transport/signing.js';
+import { sigv4Signer } from '../transport/signing-chain.js';
+import { createWatch, type WatchClient } from '../watch/watch.js';
 import { UsageError } from './exit-codes.js';
 import { nearestName } from './nearest.js';
 

@@ -1,9 +1,9 @@
 /// <reference types="node" />
-import { createLeader, type Leader } from '../leader.js';
+import { createLeader, type Leader } from '../leader/leader.js';
 import { LIMITS } from '../protocol/index.js';
-import { permitsAsLeases } from '../semaphore.js';
-import type { LeaderEvent, LossReason, TermInfo } from '../term-events.js';
-import { defaultDriftMarginMs } from '../timing.js';
+import { permitsAsLeases } from '../semaphore/semaphore.js';
+import type { LeaderEvent, LossReason, TermInfo } from '../term/events.js';
+import { defaultDriftMarginMs } from '../time/timing.js';
 import { campaignApi, dedupe, errorMessage, withTimeout, type CampaignHooks } from './campaign.js';
 import { EXIT_CODE_HELP, ExitCode, UsageError, statusForSignal } from './exit-codes.js';
 import { formatMs } from './format.js';

@@ -1,9 +1,9 @@
 /// <reference types="node" />
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { HealthCheck } from '../health.js';
-import { createLeader, type Leader } from '../leader.js';
-import { LeaderMetrics, PROMETHEUS_CONTENT_TYPE } from '../metrics.js';
+import type { HealthCheck } from '../leader/health.js';
+import { createLeader, type Leader } from '../leader/leader.js';
+import { LeaderMetrics, PROMETHEUS_CONTENT_TYPE } from '../term/metrics.js';
 import { campaignApi, dedupe, errorMessage, withTimeout } from './campaign.js';
 import { EXIT_CODE_HELP, ExitCode, UsageError } from './exit-codes.js';
 import { formatMs } from './format.js';

@@ -25,10 +25,10 @@ import {
   type TransactWriteCommandInput,
   type TransactWriteCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
-import { delay, systemClock, type MonotonicClock } from '../clock.js';
-import { EpochNotClaimedError, FencedOutError, type Fence, type FenceClaimOptions } from '../fence.js';
+import { delay, systemClock, type MonotonicClock } from '../time/clock.js';
+import { EpochNotClaimedError, FencedOutError, type Fence, type FenceClaimOptions } from '../fence/fence.js';
 import { validateToken } from '../protocol/index.js';
-import { backoffMs } from '../timing.js';
+import { backoffMs } from '../time/timing.js';
 
 export type EpochTransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 type Key = Record<string, unknown>;

@@ -27,11 +27,11 @@
  *     -- 0 rows updated: a newer term has written; this leader is stale and must stop.
  */
 import type { DeleteCommandInput, PutCommandInput, TransactWriteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
-import { isFencedOutError } from '../fence.js';
+import { isFencedOutError } from '../fence/fence.js';
 import { validateToken } from '../protocol/index.js';
 
 export { dynamodbEpoch, translateWriteError, DEFAULT_CLAIM_TIMEOUT_MS, DEFAULT_EPOCH_ATTRIBUTE, type DynamoDBEpoch, type DynamoDBEpochOptions, type EpochTransactItem } from './epoch.js';
-export { EpochNotClaimedError, FencedOutError, isEpochNotClaimedError, isFencedOutError, type Fence, type FenceClaimOptions } from '../fence.js';
+export { EpochNotClaimedError, FencedOutError, isEpochNotClaimedError, isFencedOutError, type Fence, type FenceClaimOptions } from '../fence/fence.js';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 type Conditional = Pick<UpdateCommandInput, 'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'>;

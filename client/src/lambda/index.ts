@@ -6,4 +6,4 @@
  * Its bundle size and import time are measured by `npm run bench:bundle` (BENCHMARKS.md).
  */
 export * from '../sdk.js';
-export { environmentSigV4Signer as sigv4Signer } from '../signing.js';
+export { environmentSigV4Signer as sigv4Signer } from '../transport/signing.js';

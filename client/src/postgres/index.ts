@@ -38,11 +38,11 @@
  * (`npm run bench -- --only epoch`).
  */
 import type { Pool, PoolClient, QueryResult } from 'pg';
-import { EpochNotClaimedError, FencedOutError, type Fence, type FenceClaimOptions } from '../fence.js';
-import { expectPositive } from '../timing.js';
+import { EpochNotClaimedError, FencedOutError, type Fence, type FenceClaimOptions } from '../fence/fence.js';
+import { expectPositive } from '../time/timing.js';
 import { validateName, validateToken } from '../protocol/index.js';
 
-export { EpochNotClaimedError, FencedOutError, isEpochNotClaimedError, isFencedOutError, type Fence, type FenceClaimOptions } from '../fence.js';
+export { EpochNotClaimedError, FencedOutError, isEpochNotClaimedError, isFencedOutError, type Fence, type FenceClaimOptions } from '../fence/fence.js';
 
 export const DEFAULT_EPOCH_TABLE = 'leasehold_epochs';
 export const DEFAULT_LOCK_TIMEOUT_MS = 5_000;

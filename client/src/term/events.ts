@@ -1,4 +1,4 @@
-import { LeaseLostError, type Grant, type LeaseClaim, type LeaseLostReason } from './protocol/index.js';
+import { LeaseLostError, type Grant, type LeaseClaim, type LeaseLostReason } from '../protocol/index.js';
 
 /**
  * What a term tells the world: why it ended (`LossReason`, `LeadershipLostError`), the events a

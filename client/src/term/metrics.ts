@@ -1,4 +1,4 @@
-import type { LeaderEvent, LossReason } from './term-events.js';
+import type { LeaderEvent, LossReason } from './events.js';
 
 export interface MetricSample {
   name: MetricName;

@@ -1,8 +1,8 @@
-import type { CancelTimer } from './clock.js';
-import { isLeaseLostError, type Grant, type LeaseClaim, type LeaseLostReason } from './protocol/index.js';
-import { grantDeadlineMs, validForMs, type TermContext } from './term-context.js';
-import { LeadershipLostError, lossReasonFor, type LossReason, type TermInfo } from './term-events.js';
-import { backoffMs } from './timing.js';
+import type { CancelTimer } from '../time/clock.js';
+import { isLeaseLostError, type Grant, type LeaseClaim, type LeaseLostReason } from '../protocol/index.js';
+import { grantDeadlineMs, validForMs, type TermContext } from './context.js';
+import { LeadershipLostError, lossReasonFor, type LossReason, type TermInfo } from './events.js';
+import { backoffMs } from '../time/timing.js';
 
 /**
  * One term: the time between winning a lease and losing it. A Term keeps the grant alive

@@ -1,6 +1,6 @@
-import { systemClock, type MonotonicClock } from './clock.js';
-import { invocationDeadline, type InvocationDeadline, type LambdaOptions } from './lambda.js';
-import type { LeaseApi } from './lease-client.js';
+import { systemClock, type MonotonicClock } from '../time/clock.js';
+import { invocationDeadline, type InvocationDeadline, type LambdaOptions } from '../lambda/deadline.js';
+import type { LeaseApi } from '../api/lease-client.js';
 import {
   LIMITS,
   isLeaseLostError,
@@ -12,9 +12,9 @@ import {
   type AcquireRequest,
   type Grant,
   type JsonValue,
-} from './protocol/index.js';
-import type { LeaderEvent } from './term-events.js';
-import { FOLLOWER_SERVER_WAIT_MS, resolveTiming, type Timing, type TimingOptions } from './timing.js';
+} from '../protocol/index.js';
+import type { LeaderEvent } from './events.js';
+import { FOLLOWER_SERVER_WAIT_MS, resolveTiming, type Timing, type TimingOptions } from '../time/timing.js';
 import { WaitNotices, type NoticeRole, type WarningsOption } from './wait-notices.js';
 
 /**

@@ -1,6 +1,6 @@
-import type { MonotonicClock } from './clock.js';
-import type { LeaseEvent, LeaseholdError } from './protocol/index.js';
-import type { RequestSigner } from './signing.js';
+import type { MonotonicClock } from '../time/clock.js';
+import type { LeaseEvent, LeaseholdError } from '../protocol/index.js';
+import type { RequestSigner } from '../transport/signing.js';
 
 /** The watch's public shapes: options, filters, listeners, subscriptions and the client (see watch.ts). */
 

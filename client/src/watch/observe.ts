@@ -1,9 +1,9 @@
-import { Alarm } from './alarm.js';
-import { delay, systemClock, type MonotonicClock } from './clock.js';
-import { ErrorCode, RETRYABLE_CODES, isLeaseholdError, validateName, type PublicLease } from './protocol/index.js';
-import type { RequestSigner } from './signing.js';
-import type { CallOptions } from './transport.js';
-import { backoffMs, expectPositive, jitter } from './timing.js';
+import { Alarm } from '../time/alarm.js';
+import { delay, systemClock, type MonotonicClock } from '../time/clock.js';
+import { ErrorCode, RETRYABLE_CODES, isLeaseholdError, validateName, type PublicLease } from '../protocol/index.js';
+import type { RequestSigner } from '../transport/signing.js';
+import type { CallOptions } from '../transport/http.js';
+import { backoffMs, expectPositive, jitter } from '../time/timing.js';
 import { createWatch, type WatchClient, type WatchSubscription } from './watch.js';
 
 /** A leader change: who holds the lease now (null: nobody) and the fencing token of that grant. */

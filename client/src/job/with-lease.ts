@@ -1,14 +1,14 @@
-import { delay } from './clock.js';
-import { validateFence, type FencingOptions } from './fence.js';
-import { claimForTerm } from './fence-claim.js';
-import type { DeadlineRefusal, LambdaContextLike } from './lambda.js';
-import type { AcquireResult, LeaseApi } from './lease-client.js';
-import type { PublicLease } from './protocol/index.js';
-import { LIMITS } from './protocol/index.js';
-import { Term } from './term.js';
-import { createTermContext, releaseQuietly, type TermContext, type TermOptions } from './term-context.js';
-import { LeadershipLostError, type TermInfo } from './term-events.js';
-import { expectNonNegative, followerWaitMs } from './timing.js';
+import { delay } from '../time/clock.js';
+import { validateFence, type FencingOptions } from '../fence/fence.js';
+import { claimForTerm } from '../fence/claim.js';
+import type { DeadlineRefusal, LambdaContextLike } from '../lambda/deadline.js';
+import type { AcquireResult, LeaseApi } from '../api/lease-client.js';
+import type { PublicLease } from '../protocol/index.js';
+import { LIMITS } from '../protocol/index.js';
+import { Term } from '../term/term.js';
+import { createTermContext, releaseQuietly, type TermContext, type TermOptions } from '../term/context.js';
+import { LeadershipLostError, type TermInfo } from '../term/events.js';
+import { expectNonNegative, followerWaitMs } from '../time/timing.js';
 
 export interface WithLeaseOptions extends TermOptions, FencingOptions {
   /**

@@ -1,4 +1,4 @@
-import { LIMITS } from './protocol/index.js';
+import { LIMITS } from '../protocol/index.js';
 
 /**
  * Timing settings of a term (shared by `createLeader` and `withLease`), their defaults, and the

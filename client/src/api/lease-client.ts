@@ -1,5 +1,5 @@
-import type { MonotonicClock } from './clock.js';
-import { observe, type LeaderChange, type ObserveOptions } from './observe.js';
+import type { MonotonicClock } from '../time/clock.js';
+import { observe, type LeaderChange, type ObserveOptions } from '../watch/observe.js';
 import {
   LeaseHeldError,
   REQUEST_FIELDS,
@@ -54,10 +54,10 @@ import {
   type RenewRequest,
   type RevokeRequest,
   type RevokeResponse,
-} from './protocol/index.js';
+} from '../protocol/index.js';
 import { RenewBatcher, type BatchOptions } from './renew-batcher.js';
-import type { RequestSigner } from './signing.js';
-import { HttpTransport, type CallOptions, type HeadersHook, type RetryOptions } from './transport.js';
+import type { RequestSigner } from '../transport/signing.js';
+import { HttpTransport, type CallOptions, type HeadersHook, type RetryOptions } from '../transport/http.js';
 
 export interface LeaseClientOptions {
   /**

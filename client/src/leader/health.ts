@@ -1,7 +1,7 @@
-import type { TermContext } from './term-context.js';
-import type { HealthCheckFailure } from './term-events.js';
-import type { Timing } from './timing.js';
-import { expectPositive } from './timing.js';
+import type { TermContext } from '../term/context.js';
+import type { HealthCheckFailure } from '../term/events.js';
+import type { Timing } from '../time/timing.js';
+import { expectPositive } from '../time/timing.js';
 
 /**
  * Health-aware leadership: a leader that cannot do its work should not keep the lease.

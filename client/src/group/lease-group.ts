@@ -29,10 +29,10 @@
  * term of a grant the server made by a conditional write, and a term ends at its local deadline,
  * which is before the server's expiry.
  */
-import { systemClock, type CancelTimer, type MonotonicClock } from './clock.js';
-import { memberIdFor, memberLeaseName, partitionLeaseName, validateGroupLayout } from './group-names.js';
-import { planBalance, type GroupMember } from './group-plan.js';
-import type { AcquireResult, GrantRef, LeaseApi } from './lease-client.js';
+import { systemClock, type CancelTimer, type MonotonicClock } from '../time/clock.js';
+import { memberIdFor, memberLeaseName, partitionLeaseName, validateGroupLayout } from './names.js';
+import { planBalance, type GroupMember } from './plan.js';
+import type { AcquireResult, GrantRef, LeaseApi } from '../api/lease-client.js';
 import {
   ErrorCode,
   LIMITS,
@@ -54,15 +54,15 @@ import {
   type LeaseEvent,
   type PublicLease,
   type RenewRequest,
-} from './protocol/index.js';
-import { RenewBatcher } from './renew-batcher.js';
-import { Term, type TermOwner } from './term.js';
-import { createTermContext, releaseQuietly, type TermContext, type TermOptions } from './term-context.js';
-import type { LeaderEvent, LossReason, TermInfo } from './term-events.js';
-import { FOLLOWER_SERVER_WAIT_MS, expectPositive } from './timing.js';
-import type { CallOptions } from './transport.js';
-import { WaitNotices } from './wait-notices.js';
-import { watchFromOption, type WatchClient, type WatchSubscription } from './watch.js';
+} from '../protocol/index.js';
+import { RenewBatcher } from '../api/renew-batcher.js';
+import { Term, type TermOwner } from '../term/term.js';
+import { createTermContext, releaseQuietly, type TermContext, type TermOptions } from '../term/context.js';
+import type { LeaderEvent, LossReason, TermInfo } from '../term/events.js';
+import { FOLLOWER_SERVER_WAIT_MS, expectPositive } from '../time/timing.js';
+import type { CallOptions } from '../transport/http.js';
+import { WaitNotices } from '../term/wait-notices.js';
+import { watchFromOption, type WatchClient, type WatchSubscription } from '../watch/watch.js';
 
 /** The verbs a lease group needs. LeaseClient implements them all. */
 export interface LeaseGroupApi extends LeaseApi {

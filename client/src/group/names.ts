@@ -1,4 +1,4 @@
-import { LIMITS, NAME_PATTERN, ValidationError, validateGroup } from './protocol/index.js';
+import { LIMITS, NAME_PATTERN, ValidationError, validateGroup } from '../protocol/index.js';
 
 /**
  * The names of a lease group's leases (issue #19): partition `p` is the lease `<group>.p.<p>`,

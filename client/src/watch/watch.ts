@@ -1,5 +1,5 @@
-import type { CancelTimer, MonotonicClock } from './clock.js';
-import type { RequestSigner } from './signing.js';
+import type { CancelTimer, MonotonicClock } from '../time/clock.js';
+import type { RequestSigner } from '../transport/signing.js';
 import {
   ErrorCode,
   UnavailableError,
@@ -10,12 +10,12 @@ import {
   type LeaseEvent,
   type LeaseholdError,
   type SubscribeMessage,
-} from './protocol/index.js';
-import { backoffMs } from './timing.js';
-import { bufferedEvents } from './watch-events.js';
-import { resolveFilter, resolveWatchOptions, type WatchSettings } from './watch-options.js';
-import { OPEN, closeQuietly, signUpgrade, socketError } from './watch-socket.js';
-import type { WatchClient, WatchFilter, WatchListener, WatchOptions, WatchState, WatchSubscription, WebSocketLike } from './watch-types.js';
+} from '../protocol/index.js';
+import { backoffMs } from '../time/timing.js';
+import { bufferedEvents } from './events.js';
+import { resolveFilter, resolveWatchOptions, type WatchSettings } from './options.js';
+import { OPEN, closeQuietly, signUpgrade, socketError } from './socket.js';
+import type { WatchClient, WatchFilter, WatchListener, WatchOptions, WatchState, WatchSubscription, WebSocketLike } from './types.js';
 
 export type {
   WatchClient,
@@ -27,7 +27,7 @@ export type {
   WatchSubscription,
   WebSocketFactory,
   WebSocketLike,
-} from './watch-types.js';
+} from './types.js';
 
 /**
  * The watch: one WebSocket to leasehold's watch endpoint, shared by any number of consumers

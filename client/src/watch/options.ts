@@ -1,9 +1,9 @@
-import { systemClock, type MonotonicClock } from './clock.js';
-import { ValidationError, validateSubscribeMessage } from './protocol/index.js';
-import type { RequestSigner } from './signing.js';
-import { expectNonNegative, expectPositive } from './timing.js';
-import type { WatchFilter, WatchOptions, WatchReconnectOptions, WebSocketFactory } from './watch-types.js';
-import { defaultWebSocket } from './watch-socket.js';
+import { systemClock, type MonotonicClock } from '../time/clock.js';
+import { ValidationError, validateSubscribeMessage } from '../protocol/index.js';
+import type { RequestSigner } from '../transport/signing.js';
+import { expectNonNegative, expectPositive } from '../time/timing.js';
+import type { WatchFilter, WatchOptions, WatchReconnectOptions, WebSocketFactory } from './types.js';
+import { defaultWebSocket } from './socket.js';
 
 /** The watch's options checked once, defaults applied; and the consumer filters checked the same way. */
 

@@ -1,7 +1,7 @@
-import { expectPositive } from './timing.js';
-import type { LeaseEvent, LeaseholdError } from './protocol/index.js';
-import type { WatchListener } from './watch-types.js';
-import { DEFAULT_MAX_BUFFERED } from './watch-options.js';
+import { expectPositive } from '../time/timing.js';
+import type { LeaseEvent, LeaseholdError } from '../protocol/index.js';
+import type { WatchListener } from './types.js';
+import { DEFAULT_MAX_BUFFERED } from './options.js';
 
 /** Opens one subscription for `bufferedEvents`; `onEnd` hears the watch end it (with the refusal, if refused). */
 export type OpenSubscription = (listener: WatchListener, onEnd: (refusal?: LeaseholdError) => void) => { close(): void };

@@ -1,4 +1,4 @@
-import { sleep, systemClock, type MonotonicClock } from './clock.js';
+import { sleep, systemClock, type MonotonicClock } from '../time/clock.js';
 import {
   ForbiddenError,
   InternalError,
@@ -14,9 +14,9 @@ import {
   type ErrorBody,
   type Route,
   type RouteId,
-} from './protocol/index.js';
+} from '../protocol/index.js';
 import type { RequestSigner } from './signing.js';
-import { DEFAULT_REQUEST_TIMEOUT_MS, backoffMs, expectNonNegativeInteger, expectPositive } from './timing.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, backoffMs, expectNonNegativeInteger, expectPositive } from '../time/timing.js';
 
 /**
  * HTTP for the SDK: the platform `fetch`, a time limit per attempt, and retries with exponential

@@ -1,7 +1,7 @@
-import type { CancelTimer, MonotonicClock } from './clock.js';
-import type { TermInfo } from './term-events.js';
-import { expectNonNegative } from './timing.js';
-import { describeFailure, type NoticeRole } from './wait-notices.js';
+import type { CancelTimer, MonotonicClock } from '../time/clock.js';
+import type { TermInfo } from '../term/events.js';
+import { expectNonNegative } from '../time/timing.js';
+import { describeFailure, type NoticeRole } from '../term/wait-notices.js';
 
 /**
  * The callers of a Leader's `campaign()` (a Semaphore's `acquire()`), waiting for its next term,

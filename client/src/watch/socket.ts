@@ -1,6 +1,6 @@
-import { UnavailableError } from './protocol/index.js';
-import type { RequestSigner } from './signing.js';
-import type { WebSocketLike } from './watch-types.js';
+import { UnavailableError } from '../protocol/index.js';
+import type { RequestSigner } from '../transport/signing.js';
+import type { WebSocketLike } from './types.js';
 
 /** The socket plumbing of the watch: signing and opening one (the platform's or `ws`), closing it, naming its failures. */
 

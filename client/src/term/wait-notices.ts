@@ -1,6 +1,6 @@
-import type { MonotonicClock } from './clock.js';
-import { ErrorCode, isLeaseholdError } from './protocol/index.js';
-import type { LeaderEvent } from './term-events.js';
+import type { MonotonicClock } from '../time/clock.js';
+import { ErrorCode, isLeaseholdError } from '../protocol/index.js';
+import type { LeaderEvent } from './events.js';
 
 /**
  * Why nothing happens, said out loud. A leader, a semaphore holder, a `withLease` job or a group

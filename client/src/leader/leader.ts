@@ -40,13 +40,13 @@
  * campaigns only right after a check passes (see `health.ts`).
  */
 import { CampaignWaiters } from './campaign-waiters.js';
-import { delay } from './clock.js';
-import { validateFence, type Fence, type FencingOptions } from './fence.js';
-import { claimForTerm } from './fence-claim.js';
+import { delay } from '../time/clock.js';
+import { validateFence, type Fence, type FencingOptions } from '../fence/fence.js';
+import { claimForTerm } from '../fence/claim.js';
 import { FollowerSignals } from './follower.js';
 import { HealthMonitor, resolveHealth, type HealthOptions } from './health.js';
-import { InvocationGate, type InvocationDeadlineError } from './lambda.js';
-import type { AcquireResult, LeaseApi } from './lease-client.js';
+import { InvocationGate, type InvocationDeadlineError } from '../lambda/deadline.js';
+import type { AcquireResult, LeaseApi } from '../api/lease-client.js';
 import {
   LIMITS,
   LeaseLostError,
@@ -57,12 +57,12 @@ import {
   type HandoffResponse,
   type JsonValue,
   type LeaseClaim,
-} from './protocol/index.js';
-import { Term, type TermOwner } from './term.js';
-import { createTermContext, releaseQuietly, type TermContext, type TermOptions } from './term-context.js';
-import type { LossReason, TermInfo } from './term-events.js';
-import { backoffMs, followerWaitMs, type Timing } from './timing.js';
-import { watchFromOption, type WatchClient, type WatchSubscription } from './watch.js';
+} from '../protocol/index.js';
+import { Term, type TermOwner } from '../term/term.js';
+import { createTermContext, releaseQuietly, type TermContext, type TermOptions } from '../term/context.js';
+import type { LossReason, TermInfo } from '../term/events.js';
+import { backoffMs, followerWaitMs, type Timing } from '../time/timing.js';
+import { watchFromOption, type WatchClient, type WatchSubscription } from '../watch/watch.js';
 
 export interface LeaderOptions extends TermOptions, HealthOptions, FencingOptions {
   /** Lease name. Required. */

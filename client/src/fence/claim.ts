@@ -1,6 +1,6 @@
 import type { Fence } from './fence.js';
-import type { Grant } from './protocol/index.js';
-import { grantDeadlineMs, type TermContext } from './term-context.js';
+import type { Grant } from '../protocol/index.js';
+import { grantDeadlineMs, type TermContext } from '../term/context.js';
 
 /**
  * Claims `grant.token` in `fence` before a term begins, bounded by the grant's local deadline (the

@@ -1,4 +1,4 @@
-import type { MonotonicClock, CancelTimer } from './clock.js';
+import type { MonotonicClock, CancelTimer } from '../time/clock.js';
 import {
   InternalError,
   LIMITS,
@@ -10,8 +10,8 @@ import {
   type BatchRenewResult,
   type Grant,
   type RenewRequest,
-} from './protocol/index.js';
-import type { CallOptions } from './transport.js';
+} from '../protocol/index.js';
+import type { CallOptions } from '../transport/http.js';
 
 /**
  * Renewals of many leases under one name prefix, coalesced into batched renew requests

@@ -9,11 +9,11 @@
  * at TTL/3 with quick retries, pause detection, typed loss reasons, and followers that retry at the
  * server's `retryAfterMs` (the earliest expiry of a live permit). Semaphores have no watch.
  */
-import { createPermitHolder, type Leader } from './leader.js';
-import type { AcquireResult, LeaseApi, PermitRef, SemaphoreApi } from './lease-client.js';
-import type { FencingOptions } from './fence.js';
-import type { HealthOptions } from './health.js';
-import type { DeadlineRefusal } from './lambda.js';
+import { createPermitHolder, type Leader } from '../leader/leader.js';
+import type { AcquireResult, LeaseApi, PermitRef, SemaphoreApi } from '../api/lease-client.js';
+import type { FencingOptions } from '../fence/fence.js';
+import type { HealthOptions } from '../leader/health.js';
+import type { DeadlineRefusal } from '../lambda/deadline.js';
 import {
   LIMITS,
   LeaseLostError,
@@ -25,10 +25,10 @@ import {
   type PermitHolder,
   type PublicLease,
   type PublicSemaphore,
-} from './protocol/index.js';
-import type { TermOptions } from './term-context.js';
-import type { LossReason, TermInfo } from './term-events.js';
-import { runWithLease, type WithLeaseOptions } from './with-lease.js';
+} from '../protocol/index.js';
+import type { TermOptions } from '../term/context.js';
+import type { LossReason, TermInfo } from '../term/events.js';
+import { runWithLease, type WithLeaseOptions } from '../job/with-lease.js';
 
 export interface SemaphoreOptions extends Omit<TermOptions, 'lockDelayMs'>, HealthOptions, FencingOptions {
   /** Semaphore name (the lease-name rules; semaphores and leases never share names' state). Required. */

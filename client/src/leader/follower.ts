@@ -1,7 +1,7 @@
-import { Alarm } from './alarm.js';
-import type { MonotonicClock } from './clock.js';
-import type { LeaseEvent } from './protocol/index.js';
-import { heldJitterWindowMs, jitter } from './timing.js';
+import { Alarm } from '../time/alarm.js';
+import type { MonotonicClock } from '../time/clock.js';
+import type { LeaseEvent } from '../protocol/index.js';
+import { heldJitterWindowMs, jitter } from '../time/timing.js';
 
 /**
  * Turns what the watch pushes into "try now" or "try at …" for a follower's campaign loop.
