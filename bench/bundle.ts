@@ -1,5 +1,5 @@
 /**
- * Section 8: what a Lambda that imports the SDK pays (issue #20): the minified esbuild bundle of a
+ * Section 8: what a Lambda that imports the SDK pays: the minified esbuild bundle of a
  * handler importing `createLeader`, `withLease` and `sigv4Signer`, counting every file it may load
  * (static and dynamic imports: the build splits, and every output chunk is counted), and the time to
  * import it in a fresh Node process (median of several runs).

@@ -1,5 +1,5 @@
 /**
- * Section 7: what epoch fencing costs (issue 16). On DynamoDB Local: write units per write as
+ * Section 7: what epoch fencing costs. On DynamoDB Local: write units per write as
  * DynamoDB reports them (`ReturnConsumedCapacity: TOTAL`) and sequential latency, for a plain
  * write, a per-item fenced write (`fenceUpdate`) and an epoch-fenced write (`dynamodbEpoch().write`:
  * a transaction of the epoch ConditionCheck and the write). On a throwaway PostgreSQL (Debian's

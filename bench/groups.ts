@@ -6,7 +6,7 @@ import { Worker, type WorkerEvent } from './processes.js';
 import type { GroupMemberConfig } from './workers/group-member.js';
 
 /**
- * Section 11: a lease group (issue #19). P partitions shared by members that are processes of their
+ * Section 11: a lease group. P partitions shared by members that are processes of their
  * own (bench/workers/group-member.ts: `createLeaseGroup` with the watch, against the local server
  * with the watch). In each round, on a fresh group: four members start; a fifth joins; after a
  * steady window (where each member counts the HTTP requests it sends), one member is killed with
@@ -259,7 +259,7 @@ export async function measureGroups(options: GroupsOptions): Promise<GroupsResul
  * Renewals the emulator serves before the first round, in batched requests of 100 through the
  * server (about 50 s on a 2-core machine). A DynamoDB Local started for the watch has a cold JIT:
  * its CPU per write kept falling for tens of thousands of writes while C2 compiled in the
- * background (a scratch probe of conditional writes, 2026-11-26: 5.1 ms of emulator CPU each after
+ * background (a scratch probe of conditional writes: 5.1 ms of emulator CPU each after
  * 6,000 writes, 3.2 ms after 21,000, 2.2 ms after 101,000), CPU that the two cores share with the
  * members and the server during a leave. The renewals' stream records warm the stream reads and the
  * consumer too.
@@ -275,7 +275,7 @@ const WARM_UP_MOVES = 10;
  * their own, as the members' leases are (a grouped lease's writes also keep the group's index, code
  * that ungrouped renewals never reach), then WARM_UP_MOVES moves of the whole group from one holder
  * to the other (a batched handoff, an acquire of each lease by the receiver, a read of the group),
- * the paths of a leave. The first counted round's leaves had been the latest (on 2026-11-26, 23 of
+ * the paths of a leave. The first counted round's leaves had been the latest (23 of
  * 47 first rounds late against 14 of 47 in each later round), and in two traced runs the emulator's
  * C2 compiler was still at work in the 10 s before the first round's leave (370 and 460 ms of its
  * CPU, against 0-150 ms before the other leaves). All on names outside the measured groups.

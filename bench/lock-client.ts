@@ -1,5 +1,5 @@
 /**
- * The npm `dynamodb-lock-client` peer (issue #23): the library a Node user would most likely pick
+ * The npm `dynamodb-lock-client` peer: the library a Node user would most likely pick
  * instead of leasehold. It runs against the same DynamoDB Local with its own table, through the
  * aws-sdk v2 DocumentClient it is written for (its peer dependency).
  *

@@ -1,5 +1,5 @@
 /**
- * `npm run bench` — leasehold's benchmark (issue 8): operation latency against the bare DynamoDB
+ * `npm run bench` — leasehold's benchmark: operation latency against the bare DynamoDB
  * request, etcd and Redis side by side at the same TTL, crash failover and graceful handover between
  * real processes, request cost, cold start of the Lambda bundles, and one process holding many
  * leases. Everything runs on this machine in one run, so the ratios are meaningful.

@@ -3,7 +3,7 @@ import { Disturbed, randomPointOfCycle, recordDisturbance, spawnCandidate, type 
 import type { Worker } from './processes.js';
 
 /**
- * Section 9: a paused holder (issue #23). The leader process is stopped (SIGSTOP) at a random point
+ * Section 9: a paused holder. The leader process is stopped (SIGSTOP) at a random point
  * of its renewal cycle for twice the lease, long enough for the follower to be granted the lease,
  * then resumed (SIGCONT). Each candidate samples its own belief ("do I hold it?", what it would check
  * before leader work) every 2 ms and reports changes on the benchmark clock, and the first sample

@@ -80,11 +80,11 @@ export interface BenchResults {
   coldStart?: ColdStartRow[];
   scale?: ScaleResult[];
   epoch?: EpochFencingResult;
-  /** Section 8 (issue #20): the SDK's Lambda bundle size and import time. */
+  /** Section 8: the SDK's Lambda bundle size and import time. */
   bundle?: BundleResult;
   pause?: PauseSystem[];
   rolling?: RollingDeployVariant[];
-  /** Section 11 (issue #19): a lease group of 64 partitions: start, join, kill, leave. */
+  /** Section 11: a lease group of 64 partitions: start, join, kill, leave. */
   groups?: GroupsResult;
   /** Sections copied from the previous full run's JSON because this run measured only others. */
   carriedOver?: CarriedSection[];

@@ -4,7 +4,7 @@ import { Worker, type WorkerEvent } from './processes.js';
 import type { CandidateConfig } from './workers/candidate.js';
 
 /**
- * Section 10: a rolling deploy (issue #17). Five candidates of the old version run, one of them
+ * Section 10: a rolling deploy. Five candidates of the old version run, one of them
  * leading, all with the watch. One by one, in a random order, each is replaced as a deploy tool
  * does it: a candidate of the new version starts; once it is up (its first answer from the
  * service) and one health-check interval has passed, the old one gets SIGTERM, stops its Leader

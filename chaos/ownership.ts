@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 
 /**
- * What the members of a lease group believed (`--groups`, issue #19): `ownership.jsonl` beside the
+ * What the members of a lease group believed (`--groups`): `ownership.jsonl` beside the
  * history, one JSON object per line, every time on the harness clock (harness-clock.ts). The
  * history holds what the members *sent* (their acquires, renewals and handoffs of the partition
  * leases are ordinary lease operations); this file holds what each member *believed*, as the SDK

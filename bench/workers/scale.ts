@@ -15,7 +15,7 @@ interface ScaleConfig {
   ttlMs: number;
   windowMs: number;
   prefix: string;
-  /** Coalesce the renewals into batched requests (LeaseClient `batch`, issue #18). */
+  /** Coalesce the renewals into batched requests (LeaseClient `batch`). */
   batch?: boolean;
 }
 

@@ -3,7 +3,7 @@ import { byLease, grantsOf, type OpEntry } from './grants.js';
 import { jsonText } from './lease-coordination.js';
 
 /**
- * What coordinated leadership (issue #17) did in a history: claims, the handoffs of yielding
+ * What coordinated leadership did in a history: claims, the handoffs of yielding
  * leaders and whether their claimants came, and proclaims. Reported, not judged: the rules are in
  * the lease model (I1, lease-coordination.ts) and in I4 (no write after giving the lease up).
  */

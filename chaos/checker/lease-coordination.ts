@@ -3,7 +3,7 @@ import type { OpRecord } from '../history.js';
 import type { LeaseOp, LeaseState } from './lease-model.js';
 
 /**
- * The lease model's rules for coordinated leadership (issue #17): priorities and claims, proclaims,
+ * The lease model's rules for coordinated leadership: priorities and claims, proclaims,
  * and the handoff a yielding Leader sends. What the server does (functions/lease-store.ts):
  *
  * - **Claim.** An acquire refused on a held lease whose priority outranks the holder's (and any

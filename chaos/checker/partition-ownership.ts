@@ -5,7 +5,7 @@ import { GROUP_INVARIANTS, type GroupCheck, type GroupInvariantId, type GroupSta
 import { forcedEndsOf, revokesOf } from './revokes.js';
 
 /**
- * Lease groups (issue #19), judged from what the members believed (ownership.jsonl, see
+ * Lease groups, judged from what the members believed (ownership.jsonl, see
  * chaos/ownership.ts), not from what they sent: the history's lease operations on the partition
  * leases are already judged as any lease's (I1–I6: token order, grants that never overlap, fail-
  * closed deadlines that never outlive their grant), so these checks add only what the group's own

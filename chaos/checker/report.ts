@@ -23,7 +23,7 @@ export const INVARIANTS = {
 export type InvariantId = keyof typeof INVARIANTS;
 
 /**
- * Lease groups (issue #19), judged from the members' ownership records (ownership.jsonl) when the
+ * Lease groups, judged from the members' ownership records (ownership.jsonl) when the
  * check is given them (`--groups` runs): partition-ownership.ts.
  */
 export const GROUP_INVARIANTS = {
@@ -96,7 +96,7 @@ export interface CheckSummary {
   faults: Partial<Record<FaultKind, number>>;
   invariants: Record<InvariantId, InvariantReport>;
   failover: FailoverStats;
-  /** Claims, yields' handoffs and proclaims (issue #17), counted. */
+  /** Claims, yields' handoffs and proclaims, counted. */
   coordination: CoordinationStats;
   /** Lease groups: G1, G2 and what the group did; absent when the check was given no ownership records. */
   groups?: GroupCheck;

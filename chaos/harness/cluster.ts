@@ -110,9 +110,9 @@ export class DatabaseNode {
   /**
    * The `restart-db` fault: an outage of the database, whose acknowledged writes survive it, as
    * DynamoDB's do. So SIGTERM (SIGKILL only if it has not exited in 10 s), never kill -9 first:
-   * DynamoDB Local loses acknowledged TransactWriteItems on kill -9 (3 of 5 in a probe on
-   * 2026-11-26; plain writes survived), which would show as an epoch-fenced charge lost and made
-   * again, not a fault of leasehold.
+   * DynamoDB Local loses acknowledged TransactWriteItems on kill -9 (3 of 5 in a probe; plain
+   * writes survived), which would show as an epoch-fenced charge lost and made again, not a fault
+   * of leasehold.
    */
   async outageAndRestart(): Promise<void> {
     const child = this.handle?.process;

@@ -7,7 +7,7 @@ import { validateOwnershipLine, type OwnershipEvent, type OwnershipRecord } from
 import type { Journal } from './journal.js';
 
 /**
- * `--groups` (issue #19): every worker process is a member of one lease group (the SDK's
+ * `--groups`: every worker process is a member of one lease group (the SDK's
  * createLeaseGroup, through the worker's LeaseClient and so through its fault proxy), and works the
  * job queue of each partition it owns with that partition's token (worker.ts). Each member records
  * what it believes, on the harness clock, as journal notes that become `ownership.jsonl`

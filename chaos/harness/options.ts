@@ -41,13 +41,13 @@ export interface HarnessOptions {
    */
   semaphoreLimit: number;
   /**
-   * Coordinated leadership (issue #17): workers campaign at seeded priorities (chaos/harness/priorities.ts),
+   * Coordinated leadership: workers campaign at seeded priorities (chaos/harness/priorities.ts),
    * so higher ones claim leases lower ones hold and the holders yield to them, and leaders proclaim
    * new metadata now and then. Default off, so the other bounded runs keep their seeded behaviour.
    */
   priorities: boolean;
   /**
-   * Lease groups (issue #19): every worker is a member of one lease group of `partitions`
+   * Lease groups: every worker is a member of one lease group of `partitions`
    * partitions (chaos/harness/groups.ts) instead of running Leaders, works the job queue of each
    * partition it owns with that partition's token, and records what it believes it owns; the
    * checker adds G1 and G2. 0: off (the default, so the other bounded runs keep their seeded behaviour).

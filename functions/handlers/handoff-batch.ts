@@ -12,7 +12,7 @@ import { OUTCOME, leaseRoute, type HandlerDeps } from '../http/route.js';
 import { lambdaEntry } from '../runtime.js';
 
 /**
- * POST /v1/prefixes/{prefix}/handoff — many handoffs in one request (issue #19: a lease group
+ * POST /v1/prefixes/{prefix}/handoff — many handoffs in one request (a lease group
  * member that stops hands all its partitions off at once, and one request gets there sooner than
  * sixteen that each need a connection and a turn of the server). Each entry is handed off exactly
  * as the single handoff route would (one conditional UpdateItem each), and answered in request

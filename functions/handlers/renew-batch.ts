@@ -12,8 +12,9 @@ import { OUTCOME, leaseRoute, type HandlerDeps } from '../http/route.js';
 import { lambdaEntry } from '../runtime.js';
 
 /**
- * POST /v1/prefixes/{prefix}/renew — many renewals in one request (issue #18). Each entry is renewed
- * exactly as the single renew route would (one conditional UpdateItem each), and answered in
+ * POST /v1/prefixes/{prefix}/renew — many renewals in one request (a process holding thousands of
+ * leases renews them in a few requests). Each entry is renewed exactly as the single renew route
+ * would (one conditional UpdateItem each), and answered in
  * request order with its grant or with the error body that route would have sent. Never
  * all-or-nothing: one lost lease does not fail the others. An entry the store could not renew for
  * another reason (the table throttling, say) is answered with that error; only a bug fails the batch.

@@ -15,7 +15,7 @@ import type { CallOptions } from '../transport/http.js';
 
 /**
  * Renewals of many leases under one name prefix, coalesced into batched renew requests
- * (`POST /v1/prefixes/{prefix}/renew`, issue #18): a process that holds thousands of leases makes
+ * (`POST /v1/prefixes/{prefix}/renew`): a process that holds thousands of leases makes
  * one request per window instead of one per lease.
  *
  * A renewal asked for is held at most its window (or until 100 are waiting), then sent with the

@@ -1,7 +1,7 @@
 import { LIMITS, NAME_PATTERN, ValidationError, validateGroup } from '../protocol/index.js';
 
 /**
- * The names of a lease group's leases (issue #19): partition `p` is the lease `<group>.p.<p>`,
+ * The names of a lease group's leases: partition `p` is the lease `<group>.p.<p>`,
  * member `m` holds the membership lease `<group>.m.<m>`. Ordinary leases, so describe, list, the
  * page, the watch, prefix grants and fencing work on them unchanged.
  */

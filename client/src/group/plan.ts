@@ -1,5 +1,5 @@
 /**
- * The fair share of a lease group, as a pure function (issue #19): from one view of the group (its
+ * The fair share of a lease group, as a pure function: from one view of the group (its
  * partitions, its live members, who owns what) to the moves that leave every member with ⌊P/M⌋ or
  * ⌈P/M⌉ partitions. Every member computes the same plan from the same view and carries out only its
  * own part: it takes the free partitions planned for it, and hands the extras planned away from it

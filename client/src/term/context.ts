@@ -94,7 +94,7 @@ export function createTermContext(client: LeaseApi, name: string, options: TermO
   );
 }
 
-/** A class rather than an object literal so that `emit` is one shared method, not a closure per leader (issue #18). */
+/** A class rather than an object literal so that `emit` is one shared method, not a closure per leader: a process may hold thousands. */
 class Context implements TermContext {
   constructor(
     readonly client: LeaseApi,

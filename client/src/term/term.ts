@@ -16,8 +16,8 @@ const RENEW_RETRY_BASE_MS = 50;
 
 /**
  * Who runs a term: it hears the term's end, and may check before each renewal and hear claims. The
- * leader passes itself (one object for all its terms, no closures per term: issue #18 counts the
- * bytes a held lease costs).
+ * leader passes itself (one object for all its terms, no closures per term: a process may
+ * hold thousands of leases, and every byte a held lease costs counts).
  */
 export interface TermOwner {
   /** The term ended (once): its signal has aborted and its timers are stopped. */
