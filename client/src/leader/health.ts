@@ -144,11 +144,14 @@ export class HealthMonitor {
     return false;
   }
 
-  /** For a leader, before a renewal: false once `unhealthyAfter` checks in a row have failed. */
-  async keepLeading(signal: AbortSignal, limitMs: number, token: number): Promise<boolean> {
+  /**
+   * For a leader, before a renewal: false once `unhealthyAfter` checks in a row have failed. Bound,
+   * so a term can call it as its `beforeRenew` with no wrapper made per renewal.
+   */
+  readonly keepLeading = async (signal: AbortSignal, limitMs: number, token: number): Promise<boolean> => {
     const passed = await this.check(signal, limitMs, token);
     return passed || this.consecutive < this.settings.unhealthyAfter;
-  }
+  };
 }
 
 function describe(value: unknown): string {
