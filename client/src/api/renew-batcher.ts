@@ -16,15 +16,16 @@ import type { CallOptions } from '../transport/http.js';
 /**
  * Renewals of many leases under one name prefix, coalesced into batched renew requests
  * (`POST /v1/prefixes/{prefix}/renew`): a process that holds thousands of leases makes
- * one request per window instead of one per lease.
+ * one request per window instead of one per lease. LeaseClient keeps one for its `batch` option;
+ * a lease group member keeps one for its own leases (`group/renewals.ts`).
  *
  * A renewal asked for is held at most its window (or until 100 are waiting), then sent with the
  * others in one request. The default window is 1 % of the lease's ttl, at most 1 s: a renewal is
  * due every ttl/3 less 1 % of the ttl, so it still lands on time, and at 10,000 leases of 300 s
- * (100 renewals a second) a second's worth travels together. Each caller gets its own answer: its grant, or the error the single renew
- * would have raised (`LeaseLostError` with its reason). A batch that fails as a whole (network,
- * 5xx, throttling) fails every renewal in it with that error, and each Leader retries its own as
- * for a single renew, until its own deadline.
+ * (100 renewals a second) a second's worth travels together. Each caller gets its own answer: its
+ * grant, or the error the single renew would have raised (`LeaseLostError` with its reason). A
+ * batch that fails as a whole (network, 5xx, throttling) fails every renewal in it with that error,
+ * and each Leader retries its own as for a single renew, until its own deadline.
  *
  * Fail-closed timing is unchanged: a Leader counts a renewal's validity from when it *asked*
  * (before the request that carries it left, so at most `windowMs` more conservative than counting

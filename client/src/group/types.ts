@@ -1,0 +1,75 @@
+import type { LeaseApi } from '../api/lease-client.js';
+import type { BatchHandoffEntry, BatchHandoffResult, BatchRenewEntry, BatchRenewResult, GroupResponse } from '../protocol/index.js';
+import type { TermOptions } from '../term/context.js';
+import type { LeaderEvent, LossReason, TermInfo } from '../term/events.js';
+import type { CallOptions } from '../transport/http.js';
+import type { WatchClient } from '../watch/watch.js';
+
+/** The verbs a lease group needs. LeaseClient implements them all. */
+export interface LeaseGroupApi extends LeaseApi {
+  handoff: NonNullable<LeaseApi['handoff']>;
+  describeGroup(group: string, request?: { limit?: number; cursor?: string }, call?: CallOptions): Promise<GroupResponse>;
+  /** When present (LeaseClient has it), the group's renewals travel in batched requests. */
+  renewBatch?(prefix: string, grants: readonly BatchRenewEntry[], call?: CallOptions): Promise<BatchRenewResult[]>;
+  /** When present (LeaseClient has it), a stopping member hands all its partitions off in one request. */
+  handoffBatch?(prefix: string, handoffs: readonly BatchHandoffEntry[], call?: CallOptions): Promise<BatchHandoffResult[]>;
+}
+
+export interface LeaseGroupOptions extends Omit<TermOptions, 'lambdaContext' | 'lambdaMarginMs' | 'priority' | 'metadata' | 'lockDelayMs'> {
+  /** The group's name (the lease-name alphabet, at most 198 characters). Required. */
+  group: string;
+  /** How many partitions (named "0" … "P-1"), or their names (the lease-name alphabet). Required. */
+  partitions: number | readonly string[];
+  /**
+   * This member's id: its membership lease is `<group>.m.<memberId>`. Default: derived from
+   * `holder` (see `memberIdFor`). Two live processes must not share one.
+   */
+  memberId?: string;
+  /** Push-driven balancing: a WatchClient (shared; not closed by the group), or the watch URL (the group opens and closes its own socket). Default: none (reads on the schedule only). */
+  watch?: WatchClient | string | URL;
+  /** Reads the group at least this often (each interval less a random share of up to 20 %, so members do not read in lockstep). Default half the ttl. */
+  balanceEveryMs?: number;
+  /**
+   * Called when this member starts owning a partition: its fencing `token`, a `signal` that aborts
+   * when the ownership ends, and the grant. Errors are reported as `error` events.
+   */
+  onAssigned?: (partition: string, term: TermInfo) => void | Promise<void>;
+  /**
+   * Called when an ownership ends, with why: `released` (handed to another member to rebalance),
+   * `stopped` (`stop()`), or a Leader's loss reasons (`expired`, `superseded`, `paused`, `revoked`, …).
+   * The term's signal has already aborted. Errors are reported as `error` events.
+   */
+  onRevoked?: (partition: string, reason: LossReason, term: TermInfo) => void | Promise<void>;
+  /** Aborting it is `stop()`. */
+  signal?: AbortSignal;
+  /** The events of every partition's and the membership's terms (`name` says which lease), and the group's own. */
+  onEvent?: (event: GroupEvent) => void;
+}
+
+export type GroupEvent =
+  | LeaderEvent
+  /** A read of the group and what it planned for this member. */
+  | { type: 'groupRead'; group: string; holder: string; members: number; owned: number; target: number; taking: number; giving: number }
+  | { type: 'groupError'; group: string; holder: string; operation: 'describeGroup' | 'onAssigned' | 'onRevoked'; error: unknown };
+
+export interface LeaseGroup {
+  readonly group: string;
+  readonly memberId: string;
+  readonly holder: string;
+  /** Every partition of the group, in order. */
+  readonly partitions: readonly string[];
+  /** Joins the group in the background. Idempotent. */
+  start(): void;
+  /** Hands every owned partition to other members (or releases it), releases the membership, and stops for good. */
+  stop(): Promise<void>;
+  /** True while this member owns `partition` and its local deadline has not passed. Synchronous, one clock read. */
+  isOwner(partition: string): boolean;
+  /** The partitions this member owns now (deadlines checked), in the group's order. */
+  owned(): string[];
+  /** The fencing token of this member's ownership of `partition`; undefined when it does not own it. */
+  token(partition: string): number | undefined;
+  /** Aborts when this member's ownership of `partition` ends; already aborted when it does not own it. */
+  signal(partition: string): AbortSignal;
+  /** True while this member holds its membership lease. */
+  isMember(): boolean;
+}
