@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { Agent, createServer, request, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createFaultProxy, type FaultProxy } from '../../chaos/proxy.js';
 
 /**
@@ -195,7 +195,8 @@ describe('fault proxy', () => {
     const p = await createFaultProxy({ targetHost: '127.0.0.1', targetPort: serverPort });
     p.setMode({ kind: 'blackhole' });
     const hanging = send(p.port);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Closed only once the connection is open at the proxy (a fixed pause could end first on a loaded machine).
+    await vi.waitFor(() => expect(p.stats().connectionsOpen).toBe(1), { timeout: 10_000, interval: 5 });
     await p.close();
     await expect(hanging).rejects.toMatchObject({ code: 'ECONNRESET' });
     await expect(send(p.port)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
