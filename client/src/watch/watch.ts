@@ -4,14 +4,13 @@ import {
   ErrorCode,
   UnavailableError,
   WATCH_BATCHED_QUERY,
-  WATCH_LIMITS,
   errorFromBody,
   parseWatchMessage,
   type LeaseEvent,
   type LeaseholdError,
-  type SubscribeMessage,
 } from '../protocol/index.js';
 import { backoffMs } from '../time/timing.js';
+import { Connection, type KeyEntry } from './connection.js';
 import { bufferedEvents } from './events.js';
 import { resolveFilter, resolveWatchOptions, type WatchSettings } from './options.js';
 import { OPEN, closeQuietly, signUpgrade, socketError } from './socket.js';
@@ -47,7 +46,6 @@ export type {
  * which keeps API Gateway's idle timeout (10 minutes) away and proves the socket still answers.
  */
 
-/** Creates a watch; nothing connects until the first `subscribe`. Validates its options at once. */
 /**
  * The `watch` option of a Leader or a lease group: a WatchClient it shares (and does not close), or
  * a URL for which it opens its own socket, signed with the client's signer (`owned`: it closes it).
@@ -65,6 +63,7 @@ export function watchFromOption(
   throw new TypeError(`Expected \`watch\` to be a WatchClient or a ws:// or wss:// URL, got ${typeof watch}.`);
 }
 
+/** Creates a watch; nothing connects until the first `subscribe`. Validates its options at once. */
 export function createWatch(options: WatchOptions): WatchClient {
   return new Watch(options);
 }
@@ -78,19 +77,6 @@ interface Sub {
   listener: WatchListener;
   live: boolean;
   onEnd?: (error?: LeaseholdError) => void;
-}
-
-/** One socket and what was subscribed on it. A new Connection per attempt; stale ones are ignored. */
-interface Connection {
-  socket: WebSocketLike | undefined;
-  open: boolean;
-  /** Keys sent (confirmed or not) on this socket, with their `renewed` flag. */
-  requested: Map<string, boolean>;
-  confirmed: Map<string, boolean>;
-  queue: Array<{ message: SubscribeMessage; keys: Array<[string, boolean]> }>;
-  inflight: { keys: Array<[string, boolean]> } | undefined;
-  cancelTimer: CancelTimer | undefined;
-  cancelKeepalive: CancelTimer | undefined;
 }
 
 class Watch implements WatchClient {
@@ -131,7 +117,6 @@ class Watch implements WatchClient {
     }, options);
   }
 
-
   close(): void {
     if (this.stateValue === 'closed') return;
     this.stateValue = 'closed';
@@ -162,7 +147,7 @@ class Watch implements WatchClient {
     };
     this.subs.add(sub);
     const conn = this.current;
-    if (conn?.open && sub.keys.every((key) => covers(conn.confirmed.get(key), sub.renewed))) {
+    if (conn?.open && conn.confirms(sub.keys, sub.renewed)) {
       // Everything it needs is confirmed already (another consumer watches the same names): it is
       // live from this instant; `live` is called once the caller has its subscription in hand.
       sub.live = true;
@@ -170,7 +155,7 @@ class Watch implements WatchClient {
         if (sub.live && this.subs.has(sub)) this.call(() => sub.listener.live?.());
       });
     } else if (conn?.open) {
-      this.request(conn, sub.keys.filter((key) => !covers(conn.requested.get(key), sub.renewed)).map((key) => [key, sub.renewed] as [string, boolean]));
+      conn.request(conn.unrequested(sub.keys, sub.renewed));
       this.stateValue = 'subscribing';
       this.pump(conn);
     } else if (conn === undefined && this.cancelRetry === undefined) {
@@ -205,11 +190,11 @@ class Watch implements WatchClient {
   private refreshLive(conn: Connection): void {
     if (conn !== this.current || !conn.open) return;
     for (const sub of [...this.subs]) {
-      if (sub.live || !sub.keys.every((key) => covers(conn.confirmed.get(key), sub.renewed))) continue;
+      if (sub.live || !conn.confirms(sub.keys, sub.renewed)) continue;
       sub.live = true;
       this.call(() => sub.listener.live?.());
     }
-    if (conn.queue.length === 0 && conn.inflight === undefined) {
+    if (conn.settled) {
       this.stateValue = 'live';
       this.failures = 0;
       this.armKeepalive(conn);
@@ -236,16 +221,7 @@ class Watch implements WatchClient {
   // ── the socket ─────────────────────────────────────────────────────────────────────────────
 
   private connect(): void {
-    const conn: Connection = {
-      socket: undefined,
-      open: false,
-      requested: new Map(),
-      confirmed: new Map(),
-      queue: [],
-      inflight: undefined,
-      cancelTimer: undefined,
-      cancelKeepalive: undefined,
-    };
+    const conn = new Connection();
     this.current = conn;
     this.stateValue = 'connecting';
     conn.cancelTimer = this.settings.clock.setTimer(this.settings.timeoutMs, () =>
@@ -286,33 +262,13 @@ class Watch implements WatchClient {
   private opened(conn: Connection): void {
     if (conn !== this.current || conn.open) return;
     conn.open = true;
-    conn.cancelTimer?.();
-    conn.cancelTimer = undefined;
+    conn.stopTimer();
     this.stateValue = 'subscribing';
     const wanted = new Map<string, boolean>();
     for (const sub of this.subs) for (const key of sub.keys) wanted.set(key, (wanted.get(key) ?? false) || sub.renewed);
-    this.request(conn, [...wanted]);
+    conn.request([...wanted]);
     this.pump(conn);
     this.refreshLive(conn);
-  }
-
-  /** Queues subscribe messages for keys, split by `renewed` and by the per-message limits. */
-  private request(conn: Connection, keys: Array<[string, boolean]>): void {
-    for (const renewed of [false, true]) {
-      const group = keys.filter(([, r]) => r === renewed);
-      const names = group.filter(([key]) => key.startsWith('n:')).map(([key]) => key.slice(2));
-      const prefixes = group.filter(([key]) => key.startsWith('p:')).map(([key]) => key.slice(2));
-      while (names.length > 0 || prefixes.length > 0) {
-        const batchNames = names.splice(0, WATCH_LIMITS.namesPerMessage);
-        const batchPrefixes = prefixes.splice(0, WATCH_LIMITS.prefixesPerMessage);
-        const batchKeys: Array<[string, boolean]> = [
-          ...batchNames.map((n) => [`n:${n}`, renewed] as [string, boolean]),
-          ...batchPrefixes.map((p) => [`p:${p}`, renewed] as [string, boolean]),
-        ];
-        for (const [key] of batchKeys) conn.requested.set(key, (conn.requested.get(key) ?? false) || renewed);
-        conn.queue.push({ message: subscribeMessage(batchKeys, renewed), keys: batchKeys });
-      }
-    }
   }
 
   /** Sends the next subscribe message if none awaits its confirmation. One at a time: replies carry no id. */
@@ -320,8 +276,7 @@ class Watch implements WatchClient {
     if (conn !== this.current || !conn.open || conn.inflight !== undefined) return;
     const next = conn.queue.shift();
     if (next === undefined) return;
-    conn.cancelKeepalive?.();
-    conn.cancelKeepalive = undefined;
+    conn.stopKeepalive();
     conn.inflight = { keys: next.keys };
     conn.cancelTimer = this.settings.clock.setTimer(this.settings.timeoutMs, () =>
       this.fail(conn, new UnavailableError(`The watch at ${this.url.origin} did not confirm a subscription within ${this.settings.timeoutMs} ms.`)),
@@ -351,8 +306,7 @@ class Watch implements WatchClient {
       return;
     }
     conn.inflight = undefined;
-    conn.cancelTimer?.();
-    conn.cancelTimer = undefined;
+    conn.stopTimer();
     if (message.type === 'error') {
       const error = errorFromBody(message.error);
       if (REFUSAL_CODES.has(error.code)) {
@@ -363,7 +317,7 @@ class Watch implements WatchClient {
       this.fail(conn, error);
       return;
     }
-    for (const [key, renewed] of inflight.keys) conn.confirmed.set(key, (conn.confirmed.get(key) ?? false) || renewed);
+    conn.confirm(inflight.keys);
     this.pump(conn);
     this.refreshLive(conn);
   }
@@ -374,9 +328,9 @@ class Watch implements WatchClient {
    * refused key ends every consumer that needs it, and the socket carries on for everyone else
    * (reconnecting would only be refused again, and would cost the others their pushes).
    */
-  private refuse(conn: Connection, keys: Array<[string, boolean]>, error: LeaseholdError): void {
+  private refuse(conn: Connection, keys: KeyEntry[], error: LeaseholdError): void {
     if (keys.length > 1) {
-      conn.queue.unshift(...keys.map((entry) => ({ message: subscribeMessage([entry], entry[1]), keys: [entry] })));
+      conn.requestEach(keys);
     } else {
       this.report(error);
       for (const [key] of keys) {
@@ -402,7 +356,7 @@ class Watch implements WatchClient {
       const first = conn.confirmed.entries().next();
       if (first.done) return;
       // Re-sending a confirmed key changes nothing on the server (same item, same flag) and must be confirmed in time.
-      this.request(conn, [first.value]);
+      conn.request([first.value]);
       this.pump(conn);
     });
   }
@@ -430,31 +384,10 @@ class Watch implements WatchClient {
     const conn = this.current;
     if (conn === undefined) return;
     this.current = undefined;
-    conn.cancelTimer?.();
-    conn.cancelKeepalive?.();
-    if (conn.socket) {
-      conn.socket.onopen = null;
-      conn.socket.onmessage = null;
-      conn.socket.onclose = null;
-      // Keep an error handler: some implementations (`ws`) throw an 'error' event that nobody listens to.
-      conn.socket.onerror = () => undefined;
-      closeQuietly(conn.socket);
-    }
+    conn.close();
   }
 }
 
 /** Error codes that refuse a subscription for good: asking again on a new socket cannot help. */
 const REFUSAL_CODES: ReadonlySet<string> = new Set([ErrorCode.FORBIDDEN, ErrorCode.VALIDATION_ERROR]);
 
-/** One subscribe message for keys (`n:<name>` or `p:<prefix>`) that share a `renewed` flag. */
-function subscribeMessage(keys: ReadonlyArray<readonly [string, boolean]>, renewed: boolean): SubscribeMessage {
-  const names = keys.filter(([key]) => key.startsWith('n:')).map(([key]) => key.slice(2));
-  const prefixes = keys.filter(([key]) => key.startsWith('p:')).map(([key]) => key.slice(2));
-  return { action: 'subscribe', names, prefixes, ...(renewed ? { renewed: true } : {}) };
-}
-
-
-/** A key sent with `renewed: sent` serves a consumer that needs `renewed: needed`. */
-function covers(sent: boolean | undefined, needed: boolean): boolean {
-  return sent !== undefined && (sent || !needed);
-}
