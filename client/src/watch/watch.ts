@@ -12,7 +12,8 @@ import {
 import { backoffMs } from '../time/timing.js';
 import { Connection, type KeyEntry } from './connection.js';
 import { bufferedEvents } from './events.js';
-import { resolveFilter, resolveWatchOptions, type WatchSettings } from './options.js';
+import { Consumers, type Consumer } from './consumers.js';
+import { resolveWatchOptions, type WatchSettings } from './options.js';
 import { OPEN, closeQuietly, signUpgrade, socketError } from './socket.js';
 import type { WatchClient, WatchFilter, WatchListener, WatchOptions, WatchState, WatchSubscription, WebSocketLike } from './types.js';
 
@@ -68,21 +69,10 @@ export function createWatch(options: WatchOptions): WatchClient {
   return new Watch(options);
 }
 
-interface Sub {
-  names: ReadonlySet<string>;
-  prefixes: readonly string[];
-  renewed: boolean;
-  /** Subscription keys this consumer needs confirmed: `n:<name>` and `p:<prefix>`. */
-  keys: readonly string[];
-  listener: WatchListener;
-  live: boolean;
-  onEnd?: (error?: LeaseholdError) => void;
-}
-
 class Watch implements WatchClient {
   readonly url: URL;
   private readonly settings: WatchSettings;
-  private readonly subs = new Set<Sub>();
+  private readonly consumers: Consumers;
   private current: Connection | undefined;
   private stateValue: WatchState = 'idle';
   private failures = 0;
@@ -91,6 +81,7 @@ class Watch implements WatchClient {
   constructor(options: WatchOptions) {
     this.settings = resolveWatchOptions(options);
     this.url = this.settings.url;
+    this.consumers = new Consumers(this.settings.onError);
     if (options.signal?.aborted) this.stateValue = 'closed';
     else options.signal?.addEventListener('abort', () => this.close(), { once: true });
   }
@@ -123,36 +114,21 @@ class Watch implements WatchClient {
     this.cancelRetry?.();
     this.cancelRetry = undefined;
     this.dropConnection();
-    const subs = [...this.subs];
-    this.subs.clear();
-    for (const sub of subs) {
-      sub.live = false;
-      sub.onEnd?.();
-    }
+    this.consumers.endAll();
   }
 
   // ── consumers ──────────────────────────────────────────────────────────────────────────────
 
-  private add(filter: WatchFilter, listener: WatchListener): Sub {
+  private add(filter: WatchFilter, listener: WatchListener): Consumer {
     if (this.stateValue === 'closed') throw new Error(`The watch of ${this.url.origin} was closed; create a new one.`);
-    const { names, prefixes, renewed } = resolveFilter(filter);
-    if (typeof listener?.event !== 'function') throw new TypeError('Expected a listener function or an object with an `event` method.');
-    const sub: Sub = {
-      names: new Set(names),
-      prefixes,
-      renewed,
-      keys: [...new Set([...names.map((n) => `n:${n}`), ...prefixes.map((p) => `p:${p}`)])],
-      listener,
-      live: false,
-    };
-    this.subs.add(sub);
+    const sub = this.consumers.add(filter, listener);
     const conn = this.current;
     if (conn?.open && conn.confirms(sub.keys, sub.renewed)) {
       // Everything it needs is confirmed already (another consumer watches the same names): it is
       // live from this instant; `live` is called once the caller has its subscription in hand.
       sub.live = true;
       queueMicrotask(() => {
-        if (sub.live && this.subs.has(sub)) this.call(() => sub.listener.live?.());
+        if (sub.live && this.consumers.has(sub)) this.consumers.call(() => sub.listener.live?.());
       });
     } else if (conn?.open) {
       conn.request(conn.unrequested(sub.keys, sub.renewed));
@@ -164,11 +140,9 @@ class Watch implements WatchClient {
     return sub;
   }
 
-  private remove(sub: Sub, refusal?: LeaseholdError): void {
-    if (!this.subs.delete(sub)) return;
-    sub.live = false;
-    sub.onEnd?.(refusal);
-    if (this.subs.size === 0 && this.stateValue !== 'closed') {
+  private remove(sub: Consumer, refusal?: LeaseholdError): void {
+    if (!this.consumers.delete(sub, refusal)) return;
+    if (this.consumers.size === 0 && this.stateValue !== 'closed') {
       // Nobody listens: close the socket (which also ends its subscriptions on the server).
       this.cancelRetry?.();
       this.cancelRetry = undefined;
@@ -178,43 +152,14 @@ class Watch implements WatchClient {
     }
   }
 
-  private dispatch(event: LeaseEvent): void {
-    for (const sub of [...this.subs]) {
-      if (event.type === 'renewed' && !sub.renewed) continue;
-      if (!sub.names.has(event.name) && !sub.prefixes.some((p) => event.name.startsWith(p))) continue;
-      this.call(() => sub.listener.event(event));
-    }
-  }
-
   /** Marks consumers live whose keys are all confirmed on this connection, and tells them. */
   private refreshLive(conn: Connection): void {
     if (conn !== this.current || !conn.open) return;
-    for (const sub of [...this.subs]) {
-      if (sub.live || !conn.confirms(sub.keys, sub.renewed)) continue;
-      sub.live = true;
-      this.call(() => sub.listener.live?.());
-    }
+    this.consumers.markLive(conn);
     if (conn.settled) {
       this.stateValue = 'live';
       this.failures = 0;
       this.armKeepalive(conn);
-    }
-  }
-
-  /** A consumer's callback must not break the watch: a throw goes to `onError`. */
-  private call(fn: () => void): void {
-    try {
-      fn();
-    } catch (error) {
-      this.report(error);
-    }
-  }
-
-  private report(error: unknown): void {
-    try {
-      this.settings.onError?.(error);
-    } catch {
-      // A broken hook must not break the watch.
     }
   }
 
@@ -264,9 +209,7 @@ class Watch implements WatchClient {
     conn.open = true;
     conn.stopTimer();
     this.stateValue = 'subscribing';
-    const wanted = new Map<string, boolean>();
-    for (const sub of this.subs) for (const key of sub.keys) wanted.set(key, (wanted.get(key) ?? false) || sub.renewed);
-    conn.request([...wanted]);
+    conn.request(this.consumers.wanted());
     this.pump(conn);
     this.refreshLive(conn);
   }
@@ -293,16 +236,16 @@ class Watch implements WatchClient {
     const message = parseWatchMessage(data);
     if (message === undefined) return; // not ours: ignore what this SDK version does not know
     if (message.type === 'event') {
-      this.dispatch(message.event);
+      this.consumers.dispatch(message.event);
       return;
     }
     if (message.type === 'events') {
-      for (const event of message.events) this.dispatch(event);
+      for (const event of message.events) this.consumers.dispatch(event);
       return;
     }
     const inflight = conn.inflight;
     if (inflight === undefined) {
-      if (message.type === 'error') this.report(errorFromBody(message.error));
+      if (message.type === 'error') this.consumers.report(errorFromBody(message.error));
       return;
     }
     conn.inflight = undefined;
@@ -332,13 +275,12 @@ class Watch implements WatchClient {
     if (keys.length > 1) {
       conn.requestEach(keys);
     } else {
-      this.report(error);
+      this.consumers.report(error);
       for (const [key] of keys) {
         conn.requested.delete(key);
-        for (const sub of [...this.subs]) {
-          if (!sub.keys.includes(key)) continue;
-          this.call(() => sub.listener.down?.(error));
-          this.call(() => sub.listener.refused?.(error));
+        for (const sub of this.consumers.needing(key)) {
+          this.consumers.call(() => sub.listener.down?.(error));
+          this.consumers.call(() => sub.listener.refused?.(error));
           this.remove(sub, error);
         }
       }
@@ -365,18 +307,14 @@ class Watch implements WatchClient {
   private fail(conn: Connection, error: unknown): void {
     if (conn !== this.current) return;
     this.dropConnection();
-    this.report(error);
-    for (const sub of [...this.subs]) {
-      const wasLive = sub.live;
-      sub.live = false;
-      if (wasLive || this.failures === 0) this.call(() => sub.listener.down?.(error));
-    }
-    if (this.subs.size === 0 || this.stateValue === 'closed') return;
+    this.consumers.report(error);
+    this.consumers.down(error, this.failures === 0);
+    if (this.consumers.size === 0 || this.stateValue === 'closed') return;
     this.stateValue = 'reconnecting';
     const delayMs = backoffMs(this.failures++, this.settings.reconnect.baseDelayMs, this.settings.reconnect.maxDelayMs, this.settings.random);
     this.cancelRetry = this.settings.clock.setTimer(delayMs, () => {
       this.cancelRetry = undefined;
-      if (this.stateValue === 'reconnecting' && this.subs.size > 0) this.connect();
+      if (this.stateValue === 'reconnecting' && this.consumers.size > 0) this.connect();
     });
   }
 
