@@ -92,8 +92,10 @@ describe('Leader over HTTP', () => {
     const second = await standby.leader.campaign();
     const takeoverMs = performance.now() - acquireSentAt;
     expect(second.token).toBeGreaterThan(first.token);
-    // Generous margin for a 2-core box: jitter (≤ 200 ms) plus a few request round trips.
-    expect(takeoverMs).toBeLessThan(TTL_MS + 1_000);
+    // The margin covers the jitter (≤ 200 ms) and three round trips to a DynamoDB Local that a loaded
+    // 2-core machine shares with the rest of the suite; a standby that missed the expiry would take
+    // a second ttl (4 s in all), which the bound still tells apart.
+    expect(takeoverMs).toBeLessThan(TTL_MS + 1_500);
   });
 
   it('when the server becomes unreachable, isLeader() turns false no later than the deadline', async () => {
