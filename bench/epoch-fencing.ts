@@ -19,7 +19,7 @@ import { createEpochTable, postgresEpoch } from '../client/src/postgres/index.js
 import { createDocumentClient } from '../functions/dynamodb-client.js';
 import { ensureLeaseTable } from '../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal } from '../local/dynamodb/dynamodb-local.js';
-import { startTestPostgres } from '../test/support/postgres.js';
+import { startTestPostgres } from '../scripts/postgres.js';
 import { renderEpochFencing } from './report.js';
 import { summarize, type Summary } from './stats.js';
 

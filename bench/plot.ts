@@ -1,6 +1,6 @@
 import { fmtMs, fmtInt } from './format.js';
 import { percentile } from './stats.js';
-import { escapeXml } from './xml.js';
+import { escapeXml } from '../scripts/xml.js';
 
 /** The failover plot (SVG): one box plot with every kill as a dot, per system, failover above its floor. */
 

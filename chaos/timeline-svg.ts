@@ -1,5 +1,5 @@
 import type { EventRecord, FaultKind, HistoryRecord, OpRecord } from './history.js';
-import { escapeXml } from '../bench/xml.js';
+import { escapeXml } from '../scripts/xml.js';
 
 /**
  * A picture of a chaos history: one row per (lease, process), a bar for each time the process

@@ -1,16 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import {
-  GetCommand,
-  ScanCommand,
-  UpdateCommand,
-  type DynamoDBDocumentClient,
-} from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
   LIMITS,
   REQUEST_FIELDS,
   RENEW_GRANT_FIELDS,
   pickFields,
-  LeaseNotFoundError,
   ValidationError,
   validateAcquireRequest,
   validateGroupMember,
@@ -35,9 +29,9 @@ import {
   type RevokeRequest,
 } from '../client/src/protocol/index.js';
 import type { WallClock } from './clock.js';
-import { decodeCursor, encodeCursor } from './cursor.js';
 import { LOCAL_PRINCIPAL, principalKey, replayKey } from './caller-keys.js';
 import { readGroup } from './lease-groups.js';
+import { readLease, scanLeases } from './lease-reads.js';
 import { isConditionFailure, translate } from './dynamodb-errors.js';
 import { MAX_HOLD_MS, conflictItem, endGrant, leaseLost, revokeGrant } from './lease-endings.js';
 import {
@@ -387,48 +381,13 @@ export class LeaseStore {
   /** Strongly consistent read of the public state (never the leaseId). */
   async describe(name: string): Promise<PublicLease> {
     validateName(name);
-    try {
-      const out = await this.client.send(
-        new GetCommand({ TableName: this.tableName, Key: { pk: name }, ConsistentRead: true }),
-      );
-      if (out.Item === undefined) throw new LeaseNotFoundError(name);
-      return toPublicLease(out.Item as LeaseRecord, this.clock.nowMs());
-    } catch (error) {
-      throw translate(error, name);
-    }
+    return readLease(this.client, this.tableName, name, this.clock);
   }
 
-  /**
-   * One page of leases whose name starts with `prefix`.
-   *
-   * Cost: this is a DynamoDB Scan of up to `limit` items (1 read unit per 4 KB scanned, strongly
-   * consistent), filtered by prefix *after* reading, so a page can hold fewer than `limit` leases
-   * and still have a `nextCursor`. Meant for operators and dashboards, not for hot paths.
-   */
+  /** One page of leases whose name starts with `prefix` (a Scan: see `scanLeases`). */
   async list(input: Record<string, string | undefined> | ListRequest = {}): Promise<ListResponse> {
     const request = validateListRequest(stringifyQuery(input));
-    const startKey = request.cursor === undefined ? undefined : decodeCursor(request.cursor);
-    try {
-      const out = await this.client.send(
-        new ScanCommand({
-          TableName: this.tableName,
-          Limit: request.limit,
-          ConsistentRead: true,
-          ExclusiveStartKey: startKey,
-          ...(request.prefix
-            ? { FilterExpression: 'begins_with(pk, :prefix)', ExpressionAttributeValues: { ':prefix': request.prefix } }
-            : {}),
-        }),
-      );
-      const now = this.clock.nowMs();
-      const leases = (out.Items ?? []).map((item) => toPublicLease(item as LeaseRecord, now));
-      leases.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-      const response: ListResponse = { leases };
-      if (out.LastEvaluatedKey) response.nextCursor = encodeCursor(out.LastEvaluatedKey as { pk: string });
-      return response;
-    } catch (error) {
-      throw translate(error);
-    }
+    return scanLeases(this.client, this.tableName, request, this.clock);
   }
 
   /**

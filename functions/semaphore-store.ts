@@ -22,6 +22,18 @@ import {
 import { LOCAL_PRINCIPAL, replayKey } from './caller-keys.js';
 import type { WallClock } from './clock.js';
 import { conflictItem, isConditionFailure, translate } from './dynamodb-errors.js';
+import {
+  entryIsAsSeen,
+  permitIsCurrent,
+  permitIsCurrentAndLive,
+  permitIsNew,
+  replayIndexIsUnmoved,
+  replayIndexIsUnused,
+  replayIndexStillNames,
+  roomOnceSwept,
+  semaphoreHasRoom,
+  semaphoreHasRoomForNewRequest,
+} from './semaphore-conditions.js';
 import { DEFAULT_CLEANUP_AFTER_MS } from './lease-store.js';
 import {
   isLive,
@@ -128,7 +140,7 @@ export class SemaphoreStore {
     const now = this.clock.nowMs();
     const first = await this.write(name, {
       update: `SET ${[...ISSUE_SET, 'held = if_not_exists(held, :zero) + :one', 'dead = if_not_exists(dead, :zero)', ...indexed.set].join(', ')}`,
-      condition: `attribute_not_exists(pk) OR (permitLimit = :limit AND held < :limit AND dead < :tombstonesMax AND attribute_not_exists(#p)${replay === undefined ? '' : ' AND attribute_not_exists(#rk)'})`,
+      condition: replay === undefined ? semaphoreHasRoom : semaphoreHasRoomForNewRequest,
       names: { '#p': permitAttribute(permitId), '#pt': permitTokenAttribute(permitId), '#token': 'token', ...indexed.names },
       values: { ...this.issueValues(request, now), ':zero': 0, ':tombstonesMax': TOMBSTONES_MAX },
     });
@@ -148,7 +160,7 @@ export class SemaphoreStore {
       names[`#s${i}`] = permitAttribute(permit.permitId);
       names[`#u${i}`] = permitTokenAttribute(permit.permitId);
       removes.push(`#s${i}`, `#u${i}`);
-      pins.push(pinned(`#s${i}`, permit));
+      pins.push(entryIsAsSeen(`#s${i}`, permit.releasedAt !== undefined));
     });
     // The replay indexes of the swept entries go with them, each only while it still names that
     // entry. This acquire's own index is written below instead.
@@ -158,7 +170,7 @@ export class SemaphoreStore {
         names[`#x${i}`] = replayAttribute(index.replayKey);
         pinValues[`:x${i}`] = index.token;
         removes.push(`#x${i}`);
-        pins.push(`#x${i} = :x${i}`);
+        pins.push(replayIndexStillNames(i));
       });
     const swept = countEnded(sweep);
     if (request.limit !== record.permitLimit && record.held > swept.unreleased) {
@@ -166,12 +178,12 @@ export class SemaphoreStore {
       // remove: sweep what fits now; the caller's retry finds fewer.
       return this.sweepOnly(name, names, pins, removes, swept, { ...pinValues, ':now': now2 });
     }
-    pins.push('attribute_not_exists(#p)');
+    pins.push(permitIsNew);
     if (replay !== undefined) {
       // A late retry of an acquire whose permit has ended (or a requestId reused for another
       // holder): its index is moved to the new permit, if nothing moved it in between.
       const seenIndex = record[replayAttribute(replay)];
-      pins.push(seenIndex === undefined ? 'attribute_not_exists(#rk)' : '#rk = :seenIndex');
+      pins.push(seenIndex === undefined ? replayIndexIsUnused : replayIndexIsUnmoved);
       if (seenIndex !== undefined) pinValues[':seenIndex'] = seenIndex;
     }
     const { unreleased, released } = countEnded(sweep);
@@ -187,9 +199,7 @@ export class SemaphoreStore {
     };
     const second = await this.write(name, {
       update: `SET ${[...ISSUE_SET, 'held = held + :heldDelta', 'dead = dead - :deadDelta', ...indexed.set].join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
-      // Same limit: room for one more once the unreleased swept entries are gone. Another limit:
-      // nothing unreleased is left after the sweep (all of it was past expiry).
-      condition: `((permitLimit = :limit AND held < :heldMax) OR held = :unreleased) AND ${pins.join(' AND ')}`,
+      condition: [roomOnceSwept, ...pins].join(' AND '),
       names,
       values,
     });
@@ -215,9 +225,7 @@ export class SemaphoreStore {
     }
     const out = await this.write(name, {
       update: `SET ${set.join(', ')}`,
-      // Never older than the last write, as for a lease's renew: a late renew must not move the
-      // expiry back under the holder's newer deadline.
-      condition: '#pt = :token AND #p.#e >= :now AND #p.renewedAt <= :now AND attribute_not_exists(#p.#r)',
+      condition: permitIsCurrentAndLive,
       names: { '#p': permitAttribute(request.permitId), '#pt': permitTokenAttribute(request.permitId), '#e': 'expiresAt', '#r': 'releasedAt' },
       values,
     });
@@ -238,7 +246,7 @@ export class SemaphoreStore {
     const now = this.clock.nowMs();
     const out = await this.write(name, {
       update: 'SET #p.#r = :now, held = held - :one, dead = dead + :one REMOVE #p.metadataJson, #p.requestId',
-      condition: '#pt = :token AND attribute_not_exists(#p.#r)',
+      condition: permitIsCurrent,
       names: { '#p': permitAttribute(request.permitId), '#pt': permitTokenAttribute(request.permitId), '#r': 'releasedAt' },
       values: { ':now': now, ':token': request.token, ':one': 1 },
     });
@@ -379,9 +387,4 @@ function sweepSet(record: SemaphoreRecord, nowMs: number, limitChanges: boolean)
 function countEnded(permits: readonly PermitView[]): { unreleased: number; released: number } {
   const released = permits.filter((p) => p.releasedAt !== undefined).length;
   return { unreleased: permits.length - released, released };
-}
-
-/** The condition that the entry is still as it was seen: a tombstone, or past expiry and not released. */
-function pinned(path: string, permit: PermitView): string {
-  return permit.releasedAt !== undefined ? `attribute_exists(${path}.#r)` : `(${path}.#e < :now AND attribute_not_exists(${path}.#r))`;
 }

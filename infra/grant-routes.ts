@@ -1,4 +1,4 @@
-import { ADMIN_ROUTE_IDS, ROUTES, validateName, type RouteId } from '../client/src/protocol/index.js';
+import { ROUTES, validateName, type Route, type RouteId } from '../client/src/protocol/index.js';
 
 /**
  * Which HTTP routes each of the construct's grant methods allows, as the method and path patterns
@@ -63,9 +63,9 @@ export function grantedRoutes(kind: GrantKind, namePrefix?: string): GrantedRout
   // also keeps IAM wildcards (* ?) and path separators out of the ARN.
   if (namePrefix !== undefined) validateName(namePrefix, 'namePrefix');
   const names = namePrefix === undefined ? '*' : `${namePrefix}*`;
-  const allowed = (route: (typeof ROUTES)[number]) => {
-    if (kind === 'admin') return ADMIN_ROUTE_IDS.has(route.id);
-    if (ADMIN_ROUTE_IDS.has(route.id)) return false;
+  const allowed = (route: Route) => {
+    if (kind === 'admin') return route.grant === 'admin';
+    if (route.grant === 'admin') return false;
     if (kind === 'read' && route.method !== 'GET') return false;
     return namePrefix === undefined || scoped(route.path);
   };

@@ -1,186 +1,39 @@
-import { Annotations, Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Annotations, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
-import { HttpApi, HttpMethod, HttpRoute, HttpRouteKey, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpApi, HttpRoute, HttpRouteKey, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { AttributeType, BillingMode, ProjectionType, StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
-import { Grant, PolicyStatement, type IGrantable, type IRole } from 'aws-cdk-lib/aws-iam';
-import type { IKey } from 'aws-cdk-lib/aws-kms';
+import { Grant, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
-import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import { validateName } from '../client/src/protocol/index.js';
+import { validateName, type RouteId } from '../client/src/protocol/index.js';
 import { ENV, METRICS_NAMESPACE, SERVICE_NAME } from '../functions/config.js';
-import { ROUTES, type RouteId } from '../functions/http/routes.js';
 import { LEASE_TABLE_SCHEMA, SEMAPHORE_TABLE_SCHEMA } from '../functions/lease-table.js';
 import { EVERY_LEASE } from '../functions/watch/watch-grants.js';
-import { createLeaseWatch, WATCH_STAGE_NAME, type LeaseWatch, type LeaseWatchOptions, type WatchFunctionId } from './lease-watch.js';
+import { createLeaseWatch, WATCH_STAGE_NAME, type LeaseWatch, type WatchFunctionId } from './lease-watch.js';
+import {
+  DEFAULT_BURST_LIMIT,
+  DEFAULT_MEMORY_SIZE_MB,
+  DEFAULT_RATE_LIMIT,
+  DEFAULT_TIMEOUT,
+  validateThrottle,
+  type LeaseServiceProps,
+} from './lease-service-props.js';
 import { acknowledgeWildcardResource } from './nag.js';
 import { createServiceAlarms, type LeaseServiceAlarms } from './service-alarms.js';
 import { batchRouteThrottle, throttleRoutes } from './route-throttle.js';
 import { grantedRoutes, type GrantKind } from './grant-routes.js';
-import { createServiceFunction, grantTableKey, pascal } from './service-function.js';
+import { BATCH_ROUTE_IDS, SEMAPHORE_ROUTE_IDS, createRouteFunctions, type FunctionId, type FunctionSizing } from './route-functions.js';
+import { createServiceFunction, pascal } from './service-function.js';
 
-/** Settings of {@link LeaseService}. Every one is optional; each documents its default. */
-export interface LeaseServiceProps {
-  /**
-   * What happens to the lease table when it leaves the stack. A lease table must not vanish with a
-   * stack: deleting it restarts every fencing token from the clock (see functions/lease-store.ts).
-   * @default RemovalPolicy.RETAIN
-   */
-  readonly tableRemovalPolicy?: RemovalPolicy;
-  /**
-   * DynamoDB deletion protection on the lease table.
-   * @default true when `tableRemovalPolicy` is RETAIN, false otherwise
-   */
-  readonly deletionProtection?: boolean;
-  /**
-   * A customer managed KMS key for encryption at rest. The functions get the key permissions their
-   * route needs.
-   * @default the AWS managed key `aws/dynamodb` (TableEncryption.AWS_MANAGED)
-   */
-  readonly encryptionKey?: IKey;
-  /**
-   * Steady-state request rate of the API stage (requests per second over all routes and callers),
-   * above which API Gateway answers 429. A safety valve against runaway callers, not a budget:
-   * 200 requests/s serve about 600 leases renewed every 3 s (ttlMs 9,000), or 2,000 leases with
-   * ttlMs 30,000. The watch's WebSocket stage gets the same limit for its connects and messages
-   * (pushes to clients do not count). Each batch route (`POST /v1/prefixes/{prefix}/renew` and
-   * `…/handoff`, up to 100 writes a request) gets this divided by 100 as a route-level throttle:
-   * see `batchRouteThrottle` (infra/route-throttle.ts).
-   * @default 200
-   */
-  readonly rateLimit?: number;
-  /**
-   * Burst capacity of the API stage (the token bucket's size, in requests). Each batch route gets
-   * this divided by 100 (at least 1).
-   * @default 400 (two seconds of the default rate)
-   */
-  readonly burstLimit?: number;
-  /**
-   * Retention of the API access logs and of the functions' logs.
-   * @default RetentionDays.ONE_MONTH
-   */
-  readonly logRetention?: RetentionDays;
-  /**
-   * Memory of each function in MB (CPU share grows with it).
-   * @default 256 — see {@link DEFAULT_MEMORY_SIZE_MB}
-   */
-  readonly memorySize?: number;
-  /**
-   * Timeout of each function answering a caller (the HTTP routes and the watch's WebSocket
-   * routes). The watch's stream consumer has its own, {@link WATCH_STREAM_TIMEOUT}.
-   * @default 5 seconds — see {@link DEFAULT_TIMEOUT}
-   */
-  readonly timeout?: Duration;
-  /**
-   * Where alarms (and their return to OK) are sent.
-   * @default no action: the alarms only change state in CloudWatch
-   */
-  readonly alarmTopic?: ITopic;
-  /**
-   * Powertools log level of the functions.
-   * @default 'INFO'
-   */
-  readonly logLevel?: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT';
-  /**
-   * CloudWatch namespace of the API's throttle metric (counted from the access log), also given to
-   * the functions as `POWERTOOLS_METRICS_NAMESPACE`, which they use over their built-in default
-   * (functions/config.ts `readServiceIdentity`).
-   * @default 'Leasehold'
-   */
-  readonly metricsNamespace?: string;
-  /**
-   * `POWERTOOLS_SERVICE_NAME` of the functions, HTTP and watch alike (the `service` field of log
-   * lines and metrics; as with the namespace, the variable wins over the functions' default).
-   * @default 'leasehold'
-   */
-  readonly serviceName?: string;
-  /**
-   * Name of the HTTP API. The watch's WebSocket API is named after it, with `-watch` appended.
-   * @default the construct's path-based id
-   */
-  readonly apiName?: string;
-  /**
-   * The watch: leader events (acquired, released, handoff; renewed on request) pushed over an
-   * API Gateway WebSocket API (IAM auth on `$connect`), fed by the lease table's stream. It adds
-   * the stream (NEW_AND_OLD_IMAGES) to the lease table, a small subscriptions table, four functions
-   * and two alarms. An expiry writes nothing to the table, so it is never pushed: followers keep
-   * their scheduled retry at `retryAfterMs` for crash failover, with or without the watch.
-   * Turning it off or on later updates the lease table in place (its stream setting), never
-   * replaces it. `{ renewedEvents: false }` keeps the watch but never pushes `renewed` events: the
-   * stream consumer's event source mapping then drops renewals (the most frequent write) before
-   * they cost an invocation, and a subscription that asks for them is acknowledged with
-   * `renewed: false` (the rest of it holds).
-   * @default true (with renewed events)
-   */
-  readonly watch?: boolean | LeaseWatchOptions;
-}
-
-/**
- * 256 MB: every handler does one DynamoDB request, so its duration is mostly waiting on the
- * network, but Lambda hands out CPU in proportion to memory (1,769 MB = one vCPU). At 128 MB
- * (about 1/14 vCPU) the cold start (loading and initialising the bundled SDK, which Lambda bills
- * since August 2025) and SigV4 signing of the DynamoDB request are CPU-bound and slow down a
- * lease renewal; 256 MB halves that at twice the GB-second price, which stays far below the
- * per-request charges at these durations (see the README, "Cost estimate per lease per month", for the arithmetic).
- */
-export const DEFAULT_MEMORY_SIZE_MB = 256;
-
-/**
- * 5 s: a warm invocation is one DynamoDB request (milliseconds); 5 s leaves room for a cold start
- * and the SDK's retries of a throttled DynamoDB request. It equals the leasehold SDK's default
- * per-attempt timeout, so the function never works on after its caller has given up, stays far
- * below the HTTP API's 30 s integration limit, and frees concurrency quickly when DynamoDB is
- * unreachable. A late answer is never trusted anyway: the client measures lease validity from
- * when it sent the request.
- */
-export const DEFAULT_TIMEOUT = Duration.seconds(5);
-
-export const DEFAULT_RATE_LIMIT = 200;
-export const DEFAULT_BURST_LIMIT = 400;
+export { DEFAULT_BURST_LIMIT, DEFAULT_MEMORY_SIZE_MB, DEFAULT_RATE_LIMIT, DEFAULT_TIMEOUT, type LeaseServiceProps } from './lease-service-props.js';
 
 /** The name of the API's only stage: the URL has no stage segment. */
 export const STAGE_NAME = '$default';
 
-/**
- * The DynamoDB actions each route's function may use on the lease table, and nothing else: every
- * write (acquire, renew, release, handoff) is one conditional UpdateItem, describe is one GetItem,
- * list one Scan. A new route in functions/http/routes.ts fails the typecheck (and synthesis) until
- * its actions are declared here.
- */
-export const TABLE_ACTIONS_BY_ROUTE: Readonly<Record<RouteId, readonly string[]>> = {
-  acquire: ['dynamodb:UpdateItem'],
-  renew: ['dynamodb:UpdateItem'],
-  release: ['dynamodb:UpdateItem'],
-  handoff: ['dynamodb:UpdateItem'],
-  revoke: ['dynamodb:UpdateItem'],
-  'renew-batch': ['dynamodb:UpdateItem'],
-  'handoff-batch': ['dynamodb:UpdateItem'],
-  describe: ['dynamodb:GetItem'],
-  list: ['dynamodb:Scan'],
-  // The group index's keys (Query, on the index), then the items (BatchGetItem, on the table).
-  'group-describe': ['dynamodb:Query', 'dynamodb:BatchGetItem'],
-  // On the semaphore table: an acquire is one or two conditional UpdateItems, describe one GetItem.
-  'semaphore-acquire': ['dynamodb:UpdateItem'],
-  'semaphore-renew': ['dynamodb:UpdateItem'],
-  'semaphore-release': ['dynamodb:UpdateItem'],
-  'semaphore-describe': ['dynamodb:GetItem'],
-};
-
-/**
- * The batch routes: their functions' errors and throttles have an alarm of their own, as the
- * semaphores' do (one alarm reads at most 10 metrics, and the other lease route functions and the
- * fallback are 9).
- */
-export const BATCH_ROUTE_IDS: ReadonlySet<RouteId> = new Set<RouteId>(['renew-batch', 'handoff-batch']);
-
-/** The routes whose functions use the semaphore table (with the actions above), not the lease table. */
-export const SEMAPHORE_ROUTE_IDS: ReadonlySet<RouteId> = new Set<RouteId>(['semaphore-acquire', 'semaphore-renew', 'semaphore-release', 'semaphore-describe']);
-
-/** The route handlers plus the `$default` route's fallback; each is `functions/handlers/{id}.ts`. */
-export type FunctionId = RouteId | 'fallback';
+export { BATCH_ROUTE_IDS, SEMAPHORE_ROUTE_IDS, TABLE_ACTIONS_BY_ROUTE, type FunctionId } from './route-functions.js';
 
 /** One line of JSON per request. `status` is unquoted (always a number) so a metric filter can compare it. */
 const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
@@ -302,7 +155,6 @@ export class LeaseService extends Construct {
     });
 
     const iam = new HttpIamAuthorizer();
-    const functions = {} as Record<FunctionId, NodejsFunction>;
     const powertoolsEnvironment = {
       [ENV.serviceName]: props.serviceName ?? SERVICE_NAME,
       [ENV.metricsNamespace]: metricsNamespace,
@@ -310,43 +162,29 @@ export class LeaseService extends Construct {
     };
     const tableEnvironment = { [ENV.leaseTable]: this.table.tableName, ...powertoolsEnvironment };
     const semaphoreEnvironment = { ...tableEnvironment, [ENV.semaphoreTable]: this.semaphoreTable.tableName };
-    const batchRoutes: Array<{ route: HttpRoute; key: HttpRouteKey }> = [];
-    for (const route of ROUTES) {
-      const semaphores = SEMAPHORE_ROUTE_IDS.has(route.id);
-      const table = semaphores ? this.semaphoreTable : this.table;
-      const tableActions = TABLE_ACTIONS_BY_ROUTE[route.id] as readonly string[] | undefined;
-      if (tableActions === undefined) {
-        throw new Error(`Route "${route.id}" has no DynamoDB actions declared in TABLE_ACTIONS_BY_ROUTE (infra/lease-service.ts).`);
-      }
-      const fn = this.createFunction(route.id, `leasehold ${route.method} ${route.path}`, { memorySize, timeout, logRetention }, semaphores ? semaphoreEnvironment : tableEnvironment);
-      const resources = tableActions.includes('dynamodb:Query') ? [table.tableArn, `${table.tableArn}/index/${groupIndex.indexName}`] : [table.tableArn];
-      fn.addToRolePolicy(new PolicyStatement({ actions: [...tableActions], resources }));
-      grantTableKey(props.encryptionKey, fn.role as IRole, tableActions.includes('dynamodb:UpdateItem'));
-      const routeKey = HttpRouteKey.with(route.path, HttpMethod[route.method]);
-      const httpRoute = new HttpRoute(this, `${pascal(route.id)}Route`, {
-        httpApi: this.httpApi,
-        routeKey,
-        integration: new HttpLambdaIntegration(`${pascal(route.id)}Integration`, fn),
-        authorizer: iam,
-      });
-      if (BATCH_ROUTE_IDS.has(route.id)) batchRoutes.push({ route: httpRoute, key: routeKey });
-      functions[route.id] = fn;
-    }
+    const sizing = { memorySize, timeout, logRetention };
+    const { functions: routeFunctions, batchRoutes } = createRouteFunctions(this, {
+      httpApi: this.httpApi,
+      authorizer: iam,
+      tables: { leases: this.table, semaphores: this.semaphoreTable },
+      environments: { leases: tableEnvironment, semaphores: semaphoreEnvironment },
+      encryptionKey: props.encryptionKey,
+      sizing,
+    });
     // One batch request is up to LIMITS.batchMaxGrants writes: the batch routes get a throttle of
     // their own, so a caller cannot turn the stage's request rate into a hundred times the writes.
     throttleRoutes(this.stage, batchRoutes, batchRouteThrottle({ rateLimit, burstLimit }));
     // Unknown paths and wrong methods get the v1 error body (404 ROUTE_NOT_FOUND, 405
     // METHOD_NOT_ALLOWED) rather than API Gateway's `{"message":"Not Found"}`. Behind IAM like every
     // route, and without any table permission or table setting.
-    const fallback = this.createFunction('fallback', 'leasehold $default route (404/405)', { memorySize, timeout, logRetention }, {});
+    const fallback = this.createFunction('fallback', 'leasehold $default route (404/405)', sizing, {});
     new HttpRoute(this, 'FallbackRoute', {
       httpApi: this.httpApi,
       routeKey: HttpRouteKey.DEFAULT,
       integration: new HttpLambdaIntegration('FallbackIntegration', fallback),
       authorizer: iam,
     });
-    functions.fallback = fallback;
-    this.functions = functions;
+    this.functions = { ...routeFunctions, fallback };
 
     this.watch = watchEnabled
       ? createLeaseWatch(this, {
@@ -380,7 +218,7 @@ export class LeaseService extends Construct {
   private createFunction(
     id: FunctionId | WatchFunctionId,
     description: string,
-    sizing: { memorySize: number; timeout: Duration; logRetention: RetentionDays },
+    sizing: FunctionSizing,
     environment: Record<string, string>,
   ): NodejsFunction {
     return createServiceFunction(this, { handlerId: id, idPrefix: pascal(id), description, ...sizing, environment });
@@ -512,15 +350,3 @@ export class LeaseService extends Construct {
   }
 
 }
-
-function validateThrottle(rateLimit: number, burstLimit: number): void {
-  if (!Number.isFinite(rateLimit) || rateLimit <= 0) {
-    throw new Error(`Expected \`rateLimit\` to be a positive number of requests per second, got ${rateLimit}.`);
-  }
-  if (!Number.isInteger(burstLimit) || burstLimit < 1) {
-    throw new Error(`Expected \`burstLimit\` to be a positive integer number of requests, got ${burstLimit}.`);
-  }
-}
-
-
-

@@ -4,26 +4,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { HttpHandler } from '@smithy/protocol-http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { InternalError, LIMITS, bodyMaxBytesFor, MethodNotAllowedError, PayloadTooLargeError, ThrottledError, isLeaseholdError, type LeaseholdError } from '../client/src/protocol/index.js';
+import { InternalError, LIMITS, ROUTES, MethodNotAllowedError, PayloadTooLargeError, ThrottledError, isLeaseholdError, type LeaseholdError } from '../client/src/protocol/index.js';
 import { offsetClock, systemClock, type WallClock } from '../functions/clock.js';
-import { createAcquireHandler } from '../functions/handlers/acquire.js';
-import { createDescribeHandler } from '../functions/handlers/describe.js';
-import { createHandoffHandler } from '../functions/handlers/handoff.js';
-import { createRevokeHandler } from '../functions/handlers/revoke.js';
-import { createRenewBatchHandler } from '../functions/handlers/renew-batch.js';
-import { createHandoffBatchHandler } from '../functions/handlers/handoff-batch.js';
-import { createListHandler } from '../functions/handlers/list.js';
-import { createReleaseHandler } from '../functions/handlers/release.js';
-import { createRenewHandler } from '../functions/handlers/renew.js';
-import { createSemaphoreAcquireHandler } from '../functions/handlers/semaphore-acquire.js';
-import { createSemaphoreDescribeHandler } from '../functions/handlers/semaphore-describe.js';
-import { createGroupDescribeHandler } from '../functions/handlers/group-describe.js';
-import { createSemaphoreReleaseHandler } from '../functions/handlers/semaphore-release.js';
-import { createSemaphoreRenewHandler } from '../functions/handlers/semaphore-renew.js';
 import { errorResponse, jsonResponse } from '../functions/http/responses.js';
 import type { HandlerDeps, RouteHandler } from '../functions/http/route.js';
 import { canonicalPathError } from '../functions/http/canonical-path.js';
 import { nameOutsideAlphabetError } from '../functions/http/name-in-path.js';
+import { ROUTE_HANDLERS } from '../functions/http/route-handlers.js';
 import { matchRoute, type Route, type RouteId } from '../functions/http/routes.js';
 import { createDeps } from '../functions/runtime.js';
 import { createHostPolicy, type HostPolicy } from './host-policy.js';
@@ -95,8 +82,8 @@ const OPENAPI_PATH = new URL('../docs/openapi.json', import.meta.url);
  * TTL/3 reuses them at any TTL up to 3 minutes (at Node's default of 5 s, fetch dropped each after 4 s and a renewal every
  * 4.95 s reconnected every time). Reuse matters beyond the handshake: libuv accepts one connection
  * per event-loop turn, and on a busy server a turn takes 10–40 ms, so 48 connections opened at once
- * waited up to ~1.2 s for their first answer while established ones were served at once (issue #18,
- * strace of accept4 against epoll_pwait). `close()` still ends idle connections at once.
+ * waited up to ~1.2 s for their first answer while established ones were served at once (seen in
+ * strace, accept4 against epoll_pwait). `close()` still ends idle connections at once.
  */
 export const KEEP_ALIVE_MS = 60_000;
 /** Listen addresses that mean "every interface": no request names them as its host. */
@@ -113,22 +100,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     ...(options.credentials ? { credentials: options.credentials } : {}),
     clock,
   });
-  const handlers: Record<RouteId, RouteHandler> = {
-    acquire: createAcquireHandler(deps),
-    renew: createRenewHandler(deps),
-    release: createReleaseHandler(deps),
-    handoff: createHandoffHandler(deps),
-    revoke: createRevokeHandler(deps),
-    'renew-batch': createRenewBatchHandler(deps),
-    'handoff-batch': createHandoffBatchHandler(deps),
-    describe: createDescribeHandler(deps),
-    list: createListHandler(deps),
-    'group-describe': createGroupDescribeHandler(deps),
-    'semaphore-acquire': createSemaphoreAcquireHandler(deps),
-    'semaphore-renew': createSemaphoreRenewHandler(deps),
-    'semaphore-release': createSemaphoreReleaseHandler(deps),
-    'semaphore-describe': createSemaphoreDescribeHandler(deps),
-  };
+  const handlers = Object.fromEntries(ROUTES.map((route) => [route.id, ROUTE_HANDLERS[route.id](deps)])) as Record<RouteId, RouteHandler>;
   const verify = options.sigv4 ? createSigV4Verifier({ nowMs: () => clock.nowMs(), ...options.sigv4 }) : undefined;
   const authorize = options.sigv4 ? createRouteAuthorizer(options.sigv4.credentials) : undefined;
   const openapi = readFileSync(OPENAPI_PATH, 'utf8');
@@ -302,7 +274,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
 
   let body: string;
   try {
-    body = await readBody(req, match === undefined ? LIMITS.bodyMaxBytes : bodyMaxBytesFor(match.route.id));
+    body = await readBody(req, match === undefined ? LIMITS.bodyMaxBytes : match.route.bodyMaxBytes);
   } catch (error) {
     // Nobody is left to answer when the client went away mid-body (the caller counts the abort).
     if (!isLeaseholdError(error)) return;

@@ -3,10 +3,10 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from '../../local/dynamodb/dynamodb-local.js';
+import { freePort } from '../local/dynamodb/dynamodb-local.js';
 
 /**
- * A real, throwaway PostgreSQL from Debian's `postgresql` package: a fresh data directory in a temp
+ * A real, throwaway PostgreSQL from Debian's `postgresql` package, for the tests and the bench: a fresh data directory in a temp
  * folder, listening on 127.0.0.1 and a private socket directory, `fsync=off` (nothing here must
  * survive a crash), `track_commit_timestamp=on` so tests can judge commit order. PostgreSQL refuses
  * to run as root, so as root its binaries run as the `postgres` user (`runuser`). About 2 s to start.

@@ -33,21 +33,34 @@ export interface RecordingOptions {
 
 type Start = Omit<OpRecord, 'completeMs' | 'outcome'>;
 
+/** How the history records a route: as one operation, as one operation per batch entry, or not at all. */
+type Recording =
+  | { kind: 'single'; op: OpKind }
+  | { kind: 'batch'; op: 'renew' | 'release'; entries: string }
+  | { kind: 'none' };
+
 /**
- * The routes the history records, and the operation each is; list and the semaphore's describe are
- * not part of it. A handoff is recorded as the release it is, with `to` (and `windowMs`): the
- * checker's rules for a grant's end then cover it unchanged, and its model adds the reservation.
+ * How each route of the registry is recorded. Every route has its line, so a route added to the
+ * registry fails the typecheck until the recorder decides what it is to the checker. A handoff is
+ * recorded as the release it is, with `to` (and `windowMs`): the checker's rules for a grant's end
+ * then cover it unchanged, and its model adds the reservation. A batch's `entries` is the body
+ * field that lists them. List, groups and the semaphore's describe are not part of the history.
  */
-const OP_OF_ROUTE: Partial<Record<RouteId, OpKind>> = {
-  acquire: 'acquire',
-  renew: 'renew',
-  release: 'release',
-  handoff: 'release',
-  describe: 'describe',
-  revoke: 'revoke',
-  'semaphore-acquire': 'permit-acquire',
-  'semaphore-renew': 'permit-renew',
-  'semaphore-release': 'permit-release',
+const RECORDING: Readonly<Record<RouteId, Recording>> = {
+  acquire: { kind: 'single', op: 'acquire' },
+  renew: { kind: 'single', op: 'renew' },
+  release: { kind: 'single', op: 'release' },
+  handoff: { kind: 'single', op: 'release' },
+  describe: { kind: 'single', op: 'describe' },
+  revoke: { kind: 'single', op: 'revoke' },
+  'renew-batch': { kind: 'batch', op: 'renew', entries: 'grants' },
+  'handoff-batch': { kind: 'batch', op: 'release', entries: 'handoffs' },
+  list: { kind: 'none' },
+  'group-describe': { kind: 'none' },
+  'semaphore-acquire': { kind: 'single', op: 'permit-acquire' },
+  'semaphore-renew': { kind: 'single', op: 'permit-renew' },
+  'semaphore-release': { kind: 'single', op: 'permit-release' },
+  'semaphore-describe': { kind: 'none' },
 };
 
 /**
@@ -59,9 +72,9 @@ export function operationOf(method: string, url: URL): { op: OpKind; lease: stri
   const match = routeOf(method, url);
   if (match === undefined) return undefined;
   const lease = match.pathParameters.name;
-  const op = OP_OF_ROUTE[match.route.id];
-  if (op === undefined || lease === undefined) return undefined;
-  return { op, lease };
+  const recording = RECORDING[match.route.id];
+  if (recording.kind !== 'single' || lease === undefined) return undefined;
+  return { op: recording.op, lease };
 }
 
 function routeOf(method: string, url: URL): RouteMatch | undefined {
@@ -79,8 +92,9 @@ export function recordingFetch(journal: Journal, options: RecordingOptions): typ
   return async function recordedFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
     const url = new URL(input instanceof Request ? input.url : input);
     const method = (init?.method ?? 'GET').toUpperCase();
-    const batchOp = BATCH_OP_OF_ROUTE[routeOf(method, url)?.route.id as RouteId];
-    if (batchOp !== undefined) return recordBatch(batchOp, journal, options, realFetch, input, init);
+    const route = routeOf(method, url)?.route;
+    const recording = route === undefined ? undefined : RECORDING[route.id];
+    if (recording?.kind === 'batch') return recordBatch(recording, journal, options, realFetch, input, init);
     const operation = operationOf(method, url);
     if (operation === undefined) return realFetch(input, init);
     const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as Record<string, unknown>) : {};
@@ -112,13 +126,6 @@ async function attempt(
 function replay(response: Response, text: string): Response {
   return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
-
-/** The batch routes, the operation each entry is, and the body field that lists the entries. */
-const BATCH_OP_OF_ROUTE: Partial<Record<RouteId, { op: 'renew' | 'release'; entries: string }>> = {
-  'renew-batch': { op: 'renew', entries: 'grants' },
-  // A handoff, as for the single route: the release that reserves the lease for `to`.
-  'handoff-batch': { op: 'release', entries: 'handoffs' },
-};
 
 /**
  * A batched renew (or handoff) is one HTTP attempt carrying many renewals (handoffs): each entry is

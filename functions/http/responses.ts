@@ -1,5 +1,5 @@
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { LeaseHeldError, SemaphoreFullError, type LeaseholdError } from '../../client/src/protocol/index.js';
+import { LeaseHeldError, RETRYABLE_CODES, SemaphoreFullError, type LeaseholdError } from '../../client/src/protocol/index.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' } as const;
 
@@ -11,6 +11,7 @@ export function jsonResponse(statusCode: number, body: unknown, headers: Record<
 export function errorResponse(error: LeaseholdError): APIGatewayProxyStructuredResultV2 {
   const headers: Record<string, string> = {};
   if (error instanceof LeaseHeldError || error instanceof SemaphoreFullError) headers['retry-after'] = String(Math.ceil(error.retryAfterMs / 1000));
-  if (error.code === 'UNAVAILABLE' || error.code === 'THROTTLED') headers['retry-after'] = '1';
+  // The server decided nothing about the lease: the caller may send the same request again soon.
+  if (RETRYABLE_CODES.has(error.code)) headers['retry-after'] = '1';
   return jsonResponse(error.status, { error: error.toBody() }, headers);
 }

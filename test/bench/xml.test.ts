@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { escapeXml } from '../../bench/xml.js';
+import { escapeXml } from '../../scripts/xml.js';
 
 describe('escapeXml (the bench plots and the chaos timeline)', () => {
   it('escapes the five XML special characters', () => {

@@ -1,6 +1,5 @@
 import { ValidationError } from './errors.js';
 import { MILLISECONDS, SECRET, refuse, type Echo } from './refuse.js';
-import type { RouteId } from './routes.js';
 import type {
   AcquireRequest,
   BatchHandoffRequest,
@@ -164,11 +163,6 @@ export const BATCH_ENTRY_FIELDS = ['name', 'leaseId', 'token', 'ttlMs'] as const
 
 /** The fields of one entry of a batched handoff. */
 export const BATCH_HANDOFF_ENTRY_FIELDS = ['name', ...REQUEST_FIELDS.handoff] as const;
-
-/** The largest request body a route accepts, in bytes: 8 KiB, and 64 KiB for the batch routes. */
-export function bodyMaxBytesFor(route: RouteId): number {
-  return route === 'renew-batch' || route === 'handoff-batch' ? LIMITS.batchBodyMaxBytes : LIMITS.bodyMaxBytes;
-}
 
 /** A batch prefix: a list prefix (the lease-name alphabet) that is not empty. */
 export function validateBatchPrefix(value: unknown, field = 'prefix'): string {

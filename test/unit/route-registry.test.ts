@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ADMIN_ROUTE_IDS,
+  ForbiddenError,
+  LIMITS,
+  ROUTES,
+  ThrottledError,
+  UnavailableError,
+  bodyMaxBytesFor,
+} from '../../client/src/protocol/index.js';
+import { errorResponse } from '../../functions/http/responses.js';
+import { ROUTE_HANDLERS } from '../../functions/http/route-handlers.js';
+
+describe('the route registry', () => {
+  it('gives every route a unique id and a unique method and path', () => {
+    expect(new Set(ROUTES.map((route) => route.id)).size).toBe(ROUTES.length);
+    expect(new Set(ROUTES.map((route) => `${route.method} ${route.path}`)).size).toBe(ROUTES.length);
+  });
+
+  it('lets the batch routes take 64 KiB of body and every other route 8 KiB', () => {
+    for (const route of ROUTES) {
+      const batch = route.id === 'renew-batch' || route.id === 'handoff-batch';
+      expect(bodyMaxBytesFor(route.id), route.id).toBe(batch ? LIMITS.batchBodyMaxBytes : LIMITS.bodyMaxBytes);
+    }
+  });
+
+  it('makes revoke the only operators’ route', () => {
+    expect([...ADMIN_ROUTE_IDS]).toEqual(['revoke']);
+  });
+
+  it('puts the semaphore routes, and only them, on the semaphore table', () => {
+    for (const route of ROUTES) expect(route.table === 'semaphores', route.id).toBe(route.path.startsWith('/v1/semaphores/'));
+  });
+
+  it('names, for each route, a handler module that exports the factory the local server runs and a Lambda entry', async () => {
+    for (const route of ROUTES) {
+      const module = (await import(`../../functions/handlers/${route.handler}.ts`)) as Record<string, unknown>;
+      expect(typeof module.handler, route.id).toBe('function');
+      expect(Object.values(module), route.id).toContain(ROUTE_HANDLERS[route.id]);
+    }
+  });
+});
+
+describe('Retry-After on error answers', () => {
+  it('is one second for the codes the protocol calls retryable, and absent for a decision', () => {
+    expect(errorResponse(new ThrottledError('slow down')).headers?.['retry-after']).toBe('1');
+    expect(errorResponse(new UnavailableError('try again')).headers?.['retry-after']).toBe('1');
+    expect(errorResponse(new ForbiddenError('no')).headers?.['retry-after']).toBeUndefined();
+  });
+});
