@@ -1,4 +1,6 @@
+import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -29,5 +31,13 @@ describe('the test projects', () => {
     const all = new Set(testFiles(join(ROOT, 'test')));
     const missing = projects.flatMap((p) => [...named(p.test.include), ...named(p.test.exclude)]).filter((file) => !all.has(file));
     expect(missing).toEqual([]);
+  });
+
+  it('refuse, in unit, a child process or a socket, naming where such a test belongs', () => {
+    const belongs = /A unit test may not .*: list the file under integration or slow in vitest\.config\.mts\./;
+    expect(() => spawn('java', ['-version'])).toThrow(belongs);
+    expect(() => execFileSync('true')).toThrow(belongs);
+    expect(() => connect(8000, '127.0.0.1')).toThrow(belongs);
+    expect(() => createServer().listen(0)).toThrow(belongs);
   });
 });
