@@ -2,6 +2,7 @@
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { LeaseClient } from '../api/lease-client.js';
+import { isTtlMs } from '../protocol/checks.js';
 import { HOLDER_PATTERN, LIMITS, NAME_PATTERN } from '../protocol/index.js';
 import type { RequestSigner } from '../transport/signing.js';
 import { sigv4Signer } from '../transport/signing-chain.js';
@@ -84,7 +85,7 @@ export function parseDuration(value: string, flag: string, command?: string): nu
 /** A lease ttl: a duration within the service's limits (1s to 1h). */
 export function parseTtl(value: string, command: string): number {
   const ms = parseDuration(value, 'ttl', command);
-  if (ms < LIMITS.ttlMinMs || ms > LIMITS.ttlMaxMs) {
+  if (!isTtlMs(ms)) {
     throw new UsageError(`--ttl must be from 1s to 1h (got ${value}).`, command);
   }
   return ms;

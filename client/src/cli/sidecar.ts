@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { HealthCheck } from '../leader/health.js';
 import { createLeader, type Leader } from '../leader/leader.js';
 import { LeaderMetrics, PROMETHEUS_CONTENT_TYPE } from '../term/metrics.js';
+import { RELEASE_TIMEOUT_MS, defaultRenewEveryMs } from '../time/timing.js';
 import { campaignApi, dedupe, errorMessage, withTimeout } from './campaign.js';
 import { EXIT_CODE_HELP, ExitCode, UsageError } from './exit-codes.js';
 import { formatMs } from './format.js';
@@ -30,8 +31,6 @@ import {
  * if nothing else happens (fail-closed). With `--health-url`, the main container's own health
  * endpoint is the leader's health check: a sick main container gives the lease up.
  */
-
-const RELEASE_TIMEOUT_MS = 5_000;
 
 export const SIDECAR_HELP = `Usage: leasehold sidecar NAME [--port 8080] [options]
 
@@ -99,13 +98,13 @@ export const sidecarCommand: Command = async (argv) => {
   const holder = values.holder === undefined ? defaultHolder('sidecar') : checkHolder(values.holder, 'sidecar');
   const ttlMs = parseTtl(values.ttl ?? '15s', 'sidecar');
   const priority = values.priority === undefined ? undefined : parsePriority(values.priority, 'sidecar');
-  const renewEveryMs = ttlMs / 3;
+  const renewEveryMs = defaultRenewEveryMs(ttlMs);
   const retryEveryMs = values['retry-every'] === undefined ? renewEveryMs : parseDuration(values['retry-every'], 'retry-every', 'sidecar');
   if (retryEveryMs <= 0) throw new UsageError('--retry-every must be more than 0.', 'sidecar');
   const healthCheck = values['health-url'] === undefined ? undefined : httpHealthCheck(values['health-url']);
   const healthCheckTimeoutMs = values['health-timeout'] === undefined ? undefined : parseDuration(values['health-timeout'], 'health-timeout', 'sidecar');
   if (healthCheckTimeoutMs !== undefined && (healthCheckTimeoutMs <= 0 || healthCheckTimeoutMs >= renewEveryMs)) {
-    throw new UsageError(`--health-timeout must be more than 0 and less than the renewal interval (ttl/3 = ${formatMs(renewEveryMs)}).`, 'sidecar');
+    throw new UsageError(`--health-timeout must be more than 0 and less than the renewal interval (about ttl/3 = ${formatMs(renewEveryMs)}).`, 'sidecar');
   }
   let unhealthyAfter: number | undefined;
   if (values['unhealthy-after'] !== undefined) {

@@ -1,5 +1,6 @@
 import { ErrorCode, LIMITS, errorFromBody, isLeaseLostError, type BatchHandoffResult, type Grant } from '../protocol/index.js';
 import { releaseQuietly, type TermContext } from '../term/context.js';
+import { handoffWindowMs } from '../time/timing.js';
 import type { GroupCore } from './core.js';
 import { partitionLeaseName } from './names.js';
 
@@ -8,11 +9,6 @@ export interface Handoff {
   ctx: TermContext;
   grant: Grant;
   to: string;
-}
-
-/** A handoff's reservation: one ttl, within the protocol's window. */
-function handoffWindowMs(ttlMs: number): number {
-  return Math.min(LIMITS.handoffWindowMaxMs, Math.max(LIMITS.handoffWindowMinMs, ttlMs));
 }
 
 /**

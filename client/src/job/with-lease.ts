@@ -120,7 +120,7 @@ async function holdLease<T>(
   let result: AcquireResult;
   for (;;) {
     sendTimeMs = ctx.clock.nowMs();
-    result = await client.acquire(name, ctx.request, { timeoutMs: ctx.timing.requestTimeoutMs, ...(signal ? { signal } : {}) });
+    result = await client.acquire(name, ctx.acquireRequest(), { timeoutMs: ctx.timing.requestTimeoutMs, ...(signal ? { signal } : {}) });
     if (result.acquired) break;
     const pauseMs = followerWaitMs(result.retryAfterMs, ctx.clock.nowMs() - sendTimeMs, ctx.random);
     if (ctx.clock.nowMs() + pauseMs - startedMs > waitMs) return result;

@@ -1,20 +1,16 @@
-import { LIMITS, isLeaseLostError, validateHandoffRequest, type Grant, type HandoffResponse } from '../protocol/index.js';
+import { isLeaseLostError, validateHandoffRequest, type Grant, type HandoffResponse } from '../protocol/index.js';
 import { releaseQuietly, type TermContext } from '../term/context.js';
 import type { Term } from '../term/term.js';
-import type { Timing } from '../time/timing.js';
+import { handoffWindowMs, type Timing } from '../time/timing.js';
 
 /**
  * Handing a Leader's lease to a named holder: on a deploy (`Leader.handoff`) and when yielding to a
  * claimant (`yield.ts`). A handoff that fails becomes a plain release, so nobody waits for the expiry.
  */
 
-/**
- * The reservation a yield gives its claimant: one ttl, within the protocol's window limits. Enough
- * for it to come at once with the watch, or within its next refresh of the claim without (it
- * re-asks at least every renewal interval).
- */
+/** The reservation a yield gives its claimant (`handoffWindowMs` in timing.ts). */
 export function claimantWindowMs(timing: Timing): number {
-  return Math.min(LIMITS.handoffWindowMaxMs, Math.max(LIMITS.handoffWindowMinMs, timing.ttlMs));
+  return handoffWindowMs(timing.ttlMs);
 }
 
 /** A handoff of an ended term's grant; if it fails, a plain release so nobody waits for the expiry. */

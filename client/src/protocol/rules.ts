@@ -1,13 +1,26 @@
+import {
+  TTL_MAX_MS,
+  TTL_MIN_MS,
+  accepted,
+  integerRule,
+  isTtlMs,
+  requireField,
+  requireInteger,
+  requireObject,
+  requireString,
+  type Checked,
+  type Holder,
+  type LeaseName,
+  type TtlMs,
+} from './checks.js';
 import { ValidationError } from './errors.js';
-import { MILLISECONDS, SECRET, refuse, type Echo } from './refuse.js';
+import { MILLISECONDS, SECRET, refuse } from './refuse.js';
 import type {
   AcquireRequest,
   BatchHandoffRequest,
   BatchRenewRequest,
-  GroupRequest,
   HandoffRequest,
   JsonValue,
-  ListRequest,
   ReleaseRequest,
   RenewRequest,
   RevokeRequest,
@@ -23,8 +36,8 @@ import type {
 export const LIMITS = {
   nameMaxLength: 200,
   holderMaxLength: 128,
-  ttlMinMs: 1_000,
-  ttlMaxMs: 3_600_000,
+  ttlMinMs: TTL_MIN_MS,
+  ttlMaxMs: TTL_MAX_MS,
   metadataMaxBytes: 2_048,
   /**
    * A requestId is an idempotency key, not a secret: a retry that presents it with the same holder
@@ -71,29 +84,17 @@ export const LEASE_ID_PATTERN = /^[0-9a-f]{32}$/;
 export const PREFIX_PATTERN = /^[A-Za-z0-9._:-]{0,200}$/;
 export const CURSOR_PATTERN = /^[A-Za-z0-9_-]{1,1024}$/;
 
-export function validateName(name: unknown, field = 'name'): string {
-  return requireString(name, field, NAME_PATTERN, 'must be 1-200 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit');
+export function validateName(name: unknown, field = 'name'): LeaseName {
+  return requireString<LeaseName>(name, field, NAME_PATTERN, 'must be 1-200 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit');
 }
 
-function requireString(value: unknown, field: string, pattern: RegExp, rule: string, echo: Echo = {}): string {
-  if (typeof value !== 'string') throw refuse(value, field, 'must be a string', echo);
-  if (!pattern.test(value)) throw refuse(value, field, rule, echo);
+export function validateHolder(value: unknown, field = 'holder'): Holder {
+  return requireString<Holder>(value, field, HOLDER_PATTERN, 'must be 1-128 printable ASCII characters without spaces');
+}
+
+export function validateTtlMs(value: unknown, field = 'ttlMs'): TtlMs {
+  if (!isTtlMs(value)) throw refuse(value, field, integerRule(LIMITS.ttlMinMs, LIMITS.ttlMaxMs, MILLISECONDS), MILLISECONDS);
   return value;
-}
-
-function requireInteger(value: unknown, field: string, min: number, max: number, echo: Echo = {}): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw refuse(value, field, `must be an integer${echo.unit ? ` number of ${echo.unit}` : ''} from ${min} to ${max}`, echo);
-  }
-  return value;
-}
-
-export function validateHolder(value: unknown, field = 'holder'): string {
-  return requireString(value, field, HOLDER_PATTERN, 'must be 1-128 printable ASCII characters without spaces');
-}
-
-export function validateTtlMs(value: unknown, field = 'ttlMs'): number {
-  return requireInteger(value, field, LIMITS.ttlMinMs, LIMITS.ttlMaxMs, MILLISECONDS);
 }
 
 export function validateLockDelayMs(value: unknown, field = 'lockDelayMs'): number {
@@ -176,9 +177,9 @@ export function validateBatchPrefix(value: unknown, field = 'prefix'): string {
  * lease whose name starts with the prefix. A bad entry refuses the whole request (nothing is
  * written), with the field named by its index, e.g. `grants[3].name`.
  */
-export function validateBatchRenewRequest(prefix: string, body: unknown): BatchRenewRequest {
+export function validateBatchRenewRequest(prefix: string, body: unknown): Checked<BatchRenewRequest> {
   const input = requireObject(body, REQUEST_FIELDS['renew-batch']);
-  return { grants: batchEntries(prefix, input, 'grants', 'renewals', BATCH_ENTRY_FIELDS, renewFields) };
+  return accepted({ grants: batchEntries(prefix, input, 'grants', 'renewals', BATCH_ENTRY_FIELDS, renewFields) });
 }
 
 /**
@@ -188,13 +189,13 @@ export function validateBatchRenewRequest(prefix: string, body: unknown): BatchR
  * refuses the whole request (nothing is written), with the field named by its index, e.g.
  * `handoffs[3].to`.
  */
-export function validateBatchHandoffRequest(prefix: string, body: unknown): BatchHandoffRequest {
+export function validateBatchHandoffRequest(prefix: string, body: unknown): Checked<BatchHandoffRequest> {
   const input = requireObject(body, REQUEST_FIELDS['handoff-batch']);
   const handoffs = batchEntries(prefix, input, 'handoffs', 'handoffs', BATCH_HANDOFF_ENTRY_FIELDS, handoffFields);
   handoffs.forEach(({ name }, i) => {
     if (handoffs.findIndex((h) => h.name === name) < i) throw new ValidationError(`handoffs[${i}].name`, 'must not repeat a name of an earlier entry');
   });
-  return { handoffs };
+  return accepted({ handoffs });
 }
 
 /**
@@ -237,24 +238,6 @@ export function pickFields<T extends object>(input: T, keys: readonly string[]):
   return out as T;
 }
 
-/** `at`: where the object sits in the body, prefixed to the field names errors report (`grants[3].`). */
-function requireObject(body: unknown, allowed: readonly string[], at = ''): Record<string, unknown> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw refuse(body, at === '' ? 'body' : at.slice(0, -1), 'must be a JSON object');
-  }
-  for (const key of Object.keys(body)) {
-    if (!allowed.includes(key)) {
-      throw new ValidationError(`${at}${key}`, `is not a known field (expected ${allowed.join(', ')})`);
-    }
-  }
-  return body as Record<string, unknown>;
-}
-
-function requireField(body: Record<string, unknown>, field: string, at = ''): unknown {
-  if (body[field] === undefined) throw new ValidationError(`${at}${field}`, 'is required');
-  return body[field];
-}
-
 /** The fields of a renew (`leaseId`, `token`, `ttlMs?`), alone or as an entry of a batch. */
 function renewFields(input: Record<string, unknown>, at = ''): RenewRequest {
   const request: RenewRequest = {
@@ -266,7 +249,7 @@ function renewFields(input: Record<string, unknown>, at = ''): RenewRequest {
   return request;
 }
 
-export function validateAcquireRequest(body: unknown): AcquireRequest {
+export function validateAcquireRequest(body: unknown): Checked<AcquireRequest> {
   const input = requireObject(body, REQUEST_FIELDS.acquire);
   const request: AcquireRequest = {
     holder: validateHolder(requireField(input, 'holder')),
@@ -278,7 +261,7 @@ export function validateAcquireRequest(body: unknown): AcquireRequest {
   if (input.serverWaitMs !== undefined) request.serverWaitMs = validateServerWaitMs(input.serverWaitMs);
   if (input.priority !== undefined) request.priority = validatePriority(input.priority);
   if (input.group !== undefined) request.group = validateGroup(input.group);
-  return request;
+  return accepted(request);
 }
 
 /** A group's name: the lease-name alphabet; its members' names start with `<group>.`. */
@@ -299,20 +282,20 @@ export function validatePriority(value: unknown, field = 'priority'): number {
   return requireInteger(value, field, 0, LIMITS.priorityMax);
 }
 
-export function validateRenewRequest(body: unknown): RenewRequest {
-  return renewFields(requireObject(body, REQUEST_FIELDS.renew));
+export function validateRenewRequest(body: unknown): Checked<RenewRequest> {
+  return accepted(renewFields(requireObject(body, REQUEST_FIELDS.renew)));
 }
 
-export function validateReleaseRequest(body: unknown): ReleaseRequest {
+export function validateReleaseRequest(body: unknown): Checked<ReleaseRequest> {
   const input = requireObject(body, REQUEST_FIELDS.release);
-  return {
+  return accepted({
     leaseId: validateLeaseId(requireField(input, 'leaseId')),
     token: validateToken(requireField(input, 'token')),
-  };
+  });
 }
 
-export function validateHandoffRequest(body: unknown): HandoffRequest {
-  return handoffFields(requireObject(body, REQUEST_FIELDS.handoff));
+export function validateHandoffRequest(body: unknown): Checked<HandoffRequest> {
+  return accepted(handoffFields(requireObject(body, REQUEST_FIELDS.handoff)));
 }
 
 /** The fields of a handoff (`leaseId`, `token`, `to`, `windowMs?`), alone or as an entry of a batch. */
@@ -335,7 +318,7 @@ function handoffFields(input: Record<string, unknown>, at = ''): HandoffRequest 
  */
 const PRINTABLE_PATTERN = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Cn}]+$/u;
 
-export function validateRevokeRequest(body: unknown): RevokeRequest {
+export function validateRevokeRequest(body: unknown): Checked<RevokeRequest> {
   const input = requireObject(body, REQUEST_FIELDS.revoke);
   const reason = requireField(input, 'reason');
   const rule = `must be 1-${LIMITS.revokeReasonMaxLength} printable characters`;
@@ -346,7 +329,7 @@ export function validateRevokeRequest(body: unknown): RevokeRequest {
     if (typeof input.force !== 'boolean') throw refuse(input.force, 'force', 'must be true or false');
     request.force = input.force;
   }
-  return request;
+  return accepted(request);
 }
 
 /** A semaphore's `limit`: how many permits it grants at once, 1-100. */
@@ -359,7 +342,7 @@ export function validatePermitId(value: unknown, field = 'permitId'): string {
   return requireString(value, field, LEASE_ID_PATTERN, 'must be the 32 hex characters returned by acquire', SECRET);
 }
 
-export function validateSemaphoreAcquireRequest(body: unknown): SemaphoreAcquireRequest {
+export function validateSemaphoreAcquireRequest(body: unknown): Checked<SemaphoreAcquireRequest> {
   const input = requireObject(body, REQUEST_FIELDS['semaphore-acquire']);
   const request: SemaphoreAcquireRequest = {
     holder: validateHolder(requireField(input, 'holder')),
@@ -368,80 +351,23 @@ export function validateSemaphoreAcquireRequest(body: unknown): SemaphoreAcquire
   };
   if (input.metadata !== undefined) request.metadata = validateMetadata(input.metadata, 'metadata', LIMITS.permitMetadataMaxBytes);
   if (input.requestId !== undefined) request.requestId = validateRequestId(input.requestId);
-  return request;
+  return accepted(request);
 }
 
-export function validateSemaphoreRenewRequest(body: unknown): SemaphoreRenewRequest {
+export function validateSemaphoreRenewRequest(body: unknown): Checked<SemaphoreRenewRequest> {
   const input = requireObject(body, REQUEST_FIELDS['semaphore-renew']);
   const request: SemaphoreRenewRequest = {
     permitId: validatePermitId(requireField(input, 'permitId')),
     token: validateToken(requireField(input, 'token')),
   };
   if (input.ttlMs !== undefined) request.ttlMs = validateTtlMs(input.ttlMs);
-  return request;
+  return accepted(request);
 }
 
-export function validateSemaphoreReleaseRequest(body: unknown): SemaphoreReleaseRequest {
+export function validateSemaphoreReleaseRequest(body: unknown): Checked<SemaphoreReleaseRequest> {
   const input = requireObject(body, REQUEST_FIELDS['semaphore-release']);
-  return {
+  return accepted({
     permitId: validatePermitId(requireField(input, 'permitId')),
     token: validateToken(requireField(input, 'token')),
-  };
-}
-
-/** The query parameters of `GET /v1/leases`; every other route takes none. */
-export const LIST_QUERY_PARAMETERS = ['prefix', 'limit', 'cursor'] as const;
-/** A `limit` query parameter: digits only, then an integer from 1 to `max`. */
-function queryLimit(value: unknown, max: number): number {
-  if (typeof value !== 'string' || !/^[0-9]{1,5}$/.test(value)) throw refuse(value, 'limit', `must be an integer from 1 to ${max}`);
-  return requireInteger(Number(value), 'limit', 1, max);
-}
-
-export const GROUP_QUERY_PARAMETERS = ['limit', 'cursor'] as const;
-
-/** `GET /v1/groups/{group}?limit=&cursor=`: limit 1-1,000 (default 1,000), a cursor from the previous page. */
-export function validateGroupRequest(group: unknown, query: Record<string, string | undefined>): GroupRequest {
-  validateQueryParameters(query, GROUP_QUERY_PARAMETERS);
-  const request: GroupRequest = { group: validateGroup(group), limit: LIMITS.groupMaxLimit };
-  const limit = ownQueryValue(query, 'limit');
-  const cursor = ownQueryValue(query, 'cursor');
-  if (limit !== undefined) request.limit = queryLimit(limit, LIMITS.groupMaxLimit);
-  if (cursor !== undefined && cursor !== '') request.cursor = requireString(cursor, 'cursor', CURSOR_PATTERN, 'must be a cursor returned by a previous read of the group');
-  return request;
-}
-
-/**
- * Refuses any query parameter outside `allowed`. Keys are read as own properties only, so
- * `__proto__`, `constructor` or `hasOwnProperty` are unknown parameters like any other, whatever
- * prototype the caller's object has.
- */
-export function validateQueryParameters(query: object | null | undefined, allowed: readonly string[]): void {
-  if (query === null || query === undefined) return;
-  for (const key of Object.keys(query)) {
-    if (!allowed.includes(key)) {
-      const expected = allowed.length === 0 ? 'this route takes none' : `expected ${allowed.join(', ')}`;
-      throw new ValidationError(key, `is not a known query parameter (${expected})`);
-    }
-  }
-}
-
-function ownQueryValue(query: Record<string, string | undefined>, key: string): string | undefined {
-  return Object.hasOwn(query, key) ? query[key] : undefined;
-}
-
-/** Query parameters arrive as strings; `limit` is parsed strictly (digits only). */
-export function validateListRequest(query: Record<string, string | undefined>): Required<Pick<ListRequest, 'limit'>> & ListRequest {
-  validateQueryParameters(query, LIST_QUERY_PARAMETERS);
-  const prefix = ownQueryValue(query, 'prefix');
-  const limit = ownQueryValue(query, 'limit');
-  const cursor = ownQueryValue(query, 'cursor');
-  const request: Required<Pick<ListRequest, 'limit'>> & ListRequest = { limit: LIMITS.listDefaultLimit };
-  if (prefix !== undefined && prefix !== '') {
-    request.prefix = requireString(prefix, 'prefix', PREFIX_PATTERN, 'must be up to 200 characters of A-Z a-z 0-9 . _ : -');
-  }
-  if (limit !== undefined) request.limit = queryLimit(limit, LIMITS.listMaxLimit);
-  if (cursor !== undefined && cursor !== '') {
-    request.cursor = requireString(cursor, 'cursor', CURSOR_PATTERN, 'must be a cursor returned by a previous list call');
-  }
-  return request;
+  });
 }

@@ -27,11 +27,17 @@ export interface TermContext {
   name: string;
   holder: string;
   timing: Timing;
-  /** What every acquire of this leader or job asks for. */
-  request: AcquireRequest;
+  /** What every acquire of this leader or job asks for; with a Lambda context, before its ttl is capped (`acquireRequest`). */
+  readonly request: Readonly<AcquireRequest>;
   clock: MonotonicClock;
   random: () => number;
   emit(event: LeaderEvent): void;
+  /**
+   * The acquire to send now: `request`, with its ttl capped at the time left to the Lambda
+   * invocation when there is one. A new plain object each call, so the body that is sent holds
+   * the ttl computed here and nothing reads the clock while it is serialized.
+   */
+  acquireRequest(): AcquireRequest;
   /** With a Lambda context: the invocation's end, which caps every ttl asked for (see `lambda.ts`). */
   invocation?: InvocationDeadline;
 }
@@ -85,7 +91,7 @@ export function createTermContext(client: LeaseApi, name: string, options: TermO
     name,
     holder,
     timing,
-    invocation === undefined ? request : cappedRequest(request, invocation, clock),
+    request,
     clock,
     options.random ?? Math.random,
     options.onEvent,
@@ -101,13 +107,19 @@ class Context implements TermContext {
     readonly name: string,
     readonly holder: string,
     readonly timing: Timing,
-    readonly request: AcquireRequest,
+    readonly request: Readonly<AcquireRequest>,
     readonly clock: MonotonicClock,
     readonly random: () => number,
     private readonly onEvent: ((event: LeaderEvent) => void) | undefined,
     readonly invocation: InvocationDeadline | undefined,
     private readonly notices: WaitNotices | undefined,
   ) {}
+
+  acquireRequest(): AcquireRequest {
+    if (this.invocation === undefined) return { ...this.request };
+    // The callers stop acquiring before the cap falls below the minimum ttl; if one did not, it asks for the minimum.
+    return { ...this.request, ttlMs: this.invocation.ttlFor(this.request.ttlMs, this.clock.nowMs()) ?? LIMITS.ttlMinMs };
+  }
 
   emit(event: LeaderEvent): void {
     try {
@@ -117,21 +129,6 @@ class Context implements TermContext {
     }
     this.notices?.observe(event);
   }
-}
-
-/**
- * The acquire request of a term bounded by a Lambda invocation: its `ttlMs` is read when the
- * request is sent (serialized), capped at the time left to the invocation's end. The callers stop
- * acquiring before that cap falls below the minimum ttl; if one did not, it asks for the minimum.
- */
-function cappedRequest(request: AcquireRequest, invocation: InvocationDeadline, clock: MonotonicClock): AcquireRequest {
-  const ttlMs = request.ttlMs;
-  const capped = { ...request };
-  Object.defineProperty(capped, 'ttlMs', {
-    enumerable: true,
-    get: () => invocation.ttlFor(ttlMs, clock.nowMs()) ?? LIMITS.ttlMinMs,
-  });
-  return capped;
 }
 
 /** The local deadline of a grant whose acquire was sent at `sendTimeMs` (see the model in `leader.ts`). */

@@ -1,3 +1,4 @@
+import { isTtlMs } from '../protocol/checks.js';
 import { LIMITS } from '../protocol/index.js';
 
 /**
@@ -27,6 +28,11 @@ export type Timing = Required<TimingOptions>;
 
 export const DEFAULT_TTL_MS = 15_000;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
+/**
+ * How long a process that is exiting (the CLI's `run` and `sidecar`) waits for its final release
+ * before it exits anyway: the lease then simply expires within its ttl.
+ */
+export const RELEASE_TIMEOUT_MS = 5_000;
 
 export function defaultDriftMarginMs(ttlMs: number): number {
   return Math.max(100, Math.round(ttlMs * 0.05));
@@ -47,20 +53,23 @@ export function defaultRenewEveryMs(ttlMs: number): number {
   return third - Math.max(10, third / 100);
 }
 
+/**
+ * The reservation a handoff gives its receiver: one ttl, clamped to the protocol's window limits.
+ * Enough for a receiver to come at once with the watch, or within its next refresh of a claim
+ * without (it re-asks at least every renewal interval).
+ */
+export function handoffWindowMs(ttlMs: number): number {
+  return Math.min(LIMITS.handoffWindowMaxMs, Math.max(LIMITS.handoffWindowMinMs, ttlMs));
+}
+
 export function defaultPauseThresholdMs(renewEveryMs: number): number {
   return Math.max(1_000, renewEveryMs / 2);
 }
 
-/**
- * The last timing resolved, frozen: a process that creates thousands of leaders with the same
- * settings shares one object instead of holding one per leader.
- */
-let lastTiming: Timing | undefined;
-
 /** Applies defaults and validates each setting and the relations between them. Throws RangeError or TypeError. */
 export function resolveTiming(options: TimingOptions): Timing {
   const ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
-  if (!Number.isInteger(ttlMs) || ttlMs < LIMITS.ttlMinMs || ttlMs > LIMITS.ttlMaxMs) {
+  if (!isTtlMs(ttlMs)) {
     throw new RangeError(`Expected \`ttlMs\` to be an integer from ${LIMITS.ttlMinMs} to ${LIMITS.ttlMaxMs}, got ${String(ttlMs)}.`);
   }
   const renewEveryMs = options.renewEveryMs ?? defaultRenewEveryMs(ttlMs);
@@ -80,19 +89,7 @@ export function resolveTiming(options: TimingOptions): Timing {
   expectPositive('pauseThresholdMs', pauseThresholdMs);
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   expectPositive('requestTimeoutMs', requestTimeoutMs);
-  const last = lastTiming;
-  if (
-    last !== undefined &&
-    last.ttlMs === ttlMs &&
-    last.renewEveryMs === renewEveryMs &&
-    last.driftMarginMs === driftMarginMs &&
-    last.pauseThresholdMs === pauseThresholdMs &&
-    last.requestTimeoutMs === requestTimeoutMs
-  ) {
-    return last;
-  }
-  lastTiming = Object.freeze({ ttlMs, renewEveryMs, driftMarginMs, pauseThresholdMs, requestTimeoutMs });
-  return lastTiming;
+  return Object.freeze({ ttlMs, renewEveryMs, driftMarginMs, pauseThresholdMs, requestTimeoutMs });
 }
 
 export function expectPositive(field: string, value: unknown): asserts value is number {

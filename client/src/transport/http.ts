@@ -1,4 +1,5 @@
 import { sleep, systemClock, type MonotonicClock } from '../time/clock.js';
+import type { Checked } from '../protocol/checks.js';
 import {
   ForbiddenError,
   InternalError,
@@ -67,7 +68,8 @@ export interface RequestSpec {
   /** Path below the endpoint, from the protocol's route table (`routeRequest`), e.g. `/v1/leases/jobs/acquire`. */
   path: string;
   query?: Record<string, string | undefined>;
-  body?: unknown;
+  /** Only what a protocol validator accepted: the transport sends it as it is and checks nothing. */
+  body?: Checked<object>;
   leaseName?: string;
   /** Repeating the request cannot do harm: idempotent, or an acquire that carries a requestId. */
   idempotent: boolean;
