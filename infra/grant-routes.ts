@@ -71,7 +71,7 @@ export function grantedRoutes(kind: GrantKind, namePrefix?: string): GrantedRout
   };
   const routes = ROUTES.filter(allowed).map((route) => ({ routeId: route.id as RouteId, method: route.method as string, path: withNames(route.path, names) }));
   const group = kind === 'admin' || namePrefix === undefined ? undefined : groupOfPrefix(namePrefix);
-  const groupRoute = ROUTES.find((route) => route.id === 'group-describe');
+  const groupRoute = ROUTES.find((route) => route.grant === 'group');
   if (group !== undefined && groupRoute !== undefined) routes.push({ routeId: groupRoute.id, method: groupRoute.method, path: groupRoute.path.replace(GROUP_SEGMENT, group) });
   return routes;
 }

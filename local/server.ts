@@ -4,14 +4,25 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { HttpHandler } from '@smithy/protocol-http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { InternalError, LIMITS, ROUTES, MethodNotAllowedError, PayloadTooLargeError, ThrottledError, isLeaseholdError, type LeaseholdError } from '../client/src/protocol/index.js';
+import {
+  InternalError,
+  LIMITS,
+  ROUTES,
+  MethodNotAllowedError,
+  PayloadTooLargeError,
+  ThrottledError,
+  isLeaseholdError,
+  type LeaseholdError,
+  type Route,
+  type RouteId,
+} from '../client/src/protocol/index.js';
 import { offsetClock, systemClock, type WallClock } from '../functions/clock.js';
 import { errorResponse, jsonResponse } from '../functions/http/responses.js';
 import type { HandlerDeps, RouteHandler } from '../functions/http/route.js';
 import { canonicalPathError } from '../functions/http/canonical-path.js';
 import { nameOutsideAlphabetError } from '../functions/http/name-in-path.js';
 import { ROUTE_HANDLERS } from '../functions/http/route-handlers.js';
-import { matchRoute, type Route, type RouteId } from '../functions/http/routes.js';
+import { matchRoute } from '../functions/http/routes.js';
 import { createDeps } from '../functions/runtime.js';
 import { createHostPolicy, type HostPolicy } from './host-policy.js';
 import { lambdaContext } from './lambda-context.js';

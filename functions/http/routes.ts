@@ -1,7 +1,7 @@
 import { MethodNotAllowedError, ROUTES, RouteNotFoundError, ValidationError, type Route } from '../../client/src/protocol/index.js';
 
-// The table itself is part of the wire contract: it lives in the protocol, and this module matches it.
-export { ROUTES, type Route, type RouteId } from '../../client/src/protocol/index.js';
+// The route registry is part of the wire contract: it lives in the protocol, and this module only
+// matches requests against it.
 
 export interface RouteMatch {
   route: Route;

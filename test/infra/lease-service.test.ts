@@ -6,9 +6,8 @@ import { Key } from 'aws-cdk-lib/aws-kms';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { describe, expect, it } from 'vitest';
-import { ROUTES } from '../../functions/http/routes.js';
 import { pascal } from '../../infra/service-function.js';
-import { ADMIN_ROUTE_IDS, LIMITS } from '../../client/src/protocol/index.js';
+import { ADMIN_ROUTE_IDS, LIMITS, ROUTES } from '../../client/src/protocol/index.js';
 import { SKIP_RENEWALS_PATTERN } from '../../functions/watch/stream-filter.js';
 import { SUBSCRIPTION_TABLE_SCHEMA } from '../../functions/watch/subscriptions.js';
 import { BATCH_ROUTE_IDS, DEFAULT_BURST_LIMIT, DEFAULT_RATE_LIMIT, LeaseService, SEMAPHORE_ROUTE_IDS, TABLE_ACTIONS_BY_ROUTE } from '../../infra/lease-service.js';
@@ -35,7 +34,7 @@ import {
 } from './synth-support.js';
 
 const API_ARN = `arn:aws:execute-api:${REGION}:${ACCOUNT}:{api}/$default`;
-/** One function per route in functions/http/routes.ts, plus the fallback on `$default`. */
+/** One function per route of the protocol's registry, plus the fallback on `$default`. */
 const FUNCTION_COUNT = ROUTES.length + 1;
 /** The watch's $connect route, which grantWatch (and grantLeases without a prefix, and grantRead) allows. */
 const WATCH_CONNECT_ARN = `arn:aws:execute-api:${REGION}:${ACCOUNT}:{watch}/${WATCH_STAGE_NAME}/$connect`;
