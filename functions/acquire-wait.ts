@@ -1,7 +1,7 @@
 import type { AcquireRequest } from '../client/src/protocol/index.js';
 import { LOCAL_PRINCIPAL } from './caller-keys.js';
 import type { WallClock } from './clock.js';
-import type { AcquireResult, LeaseStore } from './lease-store.js';
+import type { AcquireResult } from './lease-store.js';
 
 /**
  * An acquire that asks for `serverWaitMs` and finds the lease held, but available within that many
@@ -44,11 +44,17 @@ export const realWaitTimer: WaitTimer = {
   },
 };
 
-/** `principal`: the caller, passed on to the store (LeaseStore.acquire). */
-export async function acquireWithServerWait(
-  store: LeaseStore,
-  name: string,
-  request: AcquireRequest,
+/** The store's acquire and its clock: `LeaseStoreCore` with checked values (the handler), or `LeaseStore` with plain ones. */
+export interface AcquiringStore<Name extends string, Request extends AcquireRequest> {
+  acquire(name: Name, request: Request, principal?: string): Promise<AcquireResult>;
+  readonly clock: WallClock;
+}
+
+/** `principal`: the caller, passed on to the store (LeaseStoreCore.acquire). */
+export async function acquireWithServerWait<Name extends string, Request extends AcquireRequest>(
+  store: AcquiringStore<Name, Request>,
+  name: Name,
+  request: Request,
   timer: WaitTimer = realWaitTimer,
   principal: string = LOCAL_PRINCIPAL,
 ): Promise<AcquireResult> {

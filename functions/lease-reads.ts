@@ -55,3 +55,13 @@ export async function scanLeases(
     throw translate(error);
   }
 }
+
+/** Query parameters as the rules read them: strings, own keys only. */
+export function stringifyQuery(input: object): Record<string, string | undefined> {
+  // No prototype: a `__proto__` parameter stays an own key, which the rules then refuse.
+  const out: Record<string, string | undefined> = Object.create(null);
+  for (const [key, value] of Object.entries(input)) {
+    if (value !== undefined) out[key] = String(value);
+  }
+  return out;
+}

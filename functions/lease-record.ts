@@ -233,3 +233,14 @@ export function toGrant(record: LeaseRecord, nowMs: number): Grant {
   const lease = toPublicLease(record, nowMs);
   return { ...lease, holder: record.holder as string, leaseId: record.leaseId };
 }
+
+/** `{ claim }` when a claim is live on the item, for a refused acquire's answer. */
+export function claimOf(record: LeaseRecord, nowMs: number): { claim?: LeaseClaim } {
+  const claim = liveClaim(record, nowMs);
+  return claim === undefined ? {} : { claim };
+}
+
+/** The item's live grant is the one `request` names. */
+export function isCurrentGrant(record: LeaseRecord, request: { leaseId: string; token: number }): boolean {
+  return record.holder !== undefined && record.leaseId === request.leaseId && record.token === request.token;
+}

@@ -28,10 +28,11 @@ import {
   type RevokedRecord,
   type RevokeRequest,
 } from '../client/src/protocol/index.js';
+import type { Checked, LeaseName } from '../client/src/protocol/checks.js';
 import type { WallClock } from './clock.js';
 import { LOCAL_PRINCIPAL, principalKey, replayKey } from './caller-keys.js';
 import { readGroup } from './lease-groups.js';
-import { readLease, scanLeases } from './lease-reads.js';
+import { readLease, scanLeases, stringifyQuery } from './lease-reads.js';
 import { isConditionFailure, translate } from './dynamodb-errors.js';
 import { MAX_HOLD_MS, conflictItem, endGrant, leaseLost, revokeGrant } from './lease-endings.js';
 import {
@@ -47,10 +48,11 @@ import {
   leaseIsAvailable,
 } from './lease-conditions.js';
 import {
+  claimOf,
+  isCurrentGrant,
   claimWanted,
   isSameGrantRetry,
   LAST_OP_ATTRIBUTE,
-  liveClaim,
   retryAfterMs,
   toGrant,
   toPublicLease,
@@ -101,7 +103,12 @@ export type AcquireResult =
    */
   | { acquired: false; lease: PublicLease; retryAfterMs: number; availableAtMs: number; claim?: LeaseClaim };
 
-export class LeaseStore {
+/**
+ * The store behind the edge: every method takes only values the protocol's rules accepted (a
+ * `LeaseName`, a `Checked` request), so it checks nothing again. The HTTP handlers validate the
+ * request where it enters and call this; in-process callers use `LeaseStore`, below.
+ */
+export class LeaseStoreCore {
   /** LeaseWriter (lease-endings.ts): the table the store writes. */
   readonly client: DynamoDBDocumentClient;
   readonly tableName: string;
@@ -123,10 +130,7 @@ export class LeaseStore {
    * the grant only to the principal whose acquire made it, a claim belongs to it, and a handoff to
    * its claim is its alone.
    */
-  async acquire(name: string, input: AcquireRequest, principal: string = LOCAL_PRINCIPAL): Promise<AcquireResult> {
-    validateName(name);
-    const request = validateAcquireRequest(pickFields(input, REQUEST_FIELDS.acquire));
-    validateGroupMember(name, request.group);
+  async acquire(name: LeaseName, request: Checked<AcquireRequest>, principal: string = LOCAL_PRINCIPAL): Promise<AcquireResult> {
     const lockDelayMs = request.lockDelayMs ?? 0;
     const caller = principalKey(principal);
     const requestHash = request.requestId === undefined ? undefined : replayKey('lease', principal, request.requestId);
@@ -250,23 +254,20 @@ export class LeaseStore {
     }
   }
 
-  async renew(name: string, input: RenewRequest): Promise<Grant> {
-    return this.renewWith(name, validateRenewRequest(pickFields(input, RENEW_GRANT_FIELDS)));
+  async renew(name: LeaseName, request: Checked<RenewRequest>): Promise<Grant> {
+    return this.renewWith(name, request);
   }
 
   /**
    * Proclaim: a renewal that also replaces the lease's metadata (`null` removes it), with the same
    * token, in the same one conditional write. The watch pushes it as `proclaimed` (lastOp).
    */
-  async proclaim(name: string, input: RenewRequest & { metadata: RenewRequest['metadata'] }): Promise<Grant> {
-    const request = validateRenewRequest(pickFields(input, REQUEST_FIELDS.renew));
-    if (request.metadata === undefined) throw new ValidationError('metadata', 'is required');
+  async proclaim(name: LeaseName, request: Checked<RenewRequest> & { metadata: RenewRequest['metadata'] }): Promise<Grant> {
     return this.renewWith(name, request);
   }
 
   /** A validated renewal, or a proclaim when it has `metadata`. */
-  private async renewWith(name: string, request: RenewRequest): Promise<Grant> {
-    validateName(name);
+  private async renewWith(name: LeaseName, request: Checked<RenewRequest>): Promise<Grant> {
     const now = this.clock.nowMs();
     const values: Record<string, unknown> = {
       ':now': now,
@@ -350,9 +351,7 @@ export class LeaseStore {
   }
 
   /** Returns the lease's public state after the release. Releasing the same grant twice is harmless. */
-  async release(name: string, input: ReleaseRequest): Promise<PublicLease> {
-    validateName(name);
-    const request = validateReleaseRequest(pickFields(input, REQUEST_FIELDS.release));
+  async release(name: LeaseName, request: Checked<ReleaseRequest>): Promise<PublicLease> {
     return (await endGrant(this, name, request, undefined)).lease;
   }
 
@@ -362,9 +361,7 @@ export class LeaseStore {
    * during the window; anyone may after. The next grant gets a new token as always. Repeating a
    * handoff that already took effect answers the same reservation.
    */
-  async handoff(name: string, input: HandoffRequest): Promise<{ lease: PublicLease; to: string; reservedUntil: number }> {
-    validateName(name);
-    const request = validateHandoffRequest(pickFields(input, REQUEST_FIELDS.handoff));
+  async handoff(name: LeaseName, request: Checked<HandoffRequest>): Promise<{ lease: PublicLease; to: string; reservedUntil: number }> {
     const ended = await endGrant(this, name, request, { to: request.to, windowMs: request.windowMs ?? LIMITS.handoffWindowDefaultMs });
     return { lease: ended.lease, to: request.to, reservedUntil: ended.reservedUntil as number };
   }
@@ -373,14 +370,12 @@ export class LeaseStore {
    * An operator takes the current grant away: see lease-endings.ts `revokeGrant`. `by` is the
    * caller's identity as shown publicly, decided by the handler.
    */
-  async revoke(name: string, input: RevokeRequest, by: string): Promise<PublicLease & { revoked: RevokedRecord }> {
-    validateName(name);
-    return revokeGrant(this, name, validateRevokeRequest(pickFields(input, REQUEST_FIELDS.revoke)), by);
+  async revoke(name: LeaseName, request: Checked<RevokeRequest>, by: string): Promise<PublicLease & { revoked: RevokedRecord }> {
+    return revokeGrant(this, name, request, by);
   }
 
   /** Strongly consistent read of the public state (never the leaseId). */
-  async describe(name: string): Promise<PublicLease> {
-    validateName(name);
+  async describe(name: LeaseName): Promise<PublicLease> {
     return readLease(this.client, this.tableName, name, this.clock);
   }
 
@@ -410,21 +405,43 @@ export class LeaseStore {
   }
 }
 
-/** `{ claim }` when a claim is live on the item, for a refused acquire's answer. */
-function claimOf(record: LeaseRecord, nowMs: number): { claim?: LeaseClaim } {
-  const claim = liveClaim(record, nowMs);
-  return claim === undefined ? {} : { claim };
-}
-
-function isCurrentGrant(record: LeaseRecord, request: { leaseId: string; token: number }): boolean {
-  return record.holder !== undefined && record.leaseId === request.leaseId && record.token === request.token;
-}
-
-function stringifyQuery(input: object): Record<string, string | undefined> {
-  // No prototype: a `__proto__` parameter stays an own key, which the rules then refuse.
-  const out: Record<string, string | undefined> = Object.create(null);
-  for (const [key, value] of Object.entries(input)) {
-    if (value !== undefined) out[key] = String(value);
+/**
+ * The store for in-process callers (tests, bench, chaos): each method checks its plain input with
+ * the protocol's rules, once, then writes through `LeaseStoreCore`. A whole Grant may be passed to
+ * renew or release: only the fields the route takes are picked, then checked.
+ */
+export class LeaseStore extends LeaseStoreCore {
+  override async acquire(name: string, input: AcquireRequest, principal?: string): Promise<AcquireResult> {
+    const checkedName = validateName(name);
+    const request = validateAcquireRequest(pickFields(input, REQUEST_FIELDS.acquire));
+    validateGroupMember(checkedName, request.group);
+    return super.acquire(checkedName, request, principal);
   }
-  return out;
+
+  override async renew(name: string, input: RenewRequest): Promise<Grant> {
+    return super.renew(validateName(name), validateRenewRequest(pickFields(input, RENEW_GRANT_FIELDS)));
+  }
+
+  override async proclaim(name: string, input: RenewRequest & { metadata: RenewRequest['metadata'] }): Promise<Grant> {
+    const checkedName = validateName(name);
+    const request = validateRenewRequest(pickFields(input, REQUEST_FIELDS.renew));
+    if (request.metadata === undefined) throw new ValidationError('metadata', 'is required');
+    return super.proclaim(checkedName, request as typeof request & { metadata: RenewRequest['metadata'] });
+  }
+
+  override async release(name: string, input: ReleaseRequest): Promise<PublicLease> {
+    return super.release(validateName(name), validateReleaseRequest(pickFields(input, REQUEST_FIELDS.release)));
+  }
+
+  override async handoff(name: string, input: HandoffRequest): Promise<{ lease: PublicLease; to: string; reservedUntil: number }> {
+    return super.handoff(validateName(name), validateHandoffRequest(pickFields(input, REQUEST_FIELDS.handoff)));
+  }
+
+  override async revoke(name: string, input: RevokeRequest, by: string): Promise<PublicLease & { revoked: RevokedRecord }> {
+    return super.revoke(validateName(name), validateRevokeRequest(pickFields(input, REQUEST_FIELDS.revoke)), by);
+  }
+
+  override async describe(name: string): Promise<PublicLease> {
+    return super.describe(validateName(name));
+  }
 }

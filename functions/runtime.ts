@@ -3,8 +3,8 @@ import { systemClock, type WallClock } from './clock.js';
 import { defaultSemaphoreTableName, readConfig, readServiceIdentity } from './config.js';
 import { createDocumentClient } from './dynamodb-client.js';
 import { createLogger } from './logging.js';
-import { LeaseStore } from './lease-store.js';
-import { SemaphoreStore } from './semaphore-store.js';
+import { LeaseStoreCore } from './lease-store.js';
+import { SemaphoreStoreCore } from './semaphore-store.js';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { HandlerDeps, RouteHandler } from './http/route.js';
 
@@ -28,8 +28,8 @@ export function createDeps(options: DepsOptions): HandlerDeps {
   // The construct sets POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE; they win over the defaults.
   const { serviceName, metricsNamespace } = readServiceIdentity(process.env);
   return {
-    store: new LeaseStore({ client, tableName: options.tableName, clock: options.clock ?? systemClock }),
-    semaphores: new SemaphoreStore({
+    store: new LeaseStoreCore({ client, tableName: options.tableName, clock: options.clock ?? systemClock }),
+    semaphores: new SemaphoreStoreCore({
       client,
       tableName: options.semaphoreTableName ?? defaultSemaphoreTableName(options.tableName),
       clock: options.clock ?? systemClock,

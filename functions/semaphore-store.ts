@@ -19,6 +19,7 @@ import {
   type SemaphoreReleaseRequest,
   type SemaphoreRenewRequest,
 } from '../client/src/protocol/index.js';
+import type { Checked, LeaseName } from '../client/src/protocol/checks.js';
 import { LOCAL_PRINCIPAL, replayKey } from './caller-keys.js';
 import type { WallClock } from './clock.js';
 import { conflictItem, isConditionFailure, translate } from './dynamodb-errors.js';
@@ -107,7 +108,12 @@ export type SemaphoreAcquireResult =
   | { acquired: true; permit: Permit }
   | { acquired: false; error: SemaphoreFullError };
 
-export class SemaphoreStore {
+/**
+ * The semaphore store behind the edge: every method takes only values the protocol's rules
+ * accepted, so it checks nothing again. The HTTP handlers validate where the request enters and
+ * call this; in-process callers use `SemaphoreStore`, below.
+ */
+export class SemaphoreStoreCore {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
   private readonly clock: WallClock;
@@ -128,9 +134,7 @@ export class SemaphoreStore {
    * another limit. A retry with the same holder and requestId gets the same permit back, only from
    * the same `principal` (the caller, functions/http/principal.ts; `local` by default).
    */
-  async acquire(name: string, input: SemaphoreAcquireRequest, principal: string = LOCAL_PRINCIPAL): Promise<SemaphoreAcquireResult> {
-    validateName(name);
-    const request = validateSemaphoreAcquireRequest(pickFields(input, REQUEST_FIELDS['semaphore-acquire']));
+  async acquire(name: LeaseName, request: Checked<SemaphoreAcquireRequest>, principal: string = LOCAL_PRINCIPAL): Promise<SemaphoreAcquireResult> {
     const permitId = this.newPermitId();
     const replay = request.requestId === undefined ? undefined : replayKey('permit', principal, request.requestId);
     // The replay index, naming the new permit by its token: absent for a first attempt, so a retry
@@ -210,9 +214,7 @@ export class SemaphoreStore {
   }
 
   /** Extends the permit by its ttl (or `ttlMs`), keeping its token. */
-  async renew(name: string, input: SemaphoreRenewRequest): Promise<Permit> {
-    validateName(name);
-    const request = validateSemaphoreRenewRequest(pickFields(input, REQUEST_FIELDS['semaphore-renew']));
+  async renew(name: LeaseName, request: Checked<SemaphoreRenewRequest>): Promise<Permit> {
     const now = this.clock.nowMs();
     const set = ['#p.renewedAt = :now', 'expireItemAt = :expireItemAt'];
     const values: Record<string, unknown> = { ':now': now, ':token': request.token, ':expireItemAt': this.expireItemAt(now) };
@@ -240,9 +242,7 @@ export class SemaphoreStore {
   }
 
   /** Gives the permit back. Releasing the same permit twice is harmless (while its tombstone is kept). */
-  async release(name: string, input: SemaphoreReleaseRequest): Promise<PublicSemaphore> {
-    validateName(name);
-    const request = validateSemaphoreReleaseRequest(pickFields(input, REQUEST_FIELDS['semaphore-release']));
+  async release(name: LeaseName, request: Checked<SemaphoreReleaseRequest>): Promise<PublicSemaphore> {
     const now = this.clock.nowMs();
     const out = await this.write(name, {
       update: 'SET #p.#r = :now, held = held - :one, dead = dead + :one REMOVE #p.metadataJson, #p.requestId',
@@ -260,8 +260,7 @@ export class SemaphoreStore {
   }
 
   /** Strongly consistent read of the public state (never a permitId). */
-  async describe(name: string): Promise<PublicSemaphore> {
-    validateName(name);
+  async describe(name: LeaseName): Promise<PublicSemaphore> {
     try {
       const out = await this.client.send(new GetCommand({ TableName: this.tableName, Key: { pk: name }, ConsistentRead: true }));
       if (out.Item === undefined) throw new SemaphoreNotFoundError(name);
@@ -359,6 +358,29 @@ export class SemaphoreStore {
   /** Every write may be the last for a while: no permit outlives the longest ttl after it. */
   private expireItemAt(nowMs: number): number {
     return Math.ceil((nowMs + LIMITS.ttlMaxMs + this.cleanupAfterMs) / 1000);
+  }
+}
+
+/**
+ * The semaphore store for in-process callers (tests, bench, chaos): each method checks its plain
+ * input with the protocol's rules, once, then writes through `SemaphoreStoreCore`. A whole Permit
+ * may be passed to renew or release: only the fields the route takes are picked, then checked.
+ */
+export class SemaphoreStore extends SemaphoreStoreCore {
+  override async acquire(name: string, input: SemaphoreAcquireRequest, principal?: string): Promise<SemaphoreAcquireResult> {
+    return super.acquire(validateName(name), validateSemaphoreAcquireRequest(pickFields(input, REQUEST_FIELDS['semaphore-acquire'])), principal);
+  }
+
+  override async renew(name: string, input: SemaphoreRenewRequest): Promise<Permit> {
+    return super.renew(validateName(name), validateSemaphoreRenewRequest(pickFields(input, REQUEST_FIELDS['semaphore-renew'])));
+  }
+
+  override async release(name: string, input: SemaphoreReleaseRequest): Promise<PublicSemaphore> {
+    return super.release(validateName(name), validateSemaphoreReleaseRequest(pickFields(input, REQUEST_FIELDS['semaphore-release'])));
+  }
+
+  override async describe(name: string): Promise<PublicSemaphore> {
+    return super.describe(validateName(name));
   }
 }
 

@@ -1,5 +1,5 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { LeaseHeldError, validateAcquireRequest } from '../../client/src/protocol/index.js';
+import { LeaseHeldError, validateAcquireRequest, validateGroupMember } from '../../client/src/protocol/index.js';
 import { acquireWithServerWait, realWaitTimer } from '../acquire-wait.js';
 import { callerPrincipal } from '../http/principal.js';
 import { jsonResponse } from '../http/responses.js';
@@ -11,6 +11,7 @@ export function createAcquireHandler(deps: HandlerDeps) {
   return leaseRoute(deps, { jsonBody: true }, async (event, { store, logger, metrics }) => {
     const name = leaseName(event);
     const request = validateAcquireRequest(event.body);
+    validateGroupMember(name, request.group);
     const result = await acquireWithServerWait(store, name, request, realWaitTimer, callerPrincipal(event));
     if (!result.acquired) {
       metrics.addMetric(OUTCOME.held, MetricUnit.Count, 1);

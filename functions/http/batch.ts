@@ -17,7 +17,7 @@ export const BATCH_CONCURRENCY = 16;
  */
 export function answerEach<E extends { name: string }, A extends object>(
   entries: readonly E[],
-  run: (name: string, request: Omit<E, 'name'>) => Promise<A>,
+  run: (name: E['name'], request: Omit<E, 'name'>) => Promise<A>,
 ): Promise<Array<({ name: string } & A) | { name: string; error: ErrorBody['error'] }>> {
   return mapBounded(entries, BATCH_CONCURRENCY, async ({ name, ...request }) => {
     try {

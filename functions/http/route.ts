@@ -8,15 +8,16 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { isLeaseLostError, isPermitLostError, validateName, validateQueryParameters } from '../../client/src/protocol/index.js';
-import type { LeaseStore } from '../lease-store.js';
-import type { SemaphoreStore } from '../semaphore-store.js';
+import type { LeaseName } from '../../client/src/protocol/checks.js';
+import type { LeaseStoreCore } from '../lease-store.js';
+import type { SemaphoreStoreCore } from '../semaphore-store.js';
 import { bodySizeLimit, leaseholdErrors, utf8JsonBody } from './middlewares.js';
 import { canonicalPath } from './canonical-path.js';
 
 /** What a route needs. Built once per cold start (see runtime.ts) or by the local server. */
 export interface HandlerDeps {
-  store: LeaseStore;
-  semaphores: SemaphoreStore;
+  store: LeaseStoreCore;
+  semaphores: SemaphoreStoreCore;
   logger: Logger;
   metrics: Metrics;
 }
@@ -92,7 +93,7 @@ export async function countingLoss<T>(deps: HandlerDeps, what: string, lease: st
 }
 
 /** The `{name}` path parameter, validated by the protocol's rules. */
-export function leaseName(event: APIGatewayProxyEventV2): string {
+export function leaseName(event: APIGatewayProxyEventV2): LeaseName {
   return validateName(event.pathParameters?.name);
 }
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { validateName } from '../../client/src/protocol/index.js';
 import { systemClock } from '../../functions/clock.js';
 import { createAcquireHandler } from '../../functions/handlers/acquire.js';
 import { createDeps } from '../../functions/runtime.js';
@@ -39,7 +40,7 @@ describe('the acquire handler in Lambda', () => {
     const refused = await acquire(acquireEvent('charset-a', { 'Content-Type': 'application/json; charset=UTF-16' }, body), context);
     expect(refused.statusCode).toBe(415);
     expect(JSON.parse(refused.body as string).error).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE' });
-    await expect(deps.store.describe('charset-a')).rejects.toMatchObject({ code: 'LEASE_NOT_FOUND' });
+    await expect(deps.store.describe(validateName('charset-a'))).rejects.toMatchObject({ code: 'LEASE_NOT_FOUND' });
 
     const served = await acquire(acquireEvent('charset-a', { 'content-type': 'application/json; charset=utf-8' }, body), context);
     expect(served.statusCode).toBe(200);

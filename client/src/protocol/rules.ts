@@ -177,7 +177,7 @@ export function validateBatchPrefix(value: unknown, field = 'prefix'): string {
  * lease whose name starts with the prefix. A bad entry refuses the whole request (nothing is
  * written), with the field named by its index, e.g. `grants[3].name`.
  */
-export function validateBatchRenewRequest(prefix: string, body: unknown): Checked<BatchRenewRequest> {
+export function validateBatchRenewRequest(prefix: string, body: unknown): Checked<BatchRenewRequest> & { grants: Array<Checked<RenewRequest> & { name: LeaseName }> } {
   const input = requireObject(body, REQUEST_FIELDS['renew-batch']);
   return accepted({ grants: batchEntries(prefix, input, 'grants', 'renewals', BATCH_ENTRY_FIELDS, renewFields) });
 }
@@ -189,7 +189,7 @@ export function validateBatchRenewRequest(prefix: string, body: unknown): Checke
  * refuses the whole request (nothing is written), with the field named by its index, e.g.
  * `handoffs[3].to`.
  */
-export function validateBatchHandoffRequest(prefix: string, body: unknown): Checked<BatchHandoffRequest> {
+export function validateBatchHandoffRequest(prefix: string, body: unknown): Checked<BatchHandoffRequest> & { handoffs: Array<Checked<HandoffRequest> & { name: LeaseName }> } {
   const input = requireObject(body, REQUEST_FIELDS['handoff-batch']);
   const handoffs = batchEntries(prefix, input, 'handoffs', 'handoffs', BATCH_HANDOFF_ENTRY_FIELDS, handoffFields);
   handoffs.forEach(({ name }, i) => {
@@ -210,7 +210,7 @@ function batchEntries<T>(
   what: string,
   allowed: readonly string[],
   fieldsOf: (entry: Record<string, unknown>, at: string) => T,
-): Array<T & { name: string }> {
+): Array<T & { name: LeaseName }> {
   const entries = requireField(input, field);
   if (!Array.isArray(entries) || entries.length < 1 || entries.length > LIMITS.batchMaxGrants) {
     throw new ValidationError(field, `must be an array of 1 to ${LIMITS.batchMaxGrants} ${what}`);
@@ -239,14 +239,14 @@ export function pickFields<T extends object>(input: T, keys: readonly string[]):
 }
 
 /** The fields of a renew (`leaseId`, `token`, `ttlMs?`), alone or as an entry of a batch. */
-function renewFields(input: Record<string, unknown>, at = ''): RenewRequest {
+function renewFields(input: Record<string, unknown>, at = ''): Checked<RenewRequest> {
   const request: RenewRequest = {
     leaseId: validateLeaseId(requireField(input, 'leaseId', at), `${at}leaseId`),
     token: validateToken(requireField(input, 'token', at), `${at}token`),
   };
   if (input.ttlMs !== undefined) request.ttlMs = validateTtlMs(input.ttlMs, `${at}ttlMs`);
   if (input.metadata !== undefined) request.metadata = validateMetadata(input.metadata, `${at}metadata`);
-  return request;
+  return accepted(request);
 }
 
 export function validateAcquireRequest(body: unknown): Checked<AcquireRequest> {
@@ -299,7 +299,7 @@ export function validateHandoffRequest(body: unknown): Checked<HandoffRequest> {
 }
 
 /** The fields of a handoff (`leaseId`, `token`, `to`, `windowMs?`), alone or as an entry of a batch. */
-function handoffFields(input: Record<string, unknown>, at = ''): HandoffRequest {
+function handoffFields(input: Record<string, unknown>, at = ''): Checked<HandoffRequest> {
   const request: HandoffRequest = {
     leaseId: validateLeaseId(requireField(input, 'leaseId', at), `${at}leaseId`),
     token: validateToken(requireField(input, 'token', at), `${at}token`),
@@ -308,7 +308,7 @@ function handoffFields(input: Record<string, unknown>, at = ''): HandoffRequest 
   if (input.windowMs !== undefined) {
     request.windowMs = requireInteger(input.windowMs, `${at}windowMs`, LIMITS.handoffWindowMinMs, LIMITS.handoffWindowMaxMs, MILLISECONDS);
   }
-  return request;
+  return accepted(request);
 }
 
 /**
