@@ -31,7 +31,7 @@ export {
   type DeadlineRefusal,
   type LambdaContextLike,
   type LambdaOptions,
-} from './lambda/deadline.js';
+} from './time/lambda-deadline.js';
 export {
   EpochNotClaimedError,
   FencedOutError,

@@ -1,7 +1,7 @@
 import { delay } from '../time/clock.js';
 import { validateFence, type FencingOptions } from '../fence/fence.js';
 import { claimForTerm } from '../fence/claim.js';
-import type { DeadlineRefusal, LambdaContextLike } from '../lambda/deadline.js';
+import type { DeadlineRefusal, LambdaContextLike } from '../time/lambda-deadline.js';
 import type { AcquireResult, LeaseApi } from '../api/lease-client.js';
 import type { PublicLease } from '../protocol/index.js';
 import { LIMITS } from '../protocol/index.js';

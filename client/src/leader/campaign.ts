@@ -4,7 +4,7 @@ import type { Fence } from '../fence/fence.js';
 import { claimForTerm } from '../fence/claim.js';
 import { FollowerSignals } from './follower.js';
 import type { HealthMonitor } from './health.js';
-import { InvocationGate } from '../lambda/deadline.js';
+import { InvocationGate } from '../time/lambda-deadline.js';
 import type { AcquireResult } from '../api/lease-client.js';
 import type { Grant, LeaseEvent } from '../protocol/index.js';
 import { releaseQuietly, type TermContext } from '../term/context.js';

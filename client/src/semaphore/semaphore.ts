@@ -13,7 +13,7 @@ import { createPermitHolder, type Leader } from '../leader/leader.js';
 import type { AcquireResult, LeaseApi, PermitRef, SemaphoreApi } from '../api/lease-client.js';
 import type { FencingOptions } from '../fence/fence.js';
 import type { HealthOptions } from '../leader/health.js';
-import type { DeadlineRefusal } from '../lambda/deadline.js';
+import type { DeadlineRefusal } from '../time/lambda-deadline.js';
 import {
   LIMITS,
   LeaseLostError,

@@ -1,5 +1,5 @@
 import { systemClock, type MonotonicClock } from '../time/clock.js';
-import { invocationDeadline, type InvocationDeadline, type LambdaOptions } from '../lambda/deadline.js';
+import { invocationDeadline, type InvocationDeadline, type LambdaOptions } from '../time/lambda-deadline.js';
 import type { LeaseApi } from '../api/lease-client.js';
 import {
   LIMITS,

@@ -1,6 +1,6 @@
-import type { CancelTimer, MonotonicClock } from '../time/clock.js';
+import type { CancelTimer, MonotonicClock } from './clock.js';
 import { LIMITS } from '../protocol/index.js';
-import { expectNonNegative } from '../time/timing.js';
+import { expectNonNegative } from './timing.js';
 
 /**
  * Leases bounded by one Lambda invocation (the `lambdaContext` option of `withLease` and
