@@ -1,6 +1,6 @@
 import { LIMITS, type JsonValue } from '../../client/src/protocol/index.js';
 import type { OpRecord } from '../history.js';
-import type { LeaseOp, LeaseState } from './lease-model.js';
+import type { CoordinationOp, CoordinationState, LeaseOp, LeaseState } from './lease-types.js';
 
 /**
  * The lease model's rules for coordinated leadership: priorities and claims, proclaims,
@@ -14,8 +14,8 @@ import type { LeaseOp, LeaseState } from './lease-model.js';
  * - **Proclaim.** A renew with metadata: the same write as a renewal (same token and leaseId,
  *   extends like a renew) that also replaces the metadata; an answer shows the token presented and
  *   the metadata it proclaimed. Also when a renewal that read a later clock has already landed: the
- *   store then writes the metadata alone (it once answered the grant as it stood, dropping the
- *   metadata: this checker found it), so a proclaim answered ok with other metadata is a violation.
+ *   store then writes the metadata alone, so a proclaim answered ok with other metadata is a
+ *   violation.
  * - **Handoff.** A release that also reserves the lease for holder `to` until the decision time +
  *   `windowMs`: before then only `to` may be granted it; anyone else is refused. A repeat of the
  *   handoff answers the same reservation; a handoff of a grant ended otherwise, or revoked, is
@@ -25,34 +25,6 @@ import type { LeaseOp, LeaseState } from './lease-model.js';
  * Metadata is tracked as canonical JSON text; `null` (not the text "null") means unknown: a
  * history that did not record it constrains nothing, and the first answer that shows it binds it.
  */
-
-/** What a lease operation says about priorities, claims, metadata and handoffs. */
-export interface CoordinationOp {
-  /** acquire: the priority asked for (0 if none); describe: the priority shown (null: not recorded). */
-  priority: number | null;
-  /** acquire: the metadata sent; renew: sent by a proclaim (null: a plain renewal); describe: shown. Canonical JSON text; null: not recorded. */
-  metadata: string | null;
-  /** renew ok: the token and the metadata (JSON text) its answer showed; null: not recorded. */
-  answeredToken: number | null;
-  answeredMetadata: string | null;
-  /** The priority of a live claim the answer showed (refused acquire, renew ok, describe ok); null: none. */
-  claimPriority: number | null;
-  /** release: a handoff's `to` and reservation window (null: a plain release). */
-  to: string | null;
-  windowMs: number | null;
-}
-
-/** The lease state's share of it. */
-export interface CoordinationState {
-  /** The priority the grant was acquired with (kept after it ends, as describe shows it). */
-  priority: number;
-  /** The lease's metadata as canonical JSON text; null: unknown (not recorded). */
-  metadata: string | null;
-  /** A handoff's reservation: only `reservedFor` may be granted the lease until reservedUntil ∈ [resLo, resHi]; cleared by the next grant. */
-  reservedFor: string | null;
-  resLo: number;
-  resHi: number;
-}
 
 /** Before the first grant, and what every grant starts from (then its priority and metadata). */
 export const NO_COORDINATION: CoordinationState = { priority: 0, metadata: null, reservedFor: null, resLo: -Infinity, resHi: -Infinity };

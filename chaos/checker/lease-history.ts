@@ -1,7 +1,7 @@
 import { isPermitOpKind, type OpRecord } from '../history.js';
 import { effectOf, settledByMs } from './answers.js';
 import { coordinationOf } from './lease-coordination.js';
-import type { LeaseModelOptions, LeaseOp } from './lease-model.js';
+import type { LeaseModelOptions, LeaseOp } from './lease-types.js';
 import type { HistoryOp } from './linearizability.js';
 
 /** A lease's records as the lease model's input (lease-model.ts states the rules they are judged by). */

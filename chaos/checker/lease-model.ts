@@ -1,8 +1,10 @@
 import { ErrorCode } from '../../client/src/protocol/index.js';
-import { NO_COORDINATION, afterDescribe, afterRenew, claimFits, reservationEndFor, reserve, reservedForAnother, type CoordinationOp, type CoordinationState } from './lease-coordination.js';
+import { NO_COORDINATION, afterDescribe, afterRenew, claimFits, reservationEndFor, reserve, reservedForAnother } from './lease-coordination.js';
+import type { LeaseModelOptions, LeaseOp, LeaseState } from './lease-types.js';
 import type { Model, StepContext } from './linearizability.js';
 
 export { answeredGrants, toLeaseHistory } from './lease-history.js';
+export type { LeaseModelOptions, LeaseOp, LeaseState, Revoked } from './lease-types.js';
 
 /**
  * The sequential specification of ONE lease name, for the linearizability search (invariant I1).
@@ -75,63 +77,6 @@ export { answeredGrants, toLeaseHistory } from './lease-history.js';
  * A history must start with the lease name unused (the harness uses fresh names per run), and the
  * lease table must keep its items for the whole run (restart-db with a persistent table).
  */
-
-export interface LeaseModelOptions {
-  /** Bound on |server clock − harness clock|, ms. */
-  clockSkewMs: number;
-  /** ttl of acquires that do not record their own. */
-  defaultTtlMs?: number;
-  /**
-   * The grants answered ok in the history (`answeredGrants(history)`): an unanswered acquire cannot
-   * have produced one of their tokens unless it is that grant (same holder and requestId), because a
-   * token names one grant. Lets the search skip branches that would fail when that grant comes.
-   */
-  answeredGrants?: ReadonlyMap<number, ReadonlyArray<{ holder: string | null; requestId: string | null }>>;
-}
-
-export interface LeaseOp extends CoordinationOp {
-  /** Position of the record in the list given to `toLeaseHistory`. */
-  index: number;
-  kind: 'acquire' | 'renew' | 'release' | 'describe' | 'revoke';
-  /** ok: took effect as answered; rejected: definitely refused by the lease rules; maybe: no answer. */
-  effect: 'ok' | 'rejected' | 'maybe';
-  holder: string | null;
-  token: number | null;
-  requestId: string | null;
-  ttlMs: number | null;
-  lockDelayMs: number;
-  serverNowMs: number | null;
-  serverExpiresAtMs: number | null;
-  invokeMs: number;
-  /** null for `maybe`: whatever the client saw, the server may act later — unless it answered (then its answer time). */
-  completeMs: number | null;
-  /** The error code of a rejection (null otherwise): a revoke's LEASE_NOT_HELD and LEASE_NOT_FOUND differ. */
-  error: string | null;
-  /** revoke: forced asked; the answered record's force and time (null unless answered ok). */
-  force: boolean;
-  revokedForce: boolean | null;
-  revokedAtMs: number | null;
-}
-
-/** Whether the current grant was revoked by an operator: `forced` also ended it (no holder). */
-export type Revoked = 'no' | 'safe' | 'forced';
-
-export interface LeaseState extends CoordinationState {
-  exists: boolean;
-  /** null while the item exists but its token is unknown (the first grant's answer was lost). */
-  token: number | null;
-  /** null: released (or never granted). */
-  holder: string | null;
-  requestId: string | null;
-  ttlMs: number;
-  lockDelayMs: number;
-  /** Cleared by the next grant. */
-  revoked: Revoked;
-  expLo: number;
-  expHi: number;
-  availLo: number;
-  availHi: number;
-}
 
 export const INITIAL_LEASE_STATE: LeaseState = {
   exists: false,
