@@ -20,22 +20,9 @@ import { createDocumentClient } from '../functions/dynamodb-client.js';
 import { ensureLeaseTable } from '../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal } from '../local/dynamodb/dynamodb-local.js';
 import { startTestPostgres } from '../scripts/postgres.js';
-import { renderEpochFencing } from './report.js';
+import { renderEpochFencing } from './report-epoch.js';
+import type { EpochFencingResult, EpochFencingRow } from './result-types.js';
 import { summarize, type Summary } from './stats.js';
-
-export interface EpochFencingRow {
-  store: 'DynamoDB Local' | 'PostgreSQL';
-  write: string;
-  /** Write units DynamoDB reported for one write (DynamoDB rows only). */
-  writeUnits?: number;
-  latencyMs: Summary;
-}
-
-export interface EpochFencingResult {
-  count: number;
-  postgresVersion?: string;
-  rows: EpochFencingRow[];
-}
 
 /**
  * Sequential latency of each variant, interleaved (one of each per round) so that the emulator's

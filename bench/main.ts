@@ -13,15 +13,13 @@
  * installed). Every child process is stopped by PID at the end.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
-import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { WATCH_PATH } from '../client/src/protocol/index.js';
 import { createDocumentClient } from '../functions/dynamodb-client.js';
 import { ensureLeaseTable, ensureSubscriptionTable } from '../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal } from '../local/dynamodb/dynamodb-local.js';
 import { measureBundle, renderBundle } from './bundle.js';
+import { carryOver, carryOverScaleRows } from './carry-over.js';
 import { measureColdStart } from './cold-start.js';
 import { lockClientCostRow, measureRequestCost } from './cost.js';
 import { measureFailover, measureHandover, perTarget, type ElectionTarget } from './elections.js';
@@ -32,28 +30,17 @@ import { measurePause } from './pause.js';
 import { measureRollingDeploys } from './rolling-deploy.js';
 import { measureEtcdLatency, measureOperationLatency, measureRedisLatency } from './latency.js';
 import { loadAverageNow, machineInfo } from './machine.js';
+import { HELP, parseBenchArgs, runSettings } from './options.js';
 import { ensurePeerBinaries, startEtcd, startRedis, type PeerAvailability, type PeerServer } from './peers.js';
-import { REPO_ROOT, bundleWorkers, killAllChildren, startServerProcess } from './processes.js';
-import { failoverSvg } from './plot.js';
-import {
-  renderColdStart,
-  renderCost,
-  renderEpochFencing,
-  renderFailover,
-  renderGroups,
-  renderHandover,
-  renderHeader,
-  renderLatency,
-  renderMarkdown,
-  renderPause,
-  renderPeers,
-  renderRollingDeploys,
-  renderScale,
-  renderTargets,
-} from './report.js';
+import { bundleWorkers, killAllChildren, startServerProcess } from './processes.js';
+import { renderFailover, renderHandover, renderPause, renderRollingDeploys } from './report-elections.js';
+import { renderEpochFencing } from './report-epoch.js';
+import { renderGroups } from './report-groups.js';
+import { renderColdStart, renderCost, renderLatency, renderPeers, renderScale } from './report-operations.js';
+import { renderAgain, writeReportFiles } from './outputs.js';
+import { renderHeader, renderTargets } from './report.js';
 import type { BenchResults, HandoverVariant } from './results.js';
-import { FULL, QUICK, SECTIONS, type Section } from './plan.js';
-import { measureScale, sameScaleRow, selectScaleRows } from './scale.js';
+import { measureScale } from './scale.js';
 import { seededRandom } from './stats.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -61,20 +48,6 @@ process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 process.env.POWERTOOLS_LOG_LEVEL ??= 'WARN';
 // The npm dynamodb-lock-client peer runs on aws-sdk v2, which announces its end of support on import.
 process.env.AWS_SDK_JS_SUPPRESS_MAINTENANCE_MODE_MESSAGE ??= '1';
-
-const HELP = `Usage: npm run bench -- [--quick] [--only SECTIONS] [--trials N] [--seed N] [--report-only]
-
-  --quick          short run (a few minutes, smaller counts); writes bench/results/quick.{md,json,svg}
-                   instead of BENCHMARKS.md, bench/results/latest.json and docs/failover.svg
-  --only LIST      comma-separated sections: ${SECTIONS.join(', ')}; a full run copies the other
-                   sections from bench/results/latest.json and says so in the report
-  --trials N       kills per system in the failover section (default: 32 full, 6 quick)
-  --seed N         seed of the random kill and handover points (default: random)
-  --scale-leases L only these rows of the scale section, by lease count (e.g. 100000), each count
-                   optionally :batched or :one (e.g. 100000:one); the other rows are kept from
-                   bench/results/latest.json, each with the date it was measured
-  --report-only    measure nothing: render BENCHMARKS.md again from bench/results/latest.json (taking
-                   in a newer bench/results/bundle.json)`;
 
 function log(line: string): void {
   process.stderr.write(`${line}\n`);
@@ -85,58 +58,26 @@ function print(lines: string[]): void {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      quick: { type: 'boolean', default: false },
-      only: { type: 'string' },
-      seed: { type: 'string' },
-      trials: { type: 'string' },
-      'scale-leases': { type: 'string' },
-      'report-only': { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-  });
-  if (values.help) {
+  const args = parseBenchArgs();
+  if (args.help) {
     console.log(HELP);
     return;
   }
-  const quick = values.quick ?? false;
-  if (values['report-only']) {
-    const path = join(REPO_ROOT, quick ? 'bench/results/quick.json' : 'bench/results/latest.json');
-    const saved = JSON.parse(readFileSync(path, 'utf8')) as BenchResults;
-    if (!quick) {
-      carryOverBundle(saved);
-      writeFileSync(path, `${JSON.stringify(saved, null, 2)}\n`);
-    }
-    writeFileSync(join(REPO_ROOT, quick ? 'bench/results/quick.md' : 'BENCHMARKS.md'), renderMarkdown(saved));
-    log(`rendered the report again from ${relative(process.cwd(), path)}`);
+  const { quick } = args;
+  if (args.reportOnly) {
+    renderAgain(quick, log);
     return;
   }
-  const plan = { ...(quick ? QUICK : FULL) };
-  if (values.trials !== undefined) {
-    plan.failoverTrials = Number(values.trials);
-    if (!Number.isInteger(plan.failoverTrials) || plan.failoverTrials < 1) throw new Error(`--trials: expected a positive integer, got ${values.trials}`);
-  }
-  if (values['scale-leases'] !== undefined) {
-    plan.scale = selectScaleRows(plan.scale, values['scale-leases']);
-    if (plan.scale.length === 0) throw new Error(`--scale-leases: no row of the ${quick ? 'quick' : 'full'} plan has ${values['scale-leases']} leases`);
-  }
-  const only = new Set<Section>((values.only?.split(',').map((s) => s.trim()).filter(Boolean) as Section[] | undefined) ?? SECTIONS);
-  for (const s of only) if (!SECTIONS.includes(s)) throw new Error(`unknown section "${s}" (expected ${SECTIONS.join(', ')})`);
-  const seed = values.seed !== undefined ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
+  const { plan, only, seed, command } = runSettings(args);
   const random = seededRandom(seed);
   const runId = randomUUID().slice(0, 8);
   const started = performance.now();
-
-  const outputs = quick
-    ? { md: 'bench/results/quick.md', json: 'bench/results/quick.json', svg: 'bench/results/quick-failover.svg' }
-    : { md: 'BENCHMARKS.md', json: 'bench/results/latest.json', svg: 'docs/failover.svg' };
 
   const results: BenchResults = {
     version: 1,
     mode: quick ? 'quick' : 'full',
     startedAt: new Date().toISOString(),
-    command: `npm run bench${quick || values.only || values.trials || values['scale-leases'] ? ' --' : ''}${quick ? ' --quick' : ''}${values.only ? ` --only ${values.only}` : ''}${values.trials ? ` --trials ${values.trials}` : ''}${values['scale-leases'] ? ` --scale-leases ${values['scale-leases']}` : ''}`,
+    command,
     machine: machineInfo(),
     setup: [
       'Processes: DynamoDB Local (Java), the local leasehold server (Node, the Lambda handler modules behind node:http, ' +
@@ -470,95 +411,14 @@ async function main(): Promise<void> {
   }
 
   results.machine.loadAverageAtEnd = loadAverageNow();
-  if (!quick && values.only) carryOver(results, only);
-  if (!quick && values['scale-leases'] !== undefined) carryOverScaleRows(results);
+  if (!quick && args.only) carryOver(results, only);
+  if (!quick && args.scaleLeases !== undefined) carryOverScaleRows(results);
   results.finishedAt = new Date().toISOString();
   results.durationSec = (performance.now() - started) / 1000;
   print(renderTargets(results));
 
-  const write = (path: string, content: string) => {
-    const absolute = join(REPO_ROOT, path);
-    mkdirSync(dirname(absolute), { recursive: true });
-    writeFileSync(absolute, content);
-    log(`wrote ${relative(process.cwd(), absolute) || path}`);
-  };
-  let markdown = renderMarkdown(results);
-  if (quick) markdown = markdown.replace('](docs/failover.svg)', '](quick-failover.svg)').replace('](bench/results/quick.json)', '](quick.json)');
-  write(outputs.md, markdown);
-  write(outputs.json, `${JSON.stringify(results, null, 2)}\n`);
-  if (results.failover?.some((s) => s.trials.length > 0)) {
-    write(
-      outputs.svg,
-      failoverSvg(
-        results.failover.map((s) => ({ label: s.label, failover: s.trials.map((t) => t.failoverMs), floor: s.trials.map((t) => t.floorMs) })),
-        `Crash failover at TTL ${plan.electionTtlMs} ms: kill -9 → next leader elected (${results.startedAt.slice(0, 10)}, ${results.mode} run)`,
-      ),
-    );
-  }
+  writeReportFiles(results, quick, plan.electionTtlMs, log);
   log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s`);
-}
-
-/** With `--scale-leases`, the scale rows not measured now are kept from the previous full results, with their dates. */
-function carryOverScaleRows(results: BenchResults): void {
-  const path = join(REPO_ROOT, 'bench/results/latest.json');
-  if (!existsSync(path)) return;
-  const previous = JSON.parse(readFileSync(path, 'utf8')) as BenchResults;
-  const measured = results.scale ?? [];
-  const kept = (previous.scale ?? [])
-    .filter((row) => !measured.some((m) => sameScaleRow(m, row)))
-    .map((row) => ({ ...row, measuredAt: row.measuredAt ?? previous.startedAt }));
-  results.scale = [...kept, ...measured].sort((a, b) => Number(a.batch === true) - Number(b.batch === true) || a.leases - b.leases);
-}
-
-/** `npm run bench:bundle` keeps its own JSON: a newer one than the report's wins, and is named as carried over. */
-function carryOverBundle(results: BenchResults): void {
-  const bundlePath = join(REPO_ROOT, 'bench/results/bundle.json');
-  if (!existsSync(bundlePath)) return;
-  const standalone = JSON.parse(readFileSync(bundlePath, 'utf8')) as NonNullable<BenchResults['bundle']>;
-  if (results.bundle !== undefined && standalone.measuredAt <= results.bundle.measuredAt) return;
-  results.bundle = standalone;
-  results.carriedOver = (results.carriedOver ?? []).filter((c) => c.section !== 'bundle');
-  results.carriedOver.push({ section: 'bundle', startedAt: standalone.measuredAt, command: standalone.command, ...(standalone.machine ? { cpuModel: standalone.machine.cpuModel } : {}) });
-}
-
-/** The results key of each section (the `--only` names differ for two of them). */
-const SECTION_KEYS: Record<Section, Array<keyof BenchResults>> = {
-  latency: ['latency'],
-  peers: ['peerLatency'],
-  scale: ['scale'],
-  cost: ['cost'],
-  failover: ['failover'],
-  handover: ['handover'],
-  coldstart: ['coldStart'],
-  epoch: ['epoch'],
-  bundle: ['bundle'],
-  pause: ['pause'],
-  rolling: ['rolling'],
-  groups: ['groups'],
-};
-
-/**
- * A full run of some sections keeps BENCHMARKS.md whole: every other section is copied from the
- * previous full run's JSON, and the report names the run each one came from.
- */
-function carryOver(results: BenchResults, only: Set<Section>): void {
-  const path = join(REPO_ROOT, 'bench/results/latest.json');
-  if (!existsSync(path)) return;
-  const previous = JSON.parse(readFileSync(path, 'utf8')) as BenchResults;
-  const target = results as unknown as Record<string, unknown>;
-  const source = previous as unknown as Record<string, unknown>;
-  results.carriedOver = [];
-  for (const section of SECTIONS) {
-    if (only.has(section)) continue;
-    const keys = SECTION_KEYS[section].filter((key) => source[key] !== undefined);
-    if (keys.length === 0) continue;
-    for (const key of keys) target[key] = source[key];
-    const earlier = previous.carriedOver?.find((c) => c.section === section);
-    results.carriedOver.push(earlier ?? { section, startedAt: previous.startedAt, command: previous.command, cpuModel: previous.machine.cpuModel });
-  }
-  if (!only.has('bundle')) carryOverBundle(results);
-  if (!results.peers.etcd && previous.peers.etcd) results.peers.etcd = previous.peers.etcd;
-  if (!results.peers.redis && previous.peers.redis) results.peers.redis = previous.peers.redis;
 }
 
 main().catch((error: unknown) => {

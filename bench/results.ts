@@ -2,7 +2,7 @@ import type { BundleResult } from './bundle.js';
 import type { ColdStartRow } from './cold-start.js';
 import type { CostMeasurement } from './cost.js';
 import type { FailoverTrial, HandoverTrial } from './elections.js';
-import type { EpochFencingResult } from './epoch-fencing.js';
+import type { EpochFencingResult } from './result-types.js';
 import type { GroupsResult } from './groups.js';
 import type { LatencyCell, PeerLatency } from './latency.js';
 import type { MachineInfo } from './machine.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { balancedWithin, findOverlaps, isBalancedAt, nextOwner, ownershipSpans, requestRates, type GroupRound, type OwnershipSpan } from '../../bench/groups.js';
+import { balancedWithin, findOverlaps, isBalancedAt, nextOwner, ownershipSpans, requestRates, type OwnershipSpan } from '../../bench/group-ownership.js';
+import type { GroupRound } from '../../bench/groups.js';
 import type { BenchResults } from '../../bench/results.js';
 import { checkTargets } from '../../bench/targets.js';
 
