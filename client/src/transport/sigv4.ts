@@ -67,6 +67,12 @@ const signable = (name: string) => !UNSIGNABLE.has(name) && !name.startsWith('pr
 
 const amzDate = (date: Date) => date.toISOString().replace(/[-:]|\.\d{3}/g, '');
 
+/** Who signs, for which Region and service, at which instant: the same for headers and query. */
+function scopeOf(input: Pick<SigV4Input, 'credentials' | 'region' | 'service' | 'date'>) {
+  const { accessKeyId, secretAccessKey, sessionToken } = input.credentials;
+  return { accessKeyId, secretAccessKey, sessionToken, region: input.region, service: input.service, datetime: amzDate(input.date) };
+}
+
 /** The headers to add to the request: authorization, x-amz-date and, with a session, x-amz-security-token. */
 export async function signSigV4(input: SigV4Input): Promise<Record<string, string>> {
   const headers: Record<string, string> = {};
@@ -76,12 +82,7 @@ export async function signSigV4(input: SigV4Input): Promise<Record<string, strin
     url: input.url.href,
     headers,
     ...(input.body !== undefined ? { body: input.body } : {}),
-    accessKeyId: input.credentials.accessKeyId,
-    secretAccessKey: input.credentials.secretAccessKey,
-    sessionToken: input.credentials.sessionToken,
-    region: input.region,
-    service: input.service,
-    datetime: amzDate(input.date),
+    ...scopeOf(input),
     // Explicit, so that a host name aws4fetch recognizes (S3, IoT) never switches it to that service's rules.
     signQuery: false,
   }).sign();
@@ -108,12 +109,7 @@ export async function presignSigV4(input: SigV4PresignInput): Promise<URL> {
   const signed = await new AwsV4Signer({
     method: 'GET',
     url: url.href,
-    accessKeyId: input.credentials.accessKeyId,
-    secretAccessKey: input.credentials.secretAccessKey,
-    sessionToken: input.credentials.sessionToken,
-    region: input.region,
-    service: input.service,
-    datetime: amzDate(input.date),
+    ...scopeOf(input),
     signQuery: true,
   }).sign();
   return new URL(signed.url);
