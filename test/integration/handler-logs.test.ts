@@ -17,6 +17,7 @@ import { createDeps } from '../../functions/runtime.js';
 import { createWatchDeps } from '../../functions/watch/watch-deps.js';
 import { LOCAL_CREDENTIALS } from '../../local/dynamodb/dynamodb-local.js';
 import { createTestLeaseTable, localDynamoConfig } from '../support/dynamodb.js';
+import { captureOutput } from '../support/output-capture.js';
 import { startTestServer } from '../support/local-server.js';
 import { lambdaContext } from '../../local/lambda-context.js';
 
@@ -31,16 +32,7 @@ beforeEach(() => {
   vi.stubEnv('POWERTOOLS_LOGGER_LOG_EVENT', 'true');
   vi.stubEnv('POWERTOOLS_LOG_LEVEL', 'DEBUG');
   vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'true');
-  lines = [];
-  const capture = (chunk: unknown) => {
-    lines.push(String(chunk));
-    return true;
-  };
-  vi.spyOn(process.stdout, 'write').mockImplementation(capture as never);
-  vi.spyOn(process.stderr, 'write').mockImplementation(capture as never);
-  for (const method of ['log', 'info', 'debug', 'warn', 'error'] as const) {
-    vi.spyOn(console, method).mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(' ')));
-  }
+  lines = captureOutput();
 });
 
 afterEach(() => {

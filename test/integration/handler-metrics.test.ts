@@ -7,6 +7,7 @@ import { createDeps } from '../../functions/runtime.js';
 import { LOCAL_CREDENTIALS } from '../../local/dynamodb/dynamodb-local.js';
 import { createTestLeaseTable, localDynamoConfig } from '../support/dynamodb.js';
 import { lambdaContext } from '../../local/lambda-context.js';
+import { captureOutput as captureProcessOutput } from '../support/output-capture.js';
 
 afterEach(() => {
   vi.unstubAllEnvs();
@@ -30,17 +31,8 @@ function event(name: string, action: string, body: string) {
 const context = lambdaContext({ functionName: 'test', awsRequestId: 'req' });
 
 /** Everything written to stdout and stderr while `work` runs, by Powertools' own consoles included. */
-async function captureOutput(work: () => Promise<void>): Promise<string[]> {
-  const lines: string[] = [];
-  const capture = (chunk: unknown) => {
-    lines.push(String(chunk));
-    return true;
-  };
-  vi.spyOn(process.stdout, 'write').mockImplementation(capture as never);
-  vi.spyOn(process.stderr, 'write').mockImplementation(capture as never);
-  for (const level of ['log', 'info', 'warn', 'error', 'debug'] as const) {
-    vi.spyOn(console, level).mockImplementation((...args) => void lines.push(args.join(' ')));
-  }
+async function outputOf(work: () => Promise<void>): Promise<string[]> {
+  const lines = captureProcessOutput();
   try {
     await work();
   } finally {
@@ -69,7 +61,7 @@ describe('rejected requests', () => {
     const renew = createRenewHandler(deps);
     const statuses: number[] = [];
 
-    const lines = await captureOutput(async () => {
+    const lines = await outputOf(async () => {
       statuses.push((await acquire(event('counted', 'acquire', '{"holder": "w", "ttlMs": -1}'), context)).statusCode as number);
       statuses.push((await acquire(event('counted', 'acquire', '{not json'), context)).statusCode as number);
       statuses.push((await renew(event('counted', 'renew', JSON.stringify({ leaseId: 'a'.repeat(32), token: 7 })), context)).statusCode as number);

@@ -6,6 +6,7 @@ import { createDeps } from '../../functions/runtime.js';
 import { lambdaContext } from '../../local/lambda-context.js';
 import { LOCAL_CREDENTIALS } from '../../local/dynamodb/dynamodb-local.js';
 import { createTestLeaseTable, localDynamoConfig } from '../support/dynamodb.js';
+import { captureOutput } from '../support/output-capture.js';
 
 // Who revoked, as everyone sees it and as the audit log has it: the revoke handler with the request
 // context API Gateway's IAM authorization gives it in AWS.
@@ -16,16 +17,7 @@ let lines: string[];
 beforeEach(() => {
   vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'true');
   vi.stubEnv('POWERTOOLS_LOG_LEVEL', 'INFO');
-  lines = [];
-  const capture = (chunk: unknown) => {
-    lines.push(String(chunk));
-    return true;
-  };
-  vi.spyOn(process.stdout, 'write').mockImplementation(capture as never);
-  vi.spyOn(process.stderr, 'write').mockImplementation(capture as never);
-  for (const method of ['log', 'info', 'debug', 'warn', 'error'] as const) {
-    vi.spyOn(console, method).mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(' ')));
-  }
+  lines = captureOutput();
 });
 
 afterEach(() => {
