@@ -61,6 +61,7 @@ export const FAULT_KINDS = [
   'restart-db',
   'clock-offset',
   'revoke',
+  'region-outage',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -155,6 +156,8 @@ export interface OpRecord {
    */
   to?: string;
   windowMs?: number;
+  /** With several Regions (`--regions 3`): the Region the attempt was sent to, e.g. "region-2". */
+  via?: string;
 }
 
 export interface EventRecord {
@@ -270,6 +273,7 @@ export function validateRecord(value: unknown, line: number, source = 'history')
   optional('answeredToken', integer, true);
   optional('to', string);
   optional('windowMs', finite);
+  optional('via', string);
   optional('claim', (k) => {
     const c = r[k] as Record<string, unknown> | null;
     const valid = typeof c === 'object' && c !== null && typeof c.holder === 'string' && Number.isSafeInteger(c.priority) && Number.isFinite(c.expiresAt);

@@ -17,10 +17,13 @@ import { createConnection, createServer, type AddressInfo, type Server, type Soc
  *   `closeClientAfterMs` is set, the client's socket is closed that long after the first dropped
  *   byte (with a TCP reset by default, as a dying middlebox would); otherwise the client hangs
  *   until it gives up. A lost answer is exactly the case a lease client must treat as "unknown".
+ * - `refuse`: an endpoint that is down and says so: every connection, new or open, is reset at once
+ *   (the nearest a listening proxy comes to a refused connect), and nothing reaches the target.
  */
 export type FaultMode =
   | { kind: 'pass' }
   | { kind: 'blackhole' }
+  | { kind: 'refuse' }
   | { kind: 'delay'; ms: number }
   | { kind: 'lose-answers'; closeClientAfterMs?: number; closeWith?: 'reset' | 'fin' };
 
@@ -87,6 +90,10 @@ export async function createFaultProxy(options: FaultProxyOptions): Promise<Faul
 
   const server: Server = createServer({ allowHalfOpen: true }, (client) => {
     stats.connectionsAccepted += 1;
+    if (mode.kind === 'refuse') {
+      client.resetAndDestroy();
+      return;
+    }
     stats.connectionsOpen += 1;
     const connection = new ProxiedConnection(client, pickTarget, connectAttempts, options.onClientData, () => mode, stats);
     connections.add(connection);
@@ -211,9 +218,19 @@ class ProxiedConnection {
   }
 
   modeChanged(): void {
+    if (this.currentMode().kind === 'refuse') {
+      this.reset();
+      return;
+    }
     if (this.currentMode().kind !== 'blackhole' && !this.client.destroyed) this.connectUpstream();
     this.toTarget.pump();
     this.toClient.pump();
+  }
+
+  /** Both sides closed with a TCP reset, what a client sees when the endpoint goes away. */
+  reset(): void {
+    if (!this.client.destroyed) this.client.resetAndDestroy();
+    this.destroy();
   }
 
   destroy(): void {
@@ -226,7 +243,8 @@ class ProxiedConnection {
 
   /** Connects to the target on first need: a partitioned connection never reaches it. */
   private connectUpstream(): void {
-    if (this.upstream !== undefined || this.currentMode().kind === 'blackhole') return;
+    const kind = this.currentMode().kind;
+    if (this.upstream !== undefined || kind === 'blackhole' || kind === 'refuse') return;
     const target = this.pickTarget();
     this.connectAttemptsLeft -= 1;
     const upstream = createConnection({ host: target.host, port: target.port, allowHalfOpen: true });

@@ -41,9 +41,9 @@ const TOP = 14 + LABEL_LANES * LANE_HEIGHT;
 const CHAR_WIDTH = 6.7;
 const LEGEND = [
   'bars: who believed it led (token t…), or held a permit, from its grant to its release, loss, kill or local deadline',
-  'ticks: fenced writes (green accepted, red rejected, grey no answer) · shaded: stop→cont, partition/delay/drop-answers→heal · dashed: kill, restarts, clock offsets',
+  'ticks: fenced writes (green accepted, red rejected, grey no answer) · shaded: stop→cont, partition/delay/drop-answers/region-outage→heal · dashed: kill, restarts, clock offsets',
 ];
-const BANDED: Partial<Record<FaultKind, FaultKind>> = { stop: 'cont', partition: 'heal', 'drop-answers': 'heal', delay: 'heal' };
+const BANDED: Partial<Record<FaultKind, FaultKind>> = { stop: 'cont', partition: 'heal', 'drop-answers': 'heal', delay: 'heal', 'region-outage': 'heal' };
 
 export function renderTimelineSvg(records: readonly HistoryRecord[], options: TimelineOptions = {}): string {
   const ops = records.filter((r): r is OpRecord => r.type === 'op');

@@ -22,6 +22,11 @@ import { seededRandom, type Random } from './random.js';
  *   instance, directly), forced or safe at random. Safe: the holder can no longer renew and the
  *   lease is free at its expiry. Forced: free at once, while the old holder may still believe it
  *   leads (only fencing keeps its writes out). The revoked worker campaigns again a little later.
+ * - `region-outage` (only with `--regions 3`): one Region's API goes down for 3–5 × ttl, for every
+ *   worker at once, then comes back. Down is, at random from the seed, `refuse` (every connection
+ *   reset at once: a Region that says it is gone) or `blackhole` (nothing answers: requests hang
+ *   until the client gives up). The other Regions and the one database (MRSC's one logical table)
+ *   stay up; the SDK must carry each worker's requests to its next Region. One Region at a time.
  *
  * The first faults are every enabled kind once, in a seeded order (spaced to fit the duration), so
  * any run long enough to hold them injects each kind at least once; then kinds are drawn by weight.
@@ -39,7 +44,18 @@ export const FAULT_CHOICES = [
   'restart-db',
   'revoke',
 ] as const;
-export type FaultChoice = (typeof FAULT_CHOICES)[number];
+
+/** Fault kinds that need several Regions (`--regions 3`); a single-Region run never plans them. */
+export const REGION_FAULT_CHOICES = ['region-outage'] as const;
+export type FaultChoice = (typeof FAULT_CHOICES)[number] | (typeof REGION_FAULT_CHOICES)[number];
+
+/** The fault kinds a run with this many Regions can inject (its default `--faults`). */
+export function faultChoicesFor(regions: number): FaultChoice[] {
+  return regions > 1 ? [...FAULT_CHOICES, ...REGION_FAULT_CHOICES] : [...FAULT_CHOICES];
+}
+
+/** How a Region is down during a `region-outage`. */
+export type OutageMode = 'refuse' | 'blackhole';
 
 const WEIGHTS: Record<FaultChoice, number> = {
   stop: 3,
@@ -52,6 +68,7 @@ const WEIGHTS: Record<FaultChoice, number> = {
   'clock-offset': 1,
   'restart-db': 0.5,
   revoke: 2,
+  'region-outage': 1,
 };
 
 /** Faults that hit one worker. */
@@ -80,6 +97,9 @@ export interface PlannedFault {
   force?: boolean;
   /** clock-offset: the instance's new offset. */
   offsetMs?: number;
+  /** region-outage: the Region that goes down (an index into the Regions), and how. */
+  region?: number;
+  outage?: OutageMode;
 }
 
 /**
@@ -119,6 +139,8 @@ export interface PlanOptions {
   clockSkewBoundMs: number;
   faultEveryMs: number;
   faults: readonly FaultChoice[];
+  /** Regions, each served by one API instance (`--regions`); default 1. */
+  regions?: number;
 }
 
 /** Time at the start for the first leaders to be elected before anything breaks. */
@@ -158,6 +180,7 @@ export function planFaults(options: PlanOptions): PlannedFault[] {
   const plan: PlannedFault[] = [];
   let t = start;
   let lastDbRestart = -Infinity;
+  let outageEnds = -Infinity;
   for (let i = 0; t < end; i += 1) {
     let kind: FaultChoice;
     if (i < firstRound.length) kind = firstRound[i]!;
@@ -167,9 +190,15 @@ export function planFaults(options: PlanOptions): PlannedFault[] {
       if (kind === 'restart-db' && t - lastDbRestart < 10 * ttlMs && kinds.length > 1) {
         kind = random.weighted(kinds.filter((k) => k !== 'restart-db').map((k) => [k, WEIGHTS[k]] as const));
       }
+      // One Region down at a time (MRSC keeps serving with one of three Regions lost, not two).
+      if (kind === 'region-outage' && t < outageEnds && kinds.length > 1) {
+        kind = random.weighted(kinds.filter((k) => k !== 'region-outage').map((k) => [k, WEIGHTS[k]] as const));
+      }
     }
     if (kind === 'restart-db') lastDbRestart = t;
-    plan.push(plannedFault(kind, Math.round(t), random, options));
+    const fault = plannedFault(kind, Math.round(t), random, options);
+    if (kind === 'region-outage') outageEnds = t + fault.durationMs + ttlMs;
+    plan.push(fault);
     // The first round never runs past the end (its gaps are at most firstGapMs); later gaps vary ±50%.
     t += i < firstRound.length - 1 ? firstGapMs * random.between(0.6, 1) : options.faultEveryMs * random.between(0.5, 1.5);
   }
@@ -213,6 +242,14 @@ function plannedFault(kind: FaultChoice, atMs: number, random: Random, options: 
         leases: random.shuffle(Array.from({ length: options.leases }, (_, i) => i)),
         instance: random.int(0, options.apiInstances - 1),
         force: random.next() < 0.5,
+      };
+    case 'region-outage':
+      return {
+        atMs,
+        kind,
+        region: random.int(0, (options.regions ?? 1) - 1),
+        durationMs: ms(3, 5),
+        outage: random.next() < 0.5 ? 'refuse' : 'blackhole',
       };
   }
 }

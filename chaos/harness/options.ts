@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { LIMITS } from '../../client/src/protocol/index.js';
-import { FAULT_CHOICES, type FaultChoice } from './nemesis.js';
+import { faultChoicesFor, type FaultChoice } from './nemesis.js';
 
 /** Everything a chaos run is configured by. The nemesis schedule is a pure function of these. */
 export interface HarnessOptions {
@@ -12,6 +12,13 @@ export interface HarnessOptions {
   leases: number;
   /** API server processes (each with its own clock offset), behind every worker's proxy. */
   apiInstances: number;
+  /**
+   * Regions: 1 (the default), or 3, as a multi-Region deployment has: each API instance is then one
+   * Region's API over the one table (MRSC's one logical table), every worker's SDK gets all three as
+   * `endpoints` (its preferred Region first, spread over the workers), and `region-outage` faults
+   * take one Region down at a time.
+   */
+  regions: number;
   /** Bound on |server clock − harness clock| the checker assumes; injected offsets stay inside it. */
   clockSkewBoundMs: number;
   /** Jobs enqueued per lease per second. */
@@ -68,12 +75,17 @@ export const USAGE = `usage: npm run chaos -- [options]
   --ttl D                lease ttl (default 2000ms)
   --leases N             lease names every worker campaigns for (default 3)
   --api-instances N      local API server processes, each with its own clock offset (default 3)
+  --regions N            1 (default) or 3: three Regions, each one API instance over the one table;
+                         each worker's SDK gets the three as endpoints, its preferred Region first
+                         (spread over the workers), and the fault region-outage is added
   --clock-skew-bound D   bound on server clock offsets the checker assumes (default 50ms)
   --job-rate N           jobs enqueued per lease per second, at most 25 ahead of the charges (default 4)
   --fault-every D        mean time between fault starts (default 1.5 × ttl)
-  --faults K,K,…         only these fault kinds: ${FAULT_CHOICES.join(', ')}
+  --faults K,K,…         only these fault kinds: ${faultChoicesFor(3).join(', ')}
                          (revoke: the harness, as an operator, revokes a leader's lease, forced or
-                         safe at random; the revoked worker campaigns again a little later)
+                         safe at random; the revoked worker campaigns again a little later;
+                         region-outage, with --regions 3: one Region's API refuses or blackholes
+                         every worker for 3-5 ttls, then comes back)
   --fence MODE           item: each job row is fenced by token (default); epoch: each term claims the
                          lease's epoch and every charge is a transaction checking it
   --batch                workers renew through batched requests (POST /v1/prefixes/{prefix}/renew);
@@ -136,6 +148,7 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
         ttl: { type: 'string' },
         leases: { type: 'string' },
         'api-instances': { type: 'string' },
+        regions: { type: 'string' },
         'clock-skew-bound': { type: 'string' },
         'job-rate': { type: 'string' },
         'fault-every': { type: 'string' },
@@ -188,12 +201,21 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
   const faultEveryMs = v['fault-every'] === undefined ? Math.round(ttlMs * 1.5) : parseDurationMs(v['fault-every'], 'fault-every');
   if (faultEveryMs < 200) throw new UsageError(`Expected \`--fault-every\` to be at least 200ms, got ${faultEveryMs} ms.`);
 
-  let faults: FaultChoice[] = [...FAULT_CHOICES];
+  const regions = v.regions === undefined ? 1 : Number(v.regions);
+  if (regions !== 1 && regions !== 3) {
+    throw new UsageError(`Expected \`--regions\` to be 1 or 3 (a multi-Region deployment has three Regions), got "${v.regions}".`);
+  }
+  if (regions > 1 && v['api-instances'] !== undefined) {
+    throw new UsageError('Expected `--api-instances` without `--regions 3`: each Region runs one API instance.');
+  }
+  const choices = faultChoicesFor(regions);
+  let faults: FaultChoice[] = choices;
   if (v.faults !== undefined) {
     faults = v.faults.split(',').map((k) => k.trim()).filter((k) => k !== '') as FaultChoice[];
-    const unknown = faults.filter((k) => !FAULT_CHOICES.includes(k));
+    if (regions === 1 && faults.includes('region-outage')) throw new UsageError('Expected `--faults region-outage` only with `--regions 3`.');
+    const unknown = faults.filter((k) => !choices.includes(k));
     if (unknown.length > 0 || faults.length === 0) {
-      throw new UsageError(`Expected \`--faults\` to list some of ${FAULT_CHOICES.join(', ')}, got "${v.faults}".`);
+      throw new UsageError(`Expected \`--faults\` to list some of ${choices.join(', ')}, got "${v.faults}".`);
     }
   }
   const fenceMode = (v.fence ?? 'item') as FenceMode;
@@ -216,7 +238,8 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
     seed,
     ttlMs,
     leases: v.leases === undefined ? 3 : parseCount(v.leases, 'leases', 1, 10),
-    apiInstances: v['api-instances'] === undefined ? 3 : parseCount(v['api-instances'], 'api-instances', 1, 5),
+    apiInstances: regions > 1 ? regions : v['api-instances'] === undefined ? 3 : parseCount(v['api-instances'], 'api-instances', 1, 5),
+    regions,
     clockSkewBoundMs,
     jobRate,
     faultEveryMs,

@@ -1,9 +1,10 @@
 import { renderSummary } from '../checker/render-text.js';
 import { PERMIT_OP_KINDS, type OpKind } from '../history.js';
 import { allReports, type CheckSummary } from '../checker/report.js';
-import { FAULT_CHOICES, type FaultChoice, type PlannedFault } from './nemesis.js';
+import { faultChoicesFor, type FaultChoice, type PlannedFault } from './nemesis.js';
 import type { InjectedFault } from './nemesis-runner.js';
 import type { HarnessOptions } from './options.js';
+import { renderRegionStats, type RegionStats } from './region-stats.js';
 
 /** What the harness knows about a run besides the history: settings, faults, jobs, timings. */
 export interface RunFacts {
@@ -23,6 +24,8 @@ export interface RunFacts {
   timeOriginErrorMs: number | null;
   timings: Record<string, number>;
   interrupted: boolean;
+  /** `--regions 3`: the answers by Region and what each Region outage did (region-stats.ts). */
+  regions?: RegionStats;
 }
 
 export type Verdict = 'PASS' | 'VIOLATIONS' | 'INCONCLUSIVE' | 'QUEUE NOT DRAINED';
@@ -36,17 +39,17 @@ export function verdictOf(summary: CheckSummary, facts: Pick<RunFacts, 'jobs'>):
   return 'PASS';
 }
 
-/** Faults injected, by the kinds of `--faults` (stop and stop-in-flight apart). */
-export function faultCounts(injected: readonly InjectedFault[]): Record<FaultChoice, number> {
-  const counts = Object.fromEntries(FAULT_CHOICES.map((k) => [k, 0])) as Record<FaultChoice, number>;
-  for (const f of injected) counts[f.kind] += 1;
+/** Faults injected, by the kinds of `--faults` a run with `regions` Regions has (stop and stop-in-flight apart). */
+export function faultCounts(injected: readonly InjectedFault[], regions: number): Partial<Record<FaultChoice, number>> {
+  const counts: Partial<Record<FaultChoice, number>> = Object.fromEntries(faultChoicesFor(regions).map((k) => [k, 0]));
+  for (const f of injected) counts[f.kind] = (counts[f.kind] ?? 0) + 1;
   return counts;
 }
 
 export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text: string; json: unknown; exitCode: number } {
   const o = facts.options;
   const verdict = verdictOf(summary, facts);
-  const counts = faultCounts(facts.injected);
+  const counts = faultCounts(facts.injected, o.regions);
   const totalOps = Object.values(summary.operations).reduce((n, c) => n + c.ok + c.fail + c.unknown, 0);
   const count = (kinds: readonly OpKind[]) => kinds.reduce((n, k) => n + summary.operations[k].ok + summary.operations[k].fail + summary.operations[k].unknown, 0);
   const writes = count(['write']);
@@ -61,7 +64,10 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
     `  seed ${o.seed} · ${(o.durationMs / 1000).toFixed(0)} s of faults · ${o.workers} workers · ${facts.leases.length} leases (${facts.leases.join(', ')}) · ` +
       `ttl ${o.ttlMs} ms · skew bound ${o.clockSkewBoundMs} ms · ${o.jobRate} jobs/s per lease`,
   );
-  out.push(`  API instances (initial clock offsets): ${facts.apiOffsetsMs.map((ms, i) => `api-${i + 1} ${ms >= 0 ? '+' : ''}${ms} ms`).join(', ')}`);
+  const offsets = facts.apiOffsetsMs.map((ms, i) => `api-${i + 1} ${ms >= 0 ? '+' : ''}${ms} ms`).join(', ');
+  if (o.regions > 1) {
+    out.push(`  Regions: ${o.regions}, each one API instance over the one table (initial clock offsets): ${offsets}; each worker's SDK has every Region as an endpoint, its preferred one first`);
+  } else out.push(`  API instances (initial clock offsets): ${offsets}`);
   if (o.groupPartitions > 0) out.push(`  lease group: every worker a member, the leases above its ${o.groupPartitions} partitions (--groups)`);
   if (o.unsafeNoFence) out.push('  UNSAFE: --unsafe-no-fence (writes were sent without the fence condition)');
   if (o.unsafeSlowMemberClocks) out.push('  UNSAFE: --unsafe-slow-member-clocks (the members’ clocks ran slow)');
@@ -78,9 +84,10 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
     'stop-in-flight': `${inFlight} frozen with a request in flight`,
     kill: 'each restarted as a new incarnation',
     'restart-db': 'stopped (SIGTERM), data on disk',
-    revoke: `${counts.revoke - forcedRevokes} safe, ${forcedRevokes} forced`,
+    revoke: `${(counts.revoke ?? 0) - forcedRevokes} safe, ${forcedRevokes} forced`,
+    'region-outage': `${facts.injected.filter((f) => f.outage === 'refuse').length} refused, ${facts.injected.filter((f) => f.outage === 'blackhole').length} blackholed`,
   };
-  out.push(...table(['kind', 'count', ''], FAULT_CHOICES.map((k) => [k, String(counts[k]), counts[k] > 0 ? (notes[k] ?? '') : ''])));
+  out.push(...table(['kind', 'count', ''], faultChoicesFor(o.regions).map((k) => [k, String(counts[k] ?? 0), (counts[k] ?? 0) > 0 ? (notes[k] ?? '') : ''])));
   out.push(
     `  total ${facts.injected.length} (${atLeaders} aimed at the current leader of a lease)` +
       (facts.skipped.length > 0 ? `; ${facts.skipped.length} skipped because their target was busy` : ''),
@@ -94,6 +101,7 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
     `jobs: ${j.enqueued} enqueued · ${j.chargedOnce} charged exactly once · ${j.chargedMoreThanOnce} charged more than once · ` +
       `${j.neverCharged} never charged · ${j.staleWritesFencedOff} stale writes fenced off`,
   );
+  if (facts.regions !== undefined) out.push(...renderRegionStats(facts.regions));
   if (o.priorities) {
     out.push(`leadership: ${facts.leadership.elections} elections, ${facts.leadership.yielded.length} of whose terms ended by yielding to a higher-priority claimant`);
   }
@@ -131,6 +139,7 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
       ttlMs: o.ttlMs,
       clockSkewBoundMs: o.clockSkewBoundMs,
       apiInstances: o.apiInstances,
+      regions: o.regions,
       apiOffsetsMs: facts.apiOffsetsMs,
       jobRate: o.jobRate,
       faultEveryMs: o.faultEveryMs,
@@ -155,6 +164,7 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
     },
     invariants: Object.fromEntries(reports.map((r) => [r.id, { title: r.title, status: r.status, checked: r.checked, violations: r.violations.length }])),
     groups: summary.groups?.stats ?? null,
+    regions: facts.regions ?? null,
     failover: { count: summary.failover.count, p50Ms: summary.failover.p50Ms, p99Ms: summary.failover.p99Ms, maxMs: summary.failover.maxMs, pending: summary.failover.pending },
     jobs: facts.jobs,
     leadership: { elections: facts.leadership.elections, yielded: facts.leadership.yielded },

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { chooseTarget, FAULT_CHOICES, initialOffsets, injectableOffsetMs, planFaults, warmupMs, type PlanOptions } from '../../chaos/harness/nemesis.js';
+import { chooseTarget, FAULT_CHOICES, faultChoicesFor, initialOffsets, injectableOffsetMs, planFaults, warmupMs, type PlanOptions } from '../../chaos/harness/nemesis.js';
 import { seededRandom } from '../../chaos/harness/random.js';
+
+/** The seed of the bounded `--regions 3` run in npm test. */
+const REGIONS_SEED = 20261141;
 
 const base: PlanOptions = {
   seed: 7,
@@ -98,6 +101,31 @@ describe('nemesis schedule', () => {
       .map((f) => f.atMs);
     expect(restarts.length).toBeGreaterThan(2);
     for (let i = 1; i < restarts.length; i += 1) expect(restarts[i]! - restarts[i - 1]!).toBeGreaterThanOrEqual(10 * base.ttlMs);
+  });
+
+  it('plans no Region outage for a single Region, and the same schedule as before Regions existed', () => {
+    expect(faultChoicesFor(1)).toEqual([...FAULT_CHOICES]);
+    expect(planFaults({ ...base, durationMs: 600_000 }).some((f) => f.kind === 'region-outage')).toBe(false);
+    expect(planFaults({ ...base, regions: 1 })).toEqual(planFaults(base));
+  });
+
+  it('with three Regions, plans Region outages of 3-5 ttls, refused or blackholed, one Region at a time', () => {
+    const regions = { ...base, regions: 3, durationMs: 1_800_000, faults: faultChoicesFor(3) };
+    const outages = planFaults(regions).filter((f) => f.kind === 'region-outage');
+    expect(outages.length).toBeGreaterThan(10);
+    expect(new Set(outages.map((f) => f.outage))).toEqual(new Set(['refuse', 'blackhole']));
+    expect(new Set(outages.map((f) => f.region))).toEqual(new Set([0, 1, 2]));
+    for (const f of outages) {
+      expect(f.durationMs).toBeGreaterThanOrEqual(3 * base.ttlMs);
+      expect(f.durationMs).toBeLessThanOrEqual(5 * base.ttlMs);
+    }
+    for (let i = 1; i < outages.length; i += 1) expect(outages[i]!.atMs).toBeGreaterThan(outages[i - 1]!.atMs + outages[i - 1]!.durationMs);
+  });
+
+  it('with three Regions, a 30 s run takes a Region down once among every other kind', () => {
+    // The settings of the bounded --regions 3 run in test/chaos/harness-regions.test.ts.
+    const plan = planFaults({ ...base, seed: REGIONS_SEED, durationMs: 30_000, regions: 3, faults: faultChoicesFor(3) });
+    expect(new Set(plan.map((f) => f.kind))).toEqual(new Set(faultChoicesFor(3)));
   });
 
   it('draws clock offsets inside the bound, leaving room for the processes’ own clocks', () => {

@@ -136,6 +136,24 @@ describe('fault proxy', () => {
     expect(await answer).toMatchObject({ status: 200, body: 'ok 1' });
   });
 
+  it('refuse: resets a new connection at once, and the request never reaches the target', async () => {
+    const p = await proxy();
+    p.setMode({ kind: 'refuse' });
+    await expect(send(p.port)).rejects.toMatchObject({ code: 'ECONNRESET' });
+    expect([handled, connectionsSeen]).toEqual([0, 0]);
+  });
+
+  it('refuse: resets a keep-alive connection that was already open, and pass serves again', async () => {
+    const p = await proxy();
+    const agent = keepAliveAgent();
+    await send(p.port, { agent });
+    p.setMode({ kind: 'refuse' });
+    await expect(send(p.port, { agent })).rejects.toMatchObject({ code: 'ECONNRESET' });
+    p.setMode({ kind: 'pass' });
+    expect(await send(p.port)).toMatchObject({ status: 200, body: 'ok 2' });
+    expect(handled).toBe(2);
+  });
+
   it('delay: holds every chunk at least the delay each way, and delivers a large body intact and in order', async () => {
     const p = await proxy();
     p.setMode({ kind: 'delay', ms: 100 });
