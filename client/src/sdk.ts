@@ -15,6 +15,7 @@ export {
   type SemaphoreApi,
 } from './api/lease-client.js';
 export type { CallOptions, HeadersHook, RetryOptions } from './transport/http.js';
+export { DEFAULT_ENDPOINT_COOL_OFF_MS, type EndpointInput } from './transport/endpoints.js';
 export type { BatchOptions } from './api/renew-batcher.js';
 export type { AwsCredentials, AwsCredentialsProvider, RequestSigner, SignableRequest, SigV4SignerOptions } from './transport/signing.js';
 export { createLeader, type Leader, type LeaderOptions } from './leader/leader.js';
@@ -50,6 +51,7 @@ export {
   type WatchClient,
   type WatchFilter,
   type WatchListener,
+  type WatchOption,
   type WatchOptions,
   type WatchReconnectOptions,
   type WatchState,

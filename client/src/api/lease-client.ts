@@ -58,13 +58,24 @@ import {
 import { RenewBatcher, type BatchOptions } from './renew-batcher.js';
 import type { RequestSigner } from '../transport/signing.js';
 import { HttpTransport, type CallOptions, type HeadersHook, type RetryOptions } from '../transport/http.js';
+import type { EndpointInput } from '../transport/endpoints.js';
 
 export interface LeaseClientOptions {
   /**
    * Base URL of the leasehold API, stage path included: `https://{api}.execute-api.{region}.amazonaws.com`
-   * (or `…/prod`), or `http://127.0.0.1:8787` for the local server. Required.
+   * (or `…/prod`), or `http://127.0.0.1:8787` for the local server. This or `endpoints` is required.
    */
-  endpoint: string | URL;
+  endpoint?: string | URL;
+  /**
+   * The API's endpoints in several Regions (a multi-Region deployment), the preferred one first:
+   * URLs as for `endpoint`, or `{ url, region }` to name the signing Region of a host that does not
+   * say it. A request that cannot reach one, times out, or gets a 5xx or 429 is sent on to the next
+   * within its time limit; an endpoint that failed is tried after the others for
+   * `endpointCoolOffMs`. Not together with `endpoint`. Default: `[endpoint]`.
+   */
+  endpoints?: readonly EndpointInput[];
+  /** How long an endpoint that failed is tried after the others, before the preferred order holds again. Default 30000. */
+  endpointCoolOffMs?: number;
   /** Signs each attempt, e.g. `sigv4Signer()` for API Gateway IAM auth. Default: unsigned. */
   signer?: RequestSigner;
   /** Extra headers, or a function returning them per request (an API key, a bearer token). Default: none. */
@@ -145,15 +156,19 @@ export class LeaseClient implements LeaseApi, SemaphoreApi {
   private readonly transport: HttpTransport;
   private readonly batcher: RenewBatcher | undefined;
 
-  /** The endpoint requests go to (origin and base path; never credentials in the URL), for messages. */
+  /** The preferred endpoint (origin and base path; never credentials in the URL), for messages. */
   get endpoint(): string {
-    const url = this.transport.endpoint;
-    return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+    return this.transport.endpoint.label;
+  }
+
+  /** Every endpoint, the preferred one first (origin and base path), for messages. */
+  get endpoints(): readonly string[] {
+    return this.transport.endpoints.map((endpoint) => endpoint.label);
   }
 
   constructor(options: LeaseClientOptions) {
     if (typeof options !== 'object' || options === null) {
-      throw new TypeError('Expected LeaseClient options with an `endpoint`.');
+      throw new TypeError('Expected LeaseClient options with an `endpoint` (or `endpoints`).');
     }
     this.transport = new HttpTransport(options);
     this.signer = options.signer;

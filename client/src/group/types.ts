@@ -3,7 +3,7 @@ import type { BatchHandoffEntry, BatchHandoffResult, BatchRenewEntry, BatchRenew
 import type { TermOptions } from '../term/context.js';
 import type { LeaderEvent, LossReason, TermInfo } from '../term/events.js';
 import type { CallOptions } from '../transport/http.js';
-import type { WatchClient } from '../watch/watch.js';
+import type { WatchOption } from '../watch/watch.js';
 
 /** The verbs a lease group needs. LeaseClient implements them all. */
 export interface LeaseGroupApi extends LeaseApi {
@@ -25,8 +25,12 @@ export interface LeaseGroupOptions extends Omit<TermOptions, 'lambdaContext' | '
    * `holder` (see `memberIdFor`). Two live processes must not share one.
    */
   memberId?: string;
-  /** Push-driven balancing: a WatchClient (shared; not closed by the group), or the watch URL (the group opens and closes its own socket). Default: none (reads on the schedule only). */
-  watch?: WatchClient | string | URL;
+  /**
+   * Push-driven balancing: a WatchClient (shared; not closed by the group), or the watch URL or the
+   * URLs of several Regions by preference (the group opens and closes its own socket). Default:
+   * none (reads on the schedule only).
+   */
+  watch?: WatchOption;
   /** Reads the group at least this often (each interval less a random share of up to 20 %, so members do not read in lockstep). Default half the ttl. */
   balanceEveryMs?: number;
   /**

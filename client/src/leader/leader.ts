@@ -46,7 +46,7 @@ import { LeaseLostError, validateMetadata, type Grant, type HandoffResponse, typ
 import { Term, type TermOwner } from '../term/term.js';
 import { createTermContext, releaseQuietly, type TermContext, type TermOptions } from '../term/context.js';
 import type { LossReason, TermInfo } from '../term/events.js';
-import type { WatchClient } from '../watch/watch.js';
+import type { WatchOption } from '../watch/watch.js';
 import { CampaignLoop, type CampaignHost } from './campaign.js';
 import { claimantWindowMs, handOffTerm } from './handoff.js';
 import { LeaderWatch } from './watching.js';
@@ -57,11 +57,12 @@ export interface LeaderOptions extends TermOptions, HealthOptions, FencingOption
   name: string;
   /**
    * Push-driven following. A WatchClient (shared; the leader does not close it), or the watch URL
-   * (`ws://…/v1/watch` locally, the WebSocket API's `wss://…/{stage}` in AWS), for which the
-   * leader opens its own socket, signed with the client's `signer` (`LeaseApi.signer`), and closes it on
-   * `stop()`. Default: none (followers retry on the server's schedule only).
+   * (`ws://…/v1/watch` locally, the WebSocket API's `wss://…/{stage}` in AWS) or the URLs of several
+   * Regions by preference (`urls` of `createWatch`), for which the leader opens its own socket,
+   * signed with the client's `signer` (`LeaseApi.signer`), and closes it on `stop()`. Default: none
+   * (followers retry on the server's schedule only).
    */
-  watch?: WatchClient | string | URL;
+  watch?: WatchOption;
   /** Called when a term starts. Default: none. Errors are reported as `error` events. */
   onElected?: (term: TermInfo) => void | Promise<void>;
   /** Called when a term ends, with the reason. Default: none. Errors are reported as `error` events. */

@@ -1,6 +1,6 @@
 import type { LeaseEvent } from '../protocol/index.js';
 import type { TermContext } from '../term/context.js';
-import { watchFromOption, type WatchClient, type WatchSubscription } from '../watch/watch.js';
+import { watchFromOption, type WatchClient, type WatchOption, type WatchSubscription } from '../watch/watch.js';
 import type { RequestSigner } from '../transport/signing.js';
 
 /** Where a Leader's watch events go: the term (revokes, claims) and the follower's waits. */
@@ -19,7 +19,7 @@ export class LeaderWatch {
   private subscription: WatchSubscription | undefined;
 
   /** Resolves the `watch` option (validating it); undefined without one. */
-  static of(option: WatchClient | string | URL | undefined, ctx: TermContext, signer: RequestSigner | undefined): LeaderWatch | undefined {
+  static of(option: WatchOption | undefined, ctx: TermContext, signer: RequestSigner | undefined): LeaderWatch | undefined {
     const resolved = watchFromOption(option, { signer, clock: ctx.clock, random: ctx.random });
     return resolved.watch === undefined ? undefined : new LeaderWatch(ctx, resolved.watch, resolved.owned);
   }

@@ -1,6 +1,7 @@
 import { sleep, systemClock, type MonotonicClock } from '../time/clock.js';
 import type { Checked } from '../protocol/checks.js';
 import {
+  ErrorCode,
   ForbiddenError,
   InternalError,
   type LeaseholdError,
@@ -17,12 +18,21 @@ import {
   type RouteId,
 } from '../protocol/index.js';
 import type { RequestSigner } from './signing.js';
-import { DEFAULT_REQUEST_TIMEOUT_MS, backoffMs, expectNonNegativeInteger, expectPositive } from '../time/timing.js';
+import { DEFAULT_ENDPOINT_COOL_OFF_MS, EndpointPreference, parseEndpoints, type Endpoint, type EndpointInput } from './endpoints.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, backoffMs, expectNonNegative, expectNonNegativeInteger, expectPositive } from '../time/timing.js';
 
 /**
  * HTTP for the SDK: the platform `fetch`, a time limit per attempt, and retries with exponential
  * backoff and jitter for requests that are safe to repeat. Every failure leaves here as a typed
  * LeaseholdError (or the caller's own abort reason), never as a raw fetch error.
+ *
+ * With several endpoints (one per Region), each try of a request is a pass over them in the order
+ * `EndpointPreference` gives: an endpoint that cannot serve it (unreachable, timed out, 5xx,
+ * throttled) hands it to the next at once, without a backoff and without counting as a retry, when
+ * the request is safe to repeat (or, for one that is not, when it provably never left). The pass
+ * shares the attempt's time limit among the endpoints it has still to try, so an endpoint that
+ * never answers costs a share of it, not all of it; any other answer (a grant, a 409) is final.
+ * `retries` counts passes; backoff and `Retry-After` apply between passes, as with one endpoint.
  */
 
 export interface RetryOptions {
@@ -51,7 +61,9 @@ export type HeadersHook =
   | ((request: { method: string; url: URL; operation: string }) => Record<string, string> | Promise<Record<string, string>>);
 
 export interface TransportOptions {
-  endpoint: string | URL;
+  endpoint?: EndpointInput;
+  endpoints?: readonly EndpointInput[];
+  endpointCoolOffMs?: number;
   fetch?: typeof fetch;
   signer?: RequestSigner;
   headers?: HeadersHook;
@@ -75,12 +87,27 @@ export interface RequestSpec {
   idempotent: boolean;
 }
 
-type Outcome = { ok: true; body: unknown } | { ok: false; error: LeaseholdError; retryAfterMs?: number };
+/**
+ * `notSent`: the request provably never reached the endpoint (the connection was refused, the name
+ * did not resolve), so another endpoint may take even a request that is not safe to repeat.
+ */
+type Outcome = { ok: true; body: unknown } | { ok: false; error: LeaseholdError; retryAfterMs?: number; notSent?: boolean };
+
+/** Socket errors that happen before a byte of the request is sent. */
+const NOT_SENT_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 const DEFAULT_RETRY: Required<RetryOptions> = { retries: 3, baseDelayMs: 100, maxDelayMs: 2_000 };
 
+/**
+ * Answers that send a request on to the next endpoint: the retryable ones, and a 500, which one
+ * Region's broken function or gateway may give while another Region's serves (a 500 is still never
+ * retried on the same endpoint).
+ */
+const FAILOVER_CODES: ReadonlySet<string> = new Set<string>([...RETRYABLE_CODES, ErrorCode.INTERNAL]);
+
 export class HttpTransport {
-  readonly endpoint: URL;
+  /** Every endpoint, by preference. */
+  readonly endpoints: readonly Endpoint[];
   readonly clock: MonotonicClock;
   readonly random: () => number;
   private readonly fetch: typeof fetch;
@@ -88,9 +115,13 @@ export class HttpTransport {
   private readonly headers: HeadersHook | undefined;
   private readonly timeoutMs: number;
   private readonly retry: Required<RetryOptions>;
+  private readonly preference: EndpointPreference;
 
   constructor(options: TransportOptions) {
-    this.endpoint = parseEndpoint(options.endpoint);
+    this.endpoints = Object.freeze(parseEndpoints(options.endpoint, options.endpoints));
+    const coolOffMs = options.endpointCoolOffMs ?? DEFAULT_ENDPOINT_COOL_OFF_MS;
+    expectNonNegative('endpointCoolOffMs', coolOffMs);
+    this.preference = new EndpointPreference(this.endpoints, coolOffMs);
     const fetchFn = options.fetch ?? (globalThis.fetch as typeof fetch | undefined);
     if (typeof fetchFn !== 'function') {
       throw new TypeError('Expected `fetch` to be a function: this platform has no global fetch, so pass one.');
@@ -108,17 +139,21 @@ export class HttpTransport {
     this.random = options.random ?? Math.random;
   }
 
+  /** The preferred endpoint. */
+  get endpoint(): Endpoint {
+    return this.endpoints[0] as Endpoint;
+  }
+
   /** Sends the request, retrying what is safe to retry; resolves with the parsed 2xx body. */
   async send(spec: RequestSpec, call: CallOptions = {}): Promise<unknown> {
     const retries = call.retries ?? this.retry.retries;
     const timeoutMs = call.timeoutMs ?? this.timeoutMs;
     const startedAt = this.clock.nowMs();
     const budgetLeft = () => (call.totalTimeoutMs === undefined ? Infinity : startedAt + call.totalTimeoutMs - this.clock.nowMs());
-    const url = this.urlFor(spec);
     const body = spec.body === undefined ? undefined : JSON.stringify(spec.body);
 
     for (let attempt = 0; ; attempt++) {
-      const outcome = await this.attempt(spec, url, body, Math.max(1, Math.min(timeoutMs, budgetLeft())), call.signal);
+      const outcome = await this.pass(spec, body, Math.max(1, Math.min(timeoutMs, budgetLeft())), call.signal);
       if (outcome.ok) return outcome.body;
       const { error } = outcome;
       if (!spec.idempotent || !RETRYABLE_CODES.has(error.code) || attempt >= retries) throw error;
@@ -131,9 +166,32 @@ export class HttpTransport {
     }
   }
 
-  private urlFor(spec: RequestSpec): URL {
-    const url = new URL(this.endpoint);
-    url.pathname = `${this.endpoint.pathname.replace(/\/+$/, '')}${spec.path}`;
+  /**
+   * One try of the request: the endpoints in the preference's order until one gives an answer that
+   * is final, or that the request may not be repeated after. An endpoint with k endpoints still to
+   * try in this pass (itself included) may use 1/k of the pass's time left; with one endpoint that
+   * is all of `limitMs`, as it always was.
+   */
+  private async pass(spec: RequestSpec, body: string | undefined, limitMs: number, signal: AbortSignal | undefined): Promise<Outcome> {
+    const order = this.preference.order(this.clock.nowMs());
+    const endsAtMs = this.clock.nowMs() + limitMs;
+    let outcome: Outcome = { ok: false, error: new UnavailableError(`${describe(spec)} found no endpoint to try.`) };
+    for (const [i, endpoint] of order.entries()) {
+      const shareMs = Math.max(1, (endsAtMs - this.clock.nowMs()) / (order.length - i));
+      outcome = await this.attempt(spec, endpoint, body, shareMs, signal);
+      if (outcome.ok || !FAILOVER_CODES.has(outcome.error.code)) {
+        this.preference.answered(endpoint);
+        return outcome;
+      }
+      this.preference.failed(endpoint, this.clock.nowMs());
+      if (!spec.idempotent && outcome.notSent !== true) return outcome;
+    }
+    return outcome;
+  }
+
+  private urlFor(spec: RequestSpec, endpoint: Endpoint): URL {
+    const url = new URL(endpoint.url);
+    url.pathname = `${endpoint.url.pathname.replace(/\/+$/, '')}${spec.path}`;
     for (const [key, value] of Object.entries(spec.query ?? {})) {
       if (value !== undefined) url.searchParams.set(key, value);
     }
@@ -143,15 +201,16 @@ export class HttpTransport {
   /** One attempt. Rejects with the caller's abort reason or a signing failure; every other failure is an Outcome. */
   private async attempt(
     spec: RequestSpec,
-    url: URL,
+    endpoint: Endpoint,
     body: string | undefined,
     timeoutMs: number,
     signal: AbortSignal | undefined,
   ): Promise<Outcome> {
     signal?.throwIfAborted();
+    const url = this.urlFor(spec, endpoint);
     // A failing headers hook or signer (no region, no credentials) is not a network error: it
     // surfaces as is and is not retried.
-    const headers = await this.headersFor(spec, url, body);
+    const headers = await this.headersFor(spec, url, body, endpoint.region);
     // One controller per attempt, aborted by the timer or by the caller's signal. (AbortSignal.any
     // would tie every attempt's signal to a long-lived caller signal until that one is collected.)
     const attempt = new AbortController();
@@ -177,12 +236,14 @@ export class HttpTransport {
         };
       }
       if (isLeaseholdError(error)) return { ok: false, error };
+      const reason = networkReason(error);
       return {
         ok: false,
-        error: new UnavailableError(`${describe(spec)} could not reach ${url.origin}: ${networkReason(error)}.`, {
+        error: new UnavailableError(`${describe(spec)} could not reach ${url.origin}: ${reason}.`, {
           leaseName: spec.leaseName,
           cause: error,
         }),
+        notSent: NOT_SENT_CODES.has(reason),
       };
     } finally {
       cancelTimer();
@@ -190,33 +251,17 @@ export class HttpTransport {
     }
   }
 
-  private async headersFor(spec: RequestSpec, url: URL, body: string | undefined): Promise<Record<string, string>> {
+  private async headersFor(spec: RequestSpec, url: URL, body: string | undefined, region: string | undefined): Promise<Record<string, string>> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const extra = typeof this.headers === 'function' ? await this.headers({ method: spec.method, url, operation: spec.operation }) : this.headers;
     for (const [name, value] of Object.entries(extra ?? {})) headers[name.toLowerCase()] = value;
     if (this.signer) {
-      const signed = await this.signer({ method: spec.method, url, headers: { ...headers }, body });
+      const signed = await this.signer({ method: spec.method, url, headers: { ...headers }, body, ...(region === undefined ? {} : { region }) });
       for (const [name, value] of Object.entries(signed)) headers[name.toLowerCase()] = value;
     }
     return headers;
   }
-}
-
-function parseEndpoint(endpoint: string | URL): URL {
-  let url: URL;
-  try {
-    url = new URL(endpoint);
-  } catch {
-    throw new TypeError(`Expected \`endpoint\` to be an absolute http(s) URL, got "${String(endpoint)}".`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new TypeError(`Expected \`endpoint\` to be an absolute http(s) URL, got "${String(endpoint)}".`);
-  }
-  if (url.search || url.hash) {
-    throw new TypeError(`Expected \`endpoint\` without query or fragment, got "${String(endpoint)}".`);
-  }
-  return url;
 }
 
 function describe(spec: RequestSpec): string {

@@ -12,6 +12,11 @@ export interface SignableRequest {
   headers: Record<string, string>;
   /** The exact body text, or undefined for GET. */
   body: string | undefined;
+  /**
+   * The Region of the endpoint the request goes to, when the client's `endpoints` entry names it
+   * (`{ url, region }`). A signer for several Regions signs for it. Default: not given.
+   */
+  region?: string;
 }
 
 /**
@@ -22,7 +27,7 @@ export interface SignableRequest {
 export interface RequestSigner {
   (request: SignableRequest): Promise<Record<string, string>> | Record<string, string>;
   /** Returns `url` signed in its query string, for a GET with no body and no headers but `host`. */
-  presign?: (request: { url: URL }) => Promise<URL>;
+  presign?: (request: { url: URL; region?: string }) => Promise<URL>;
 }
 
 export interface AwsCredentials {
@@ -36,8 +41,11 @@ export type AwsCredentialsProvider = () => Promise<AwsCredentials>;
 
 export interface SigV4SignerOptions {
   /**
-   * Signing region. Default: taken from an `execute-api` host name
+   * Signing region. Default: the Region named with the request's endpoint (`{ url, region }` in the
+   * client's `endpoints`), else taken from an `execute-api` host name
    * (`{api}.execute-api.{region}.amazonaws.com`), else `AWS_REGION`, else `AWS_DEFAULT_REGION`.
+   * Leave it unset for a client whose `endpoints` are in several Regions: each request is then
+   * signed for its own endpoint's Region.
    */
   region?: string;
   /** Signing service. Default `execute-api` (API Gateway IAM authorization). */
@@ -96,13 +104,13 @@ export function createSigV4Signer(options: SigV4SignerOptions, fallback: () => P
     }))();
   };
   const sign: RequestSigner = async function signSigV4Request(request: SignableRequest): Promise<Record<string, string>> {
-    const region = options.region ?? regionFor(request.url);
+    const region = request.region ?? options.region ?? regionFor(request.url);
     const credentials = await credentialsNow();
     // SigV4 is dated on the wall clock; the server allows some minutes of skew.
     return signSigV4({ ...request, credentials, region, service, date: new Date() });
   };
-  sign.presign = async function presignSigV4Request({ url }: { url: URL }): Promise<URL> {
-    const region = options.region ?? regionFor(url);
+  sign.presign = async function presignSigV4Request({ url, region: endpointRegion }: { url: URL; region?: string }): Promise<URL> {
+    const region = endpointRegion ?? options.region ?? regionFor(url);
     const credentials = await credentialsNow();
     return presignSigV4({ url, credentials, region, service, date: new Date(), expiresInSeconds: PRESIGNED_URL_SECONDS });
   };

@@ -2,6 +2,7 @@ import type { CancelTimer } from '../time/clock.js';
 import { WATCH_LIMITS, type SubscribeMessage } from '../protocol/index.js';
 import { closeQuietly } from './socket.js';
 import type { WebSocketLike } from './types.js';
+import type { Endpoint } from '../transport/endpoints.js';
 
 /** A subscription key (`n:<name>` or `p:<prefix>`) with its `renewed` flag. */
 export type KeyEntry = [string, boolean];
@@ -13,6 +14,7 @@ export type KeyEntry = [string, boolean];
  */
 export class Connection {
   socket: WebSocketLike | undefined;
+
   open = false;
   /** Keys sent (confirmed or not) on this socket, with their `renewed` flag. */
   readonly requested = new Map<string, boolean>();
@@ -22,6 +24,12 @@ export class Connection {
   /** The connect timeout, then each subscribe message's confirmation timeout. */
   cancelTimer: CancelTimer | undefined;
   cancelKeepalive: CancelTimer | undefined;
+
+  /** Which of the watch's endpoints this socket goes to, and its place in their order of preference. */
+  constructor(
+    readonly endpoint: Endpoint,
+    readonly endpointIndex: number,
+  ) {}
 
   /** Every key is confirmed here with the `renewed` flag a consumer needs. */
   confirms(keys: readonly string[], renewed: boolean): boolean {

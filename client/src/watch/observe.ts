@@ -4,7 +4,7 @@ import { ErrorCode, RETRYABLE_CODES, isLeaseholdError, validateName, type Public
 import type { RequestSigner } from '../transport/signing.js';
 import type { CallOptions } from '../transport/http.js';
 import { backoffMs, expectPositive, jitter } from '../time/timing.js';
-import { createWatch, type WatchClient, type WatchSubscription } from './watch.js';
+import { watchFromOption, type WatchClient, type WatchOption, type WatchSubscription } from './watch.js';
 
 /** A leader change: who holds the lease now (null: nobody) and the fencing token of that grant. */
 export interface LeaderChange {
@@ -24,11 +24,11 @@ export interface ObserveOptions {
   maxIntervalMs?: number;
   /**
    * Re-read at once when the watch pushes a change of this lease (and after the watch reconnects).
-   * A WatchClient (shared, not closed here), or the watch URL (a socket of its own, signed with
-   * the client's `signer`, closed when the iteration ends). The `remainingMs` schedule still runs:
-   * an expiry is never pushed. Default: none.
+   * A WatchClient (shared, not closed here), or the watch URL or the URLs of several Regions by
+   * preference (a socket of its own, signed with the client's `signer`, closed when the iteration
+   * ends). The `remainingMs` schedule still runs: an expiry is never pushed. Default: none.
    */
-  watch?: WatchClient | string | URL;
+  watch?: WatchOption;
   /** Default: the client's clock. */
   clock?: MonotonicClock;
   /** Default: the client's random source. */
@@ -69,13 +69,10 @@ export async function* observe(
   let ownedWatch: WatchClient | undefined;
   let subscription: WatchSubscription | undefined;
   if (options.watch !== undefined) {
-    let watch: WatchClient;
-    if (typeof options.watch === 'string' || options.watch instanceof URL) {
-      const signer = typeof client.signer === 'function' ? client.signer : undefined;
-      watch = ownedWatch = createWatch({ url: options.watch, clock, random, ...(signer ? { signer } : {}) });
-    } else {
-      watch = options.watch;
-    }
+    const signer = typeof client.signer === 'function' ? client.signer : undefined;
+    const resolved = watchFromOption(options.watch, { signer, clock, random });
+    const watch = resolved.watch as WatchClient;
+    if (resolved.owned) ownedWatch = watch;
     subscription = watch.subscribe(
       { names: [name] },
       {

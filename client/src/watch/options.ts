@@ -1,6 +1,7 @@
 import { systemClock, type MonotonicClock } from '../time/clock.js';
 import { ValidationError, validateSubscribeMessage } from '../protocol/index.js';
 import type { RequestSigner } from '../transport/signing.js';
+import { WATCH_URLS, parseEndpoints, type Endpoint } from '../transport/endpoints.js';
 import { expectNonNegative, expectPositive } from '../time/timing.js';
 import type { WatchFilter, WatchOptions, WatchReconnectOptions, WebSocketFactory } from './types.js';
 import { defaultWebSocket } from './socket.js';
@@ -14,7 +15,10 @@ export const DEFAULT_MAX_BUFFERED = 1_000;
 
 /** The watch's options, resolved. */
 export interface WatchSettings {
+  /** The preferred endpoint's URL. */
   url: URL;
+  /** Every endpoint, by preference (one unless `urls` listed several). */
+  endpoints: readonly Endpoint[];
   signer: RequestSigner | undefined;
   factory: WebSocketFactory;
   timeoutMs: number;
@@ -27,8 +31,9 @@ export interface WatchSettings {
 
 /** Validates the options (ky-style messages naming the option) and fills in the defaults. */
 export function resolveWatchOptions(options: WatchOptions): WatchSettings {
-  if (typeof options !== 'object' || options === null) throw new TypeError('Expected watch options with a `url`.');
-  const url = parseWatchUrl(options.url);
+  if (typeof options !== 'object' || options === null) throw new TypeError('Expected watch options with a `url` (or `urls`).');
+  const endpoints = Object.freeze(parseEndpoints(options.url, options.urls, WATCH_URLS));
+  const url = (endpoints[0] as Endpoint).url;
   const factory = options.webSocket ?? defaultWebSocket;
   if (typeof factory !== 'function') throw new TypeError(`Expected \`webSocket\` to be a function, got ${typeof factory}.`);
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -40,6 +45,7 @@ export function resolveWatchOptions(options: WatchOptions): WatchSettings {
   expectPositive('reconnect.maxDelayMs', reconnect.maxDelayMs);
   return {
     url,
+    endpoints,
     signer: options.signer,
     factory,
     timeoutMs,
@@ -79,18 +85,4 @@ function listOf(value: readonly string[] | undefined, field: 'names' | 'prefixes
     }
     return entry as string;
   });
-}
-
-function parseWatchUrl(input: string | URL): URL {
-  let url: URL;
-  try {
-    url = new URL(input);
-  } catch {
-    throw new TypeError(`Expected \`url\` to be an absolute ws:// or wss:// URL, got "${String(input)}".`);
-  }
-  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') {
-    throw new TypeError(`Expected \`url\` to be an absolute ws:// or wss:// URL, got "${String(input)}".`);
-  }
-  if (url.hash) throw new TypeError(`Expected \`url\` without a fragment, got "${String(input)}".`);
-  return url;
 }

@@ -32,10 +32,15 @@ type WsConstructor = new (url: string, options: { headers: Record<string, string
  * The upgrade request, signed: in the query string when the signer can presign (SigV4: any
  * WebSocket can open that URL), else in headers (a custom signer: only `ws` can send them).
  */
-export async function signUpgrade(signer: RequestSigner | undefined, url: URL): Promise<{ url: string; headers: Record<string, string> }> {
+export async function signUpgrade(
+  signer: RequestSigner | undefined,
+  url: URL,
+  region?: string,
+): Promise<{ url: string; headers: Record<string, string> }> {
   if (signer === undefined) return { url: url.href, headers: {} };
-  if (typeof signer.presign === 'function') return { url: (await signer.presign({ url: new URL(url) })).href, headers: {} };
-  return { url: url.href, headers: await signer({ method: 'GET', url: new URL(url), headers: {}, body: undefined }) };
+  const inRegion = region === undefined ? {} : { region };
+  if (typeof signer.presign === 'function') return { url: (await signer.presign({ url: new URL(url), ...inRegion })).href, headers: {} };
+  return { url: url.href, headers: await signer({ method: 'GET', url: new URL(url), headers: {}, body: undefined, ...inRegion }) };
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { MonotonicClock } from '../time/clock.js';
 import type { LeaseEvent, LeaseholdError } from '../protocol/index.js';
 import type { RequestSigner } from '../transport/signing.js';
+import type { EndpointInput } from '../transport/endpoints.js';
 
 /** The watch's public shapes: options, filters, listeners, subscriptions and the client (see watch.ts). */
 
@@ -31,9 +32,17 @@ export interface WatchReconnectOptions {
 export interface WatchOptions {
   /**
    * The watch endpoint. Locally `ws://127.0.0.1:8787/v1/watch`; in AWS the WebSocket API's URL,
-   * `wss://{api}.execute-api.{region}.amazonaws.com/{stage}`. Required.
+   * `wss://{api}.execute-api.{region}.amazonaws.com/{stage}`. This or `urls` is required.
    */
-  url: string | URL;
+  url?: string | URL;
+  /**
+   * The watch endpoints of several Regions, the preferred one first: URLs as for `url`, or
+   * `{ url, region }` to name the Region a signer signs for. The socket opens to the first; when it
+   * drops or cannot be opened, the next is tried at once, and after the last one a backoff comes
+   * before the first is tried again. A socket that went live makes the next reconnect start from
+   * the preferred endpoint again. Not together with `url`.
+   */
+  urls?: readonly EndpointInput[];
   /**
    * Signs the upgrade request (GET, the URL's host, path and query, no body), e.g. `sigv4Signer()`
    * for the WebSocket API's IAM authorization on `$connect`: it presigns the URL (SigV4 in the query
@@ -111,6 +120,7 @@ export type WatchState =
   | 'closed';
 
 export interface WatchClient {
+  /** The preferred endpoint. */
   readonly url: URL;
   readonly state: WatchState;
   /** Delivers matching events to `listener` (a function receives events only). Throws ValidationError for a bad filter. */

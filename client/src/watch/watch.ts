@@ -11,6 +11,7 @@ import {
 } from '../protocol/index.js';
 import { backoffMs } from '../time/timing.js';
 import { Connection, type KeyEntry } from './connection.js';
+import type { Endpoint, EndpointInput } from '../transport/endpoints.js';
 import { bufferedEvents } from './events.js';
 import { Consumers, type Consumer } from './consumers.js';
 import { resolveWatchOptions, type WatchSettings } from './options.js';
@@ -48,20 +49,31 @@ export type {
  */
 
 /**
- * The `watch` option of a Leader or a lease group: a WatchClient it shares (and does not close), or
- * a URL for which it opens its own socket, signed with the client's signer (`owned`: it closes it).
+ * The `watch` option of a Leader, a lease group or `observe`: a WatchClient it shares, the watch
+ * URL, or the watch URLs of several Regions by preference (`urls` of `createWatch`).
+ */
+export type WatchOption = WatchClient | string | URL | readonly EndpointInput[];
+
+/**
+ * Resolves a `watch` option: a WatchClient is shared (not closed); for a URL or a list of them a
+ * socket of its own is opened, signed with the client's signer (`owned`: the caller closes it).
  */
 export function watchFromOption(
-  watch: WatchClient | string | URL | undefined,
+  watch: WatchOption | undefined,
   settings: { signer: RequestSigner | undefined; clock: MonotonicClock; random: () => number },
 ): { watch: WatchClient | undefined; owned: boolean } {
   if (watch === undefined) return { watch: undefined, owned: false };
+  const { signer, clock, random } = settings;
   if (typeof watch === 'string' || watch instanceof URL) {
-    const { signer, clock, random } = settings;
     return { watch: createWatch({ url: watch, clock, random, ...(signer ? { signer } : {}) }), owned: true };
   }
+  if (isUrlList(watch)) return { watch: createWatch({ urls: watch, clock, random, ...(signer ? { signer } : {}) }), owned: true };
   if (typeof watch === 'object' && watch !== null && typeof (watch as Partial<WatchClient>).subscribe === 'function') return { watch, owned: false };
   throw new TypeError(`Expected \`watch\` to be a WatchClient or a ws:// or wss:// URL, got ${typeof watch}.`);
+}
+
+function isUrlList(watch: WatchOption): watch is readonly EndpointInput[] {
+  return Array.isArray(watch);
 }
 
 /** Creates a watch; nothing connects until the first `subscribe`. Validates its options at once. */
@@ -76,6 +88,8 @@ class Watch implements WatchClient {
   private current: Connection | undefined;
   private stateValue: WatchState = 'idle';
   private failures = 0;
+  /** Where the next socket goes: its index in `settings.endpoints`. */
+  private nextEndpoint = 0;
   private cancelRetry: CancelTimer | undefined;
 
   constructor(options: WatchOptions) {
@@ -149,6 +163,7 @@ class Watch implements WatchClient {
       this.dropConnection();
       this.stateValue = 'idle';
       this.failures = 0;
+      this.nextEndpoint = 0;
     }
   }
 
@@ -159,6 +174,8 @@ class Watch implements WatchClient {
     if (conn.settled) {
       this.stateValue = 'live';
       this.failures = 0;
+      // The next socket, after this one drops, tries the preferred endpoint first again.
+      this.nextEndpoint = 0;
       this.armKeepalive(conn);
     }
   }
@@ -166,11 +183,11 @@ class Watch implements WatchClient {
   // ── the socket ─────────────────────────────────────────────────────────────────────────────
 
   private connect(): void {
-    const conn = new Connection();
+    const conn = new Connection(this.settings.endpoints[this.nextEndpoint] as Endpoint, this.nextEndpoint);
     this.current = conn;
     this.stateValue = 'connecting';
     conn.cancelTimer = this.settings.clock.setTimer(this.settings.timeoutMs, () =>
-      this.fail(conn, new UnavailableError(`The watch could not connect to ${this.url.origin} within ${this.settings.timeoutMs} ms.`)),
+      this.fail(conn, new UnavailableError(`The watch could not connect to ${conn.endpoint.url.origin} within ${this.settings.timeoutMs} ms.`)),
     );
     void this.open(conn);
   }
@@ -180,9 +197,9 @@ class Watch implements WatchClient {
     try {
       // Asks for a stream batch's events in one message (this SDK reads `events` messages); a server
       // that predates them ignores the parameter and sends `event` messages, which it reads too.
-      const url = new URL(this.url);
+      const url = new URL(conn.endpoint.url);
       url.searchParams.set(WATCH_BATCHED_QUERY.name, WATCH_BATCHED_QUERY.value);
-      const upgrade = await signUpgrade(this.settings.signer, url);
+      const upgrade = await signUpgrade(this.settings.signer, url, conn.endpoint.region);
       if (conn !== this.current) return;
       socket = await this.settings.factory(upgrade.url, { headers: upgrade.headers });
     } catch (error) {
@@ -196,12 +213,13 @@ class Watch implements WatchClient {
     conn.socket = socket;
     socket.onopen = () => this.opened(conn);
     socket.onmessage = (event) => this.received(conn, event.data);
-    socket.onerror = (event) => this.fail(conn, socketError(this.url, event));
+    const origin = conn.endpoint.url.origin;
+    socket.onerror = (event) => this.fail(conn, socketError(conn.endpoint.url, event));
     socket.onclose = (event) =>
-      this.fail(conn, new UnavailableError(`The watch socket to ${this.url.origin} closed (code ${event?.code ?? 'unknown'}${event?.reason ? `: ${event.reason}` : ''}).`));
+      this.fail(conn, new UnavailableError(`The watch socket to ${origin} closed (code ${event?.code ?? 'unknown'}${event?.reason ? `: ${event.reason}` : ''}).`));
     // A socket may have opened, or failed, before its handlers were attached.
     if (socket.readyState === OPEN) this.opened(conn);
-    else if (socket.readyState > OPEN) this.fail(conn, new UnavailableError(`The watch socket to ${this.url.origin} closed before it opened.`));
+    else if (socket.readyState > OPEN) this.fail(conn, new UnavailableError(`The watch socket to ${origin} closed before it opened.`));
   }
 
   private opened(conn: Connection): void {
@@ -222,7 +240,7 @@ class Watch implements WatchClient {
     conn.stopKeepalive();
     conn.inflight = { keys: next.keys };
     conn.cancelTimer = this.settings.clock.setTimer(this.settings.timeoutMs, () =>
-      this.fail(conn, new UnavailableError(`The watch at ${this.url.origin} did not confirm a subscription within ${this.settings.timeoutMs} ms.`)),
+      this.fail(conn, new UnavailableError(`The watch at ${conn.endpoint.url.origin} did not confirm a subscription within ${this.settings.timeoutMs} ms.`)),
     );
     try {
       conn.socket?.send(JSON.stringify(next.message));
@@ -303,7 +321,11 @@ class Watch implements WatchClient {
     });
   }
 
-  /** The socket failed, closed, or timed out: tell consumers, then reconnect after a backoff. */
+  /**
+   * The socket failed, closed, or timed out: tell consumers, then reconnect. With several endpoints
+   * the next one is tried at once; after the last one, the first again after a backoff (that grows
+   * with each round that failed through all of them).
+   */
   private fail(conn: Connection, error: unknown): void {
     if (conn !== this.current) return;
     this.dropConnection();
@@ -311,7 +333,11 @@ class Watch implements WatchClient {
     this.consumers.down(error, this.failures === 0);
     if (this.consumers.size === 0 || this.stateValue === 'closed') return;
     this.stateValue = 'reconnecting';
-    const delayMs = backoffMs(this.failures++, this.settings.reconnect.baseDelayMs, this.settings.reconnect.maxDelayMs, this.settings.random);
+    const count = this.settings.endpoints.length;
+    const failover = conn.endpointIndex + 1 < count;
+    this.nextEndpoint = failover ? conn.endpointIndex + 1 : 0;
+    const round = Math.floor(this.failures++ / count);
+    const delayMs = failover ? 0 : backoffMs(round, this.settings.reconnect.baseDelayMs, this.settings.reconnect.maxDelayMs, this.settings.random);
     this.cancelRetry = this.settings.clock.setTimer(delayMs, () => {
       this.cancelRetry = undefined;
       if (this.stateValue === 'reconnecting' && this.consumers.size > 0) this.connect();
