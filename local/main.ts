@@ -26,10 +26,12 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 process.env.POWERTOOLS_LOG_LEVEL ??= 'WARN';
 
-const HELP = `Usage: npm start -- [--port N] [--data DIR] [--quiet]
+const HELP = `Usage: npm start -- [--port N] [--data DIR] [--latency local|aws] [--quiet]
 
   --port N     listen on 127.0.0.1:N (default: $PORT or 8787)
   --data DIR   keep DynamoDB Local's data in DIR instead of memory
+  --latency P  aws: add the delays AWS adds (API Gateway and Lambda, the stream's polls, the
+               watch's posts; docs/performance.md); local: none (the default)
   --quiet      do not log each request
 
 Environment: PORT, ${ENV.leaseTable} (default leasehold-leases), ${ENV.dynamodbEndpoint},
@@ -102,6 +104,7 @@ async function main(): Promise<void> {
     ...(endpoint ? { dynamodbEndpoint: endpoint } : {}),
     ...(credentials ? { credentials } : {}),
     logRequests: !values.quiet,
+    ...(values.latency ? { latency: values.latency } : {}),
     allowedHosts: parseAllowedHosts(process.env[ALLOWED_HOSTS_ENV]),
     // The watch reads the table's stream; against real DynamoDB that is the cloud's job (Lambda).
     // WATCH_RENEWED_EVENTS=false is the construct's `watch: { renewedEvents: false }`, as in Lambda.
@@ -111,7 +114,7 @@ async function main(): Promise<void> {
     throw error.code === 'EADDRINUSE' ? portInUseError(port, error) : error;
   });
 
-  console.log(banner(server.url, backend, !useAws));
+  console.log(banner(server.url, values.latency === 'aws' ? `${backend}, AWS-shaped latency` : backend, !useAws));
 }
 
 function routePath(id: RouteId, name = 'my-app:cron-leader'): string {

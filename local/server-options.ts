@@ -1,5 +1,6 @@
 import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
+import { LATENCY_PROFILES, type LatencyProfileName } from './latency/hooks.js';
 
 /**
  * The options checked, typed as what a JavaScript caller may really pass (`LocalServerOptions` in
@@ -13,6 +14,9 @@ export interface CheckedOptions {
   clockOffsetMs?: unknown;
   throttle?: unknown;
   watch?: unknown;
+  latency?: unknown;
+  latencySeed?: unknown;
+  latencyDelay?: unknown;
 }
 
 /**
@@ -21,7 +25,7 @@ export interface CheckedOptions {
  * error, a NaN deadline or a throttle that never refills. Throws a TypeError.
  */
 export function validateLocalServerOptions(options: CheckedOptions): void {
-  const { tableName, port, host, allowedHosts, throttle, clockOffsetMs, watch } = options;
+  const { tableName, port, host, allowedHosts, throttle, clockOffsetMs, watch, latency, latencySeed, latencyDelay } = options;
   check(isNonEmptyString(tableName), 'tableName', 'a non-empty string', tableName);
   if (port !== undefined) validatePort(port);
   if (host !== undefined) check(isHostName(host), 'host', 'a host name or address without spaces', host);
@@ -43,6 +47,15 @@ export function validateLocalServerOptions(options: CheckedOptions): void {
     if (pollIntervalMs !== undefined) check(isInteger(pollIntervalMs) && pollIntervalMs >= 1, 'watch.pollIntervalMs', 'an integer of at least 1', pollIntervalMs);
     if (renewedEvents !== undefined) check(typeof renewedEvents === 'boolean', 'watch.renewedEvents', 'a boolean', renewedEvents);
   }
+  if (latency !== undefined) validateLatency(latency);
+  if (latencySeed !== undefined) check(isInteger(latencySeed) && latencySeed >= 0 && latencySeed < 2 ** 32, 'latencySeed', 'an integer from 0 to 2^32 - 1', latencySeed);
+  if (latencyDelay !== undefined) check(typeof latencyDelay === 'function', 'latencyDelay', 'a function (hop, ms, signal) => Promise<void>', latencyDelay);
+}
+
+/** The latency profile rule, also for `npm start`'s `--latency` (named by `option`). */
+export function validateLatency(value: unknown, option = 'latency'): LatencyProfileName {
+  check(LATENCY_PROFILES.includes(value as LatencyProfileName), option, `one of ${LATENCY_PROFILES.join(', ')}`, value);
+  return value as LatencyProfileName;
 }
 
 /** The port rule, also for `npm start`'s `--port` and `PORT` (named by `option`). */
@@ -87,18 +100,21 @@ export interface StartOptions {
   data?: string;
   quiet: boolean;
   help: boolean;
+  /** `--latency`; absent means the server's default ('local'). */
+  latency?: LatencyProfileName;
 }
 
 /** The options `npm start` takes, as `parseArgs` reads them. */
 const START_OPTIONS = {
   port: { type: 'string' },
   data: { type: 'string' },
+  latency: { type: 'string' },
   quiet: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
 /** The valued options npm may swallow when they are written before `--`. */
-const VALUED_OPTIONS = ['port', 'data'] as const;
+const VALUED_OPTIONS = ['port', 'data', 'latency'] as const;
 
 /**
  * Reads `npm start`'s arguments and `PORT` before anything starts. Each refusal says how to fix it.
@@ -125,7 +141,13 @@ export function readStartOptions(args: string[], env: NodeJS.ProcessEnv): StartO
   }
   const portText = values.port ?? env.PORT;
   const port = portText === undefined ? 8787 : validatePort(/^\d+$/.test(portText) ? Number(portText) : portText, values.port === undefined ? 'PORT' : '--port');
-  return { port, quiet: values.quiet, help: values.help, ...(values.data === undefined ? {} : { data: values.data }) };
+  return {
+    port,
+    quiet: values.quiet,
+    help: values.help,
+    ...(values.data === undefined ? {} : { data: values.data }),
+    ...(values.latency === undefined ? {} : { latency: validateLatency(values.latency, '--latency') }),
+  };
 }
 
 function parseStartArgs(args: string[]) {

@@ -25,6 +25,7 @@ import { ROUTE_HANDLERS } from '../functions/http/route-handlers.js';
 import { matchRoute } from '../functions/http/routes.js';
 import { createDeps } from '../functions/runtime.js';
 import { createHostPolicy, type HostPolicy } from './host-policy.js';
+import { createLatencyHooks, type LatencyDelay, type LatencyHooks, type LatencyProfileName } from './latency/hooks.js';
 import { lambdaContext } from './lambda-context.js';
 import { validateLocalServerOptions } from './server-options.js';
 import { createPageServer, type PageServer } from './page/serve.js';
@@ -76,6 +77,12 @@ export interface LocalServerOptions {
    * before the handler, as the construct's `watch: { renewedEvents: false }` does (default true).
    */
   watch?: { subscriptionTableName: string; pollIntervalMs?: number; renewedEvents?: boolean };
+  /** 'aws': wait the delays AWS adds (local/latency/aws-profile.ts, docs/performance.md). Default 'local': none. */
+  latency?: LatencyProfileName;
+  /** The 'aws' profile's seed, to draw the same delays again. Default: random. */
+  latencySeed?: number;
+  /** How the 'aws' profile waits (tests record the hops). Default: a timer. */
+  latencyDelay?: LatencyDelay;
 }
 
 export interface LocalServer {
@@ -111,6 +118,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     ...(options.credentials ? { credentials: options.credentials } : {}),
     clock,
   });
+  const latency = createLatencyHooks(options.latency ?? 'local', { seed: options.latencySeed, delay: options.latencyDelay, nowMs: () => clock.nowMs() });
   const handlers = Object.fromEntries(ROUTES.map((route) => [route.id, ROUTE_HANDLERS[route.id](deps)])) as Record<RouteId, RouteHandler>;
   const verify = options.sigv4 ? createSigV4Verifier({ nowMs: () => clock.nowMs(), ...options.sigv4 }) : undefined;
   const authorize = options.sigv4 ? createRouteAuthorizer(options.sigv4.credentials) : undefined;
@@ -140,7 +148,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     const answered = (route: Route) => {
       if (route.method === 'POST') poller?.wake();
     };
-    serve(req, res, { handlers, verify, authorize, openapi, clock, bucket, page, hosts, answered }).catch((error: unknown) =>
+    serve(req, res, { handlers, verify, authorize, openapi, clock, bucket, page, hosts, answered, latency }).catch((error: unknown) =>
       send(res, errorResponse(isLeaseholdError(error) ? error : new InternalError())),
     );
   });
@@ -177,6 +185,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     });
     gateway = createWebSocketGateway({
       clock,
+      ...(latency ? { beforeManagementCall: latency.managementPost } : {}),
       routes: {
         $connect: createConnectHandler(watchDeps),
         $disconnect: createDisconnectHandler(watchDeps),
@@ -207,6 +216,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
       handler: createStreamHandler(watchDeps),
       ...(watchDeps.renewedEvents ? {} : { filter: passesSkipRenewals }),
       ...(options.watch.pollIntervalMs ? { pollIntervalMs: options.watch.pollIntervalMs } : {}),
+      ...(latency ? { schedule: latency.stream } : {}),
       onError: (error) => process.stderr.write(`leasehold watch: stream poll failed: ${(error as Error).message}\n`),
     });
   }
@@ -238,6 +248,8 @@ interface ServeContext {
   hosts: HostPolicy;
   /** After a route's handler answered: a POST may have written, so the watch's poller reads the stream now. */
   answered(route: Route): void;
+  /** Under `latency: 'aws'`: API Gateway and Lambda's delay before the handler. */
+  latency: LatencyHooks | undefined;
 }
 
 async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContext): Promise<void> {
@@ -351,6 +363,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
     ...(body.length > 0 ? { body } : {}),
     isBase64Encoded: false,
   };
+  if (ctx.latency) await ctx.latency.request();
   const result = await ctx.handlers[match.route.id](event, lambdaContext({ functionName: `leasehold-local-${match.route.id}`, awsRequestId: requestId }));
   send(res, result ?? jsonResponse(500, { error: new InternalError().toBody() }));
   ctx.answered(match.route);

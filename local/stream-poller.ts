@@ -7,6 +7,7 @@ import {
 } from '@aws-sdk/client-dynamodb-streams';
 import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
+import type { StreamSchedule } from './latency/hooks.js';
 
 /**
  * Reads the lease table's stream in DynamoDB Local and hands batches to the stream handler, the
@@ -24,6 +25,12 @@ export interface StreamPollerOptions {
   /** The event source mapping's filter criteria: records it rejects never reach the handler. */
   filter?: (record: DynamoDBStreamEvent['Records'][number]) => boolean;
   onError?: (error: unknown) => void;
+  /**
+   * Poll and deliver at the event source mapping's instants instead (`latency: 'aws'`): each poll
+   * waits for the shard's next one, `wake()` is ignored, and a batch waits its delivery delay
+   * before the handler. Default: none (poll every `pollIntervalMs`, at once when woken).
+   */
+  schedule?: StreamSchedule;
 }
 
 export interface StreamPoller {
@@ -45,6 +52,7 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
   if (!streamArn) throw new Error(`table ${options.tableName} has no stream; create it with StreamSpecification`);
   const interval = options.pollIntervalMs ?? 25;
   let stopped = false;
+  const abort = new AbortController();
   const iterators = new Map<string, string | undefined>();
   // Shards present at start are read from TRIM_HORIZON with their backlog skipped: DynamoDB Local
   // answers a LATEST iterator on a quiet shard with TrimmedDataAccessException.
@@ -107,6 +115,10 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
     }
     const delivered = (records.map(toLambdaRecord) as DynamoDBStreamEvent['Records']).filter((r) => options.filter?.(r) ?? true);
     if (delivered.length > 0) {
+      if (options.schedule) {
+        await options.schedule.delivery(abort.signal);
+        if (stopped) return false;
+      }
       const result = await options.handler({ Records: delivered });
       const failed = result?.batchItemFailures[0];
       if (failed) {
@@ -127,6 +139,8 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
   // Skip the backlog before we report ready, so every change made after start is delivered.
   while (skipping.size > 0) for (const id of [...skipping]) await pollShard(id);
   let ticks = 0;
+  // New shards are looked for every 40 rounds of 25 ms, or every 4 of the event source mapping's 250 ms.
+  const discoverEvery = options.schedule ? 4 : 40;
   // A wake during a poll makes the next round start at once; a wake during the sleep ends it.
   let woken = false;
   let endSleep: (() => void) | undefined;
@@ -135,12 +149,14 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
       let busy = false;
       woken = false;
       try {
-        if (++ticks % 40 === 0) await discoverShards(false);
+        if (++ticks % discoverEvery === 0) await discoverShards(false);
         for (const id of [...iterators.keys()]) busy = (await pollShard(id)) || busy;
       } catch (error) {
         options.onError?.(error);
       }
-      if (!busy && !woken && !stopped) {
+      if (options.schedule) {
+        if (!stopped) await options.schedule.nextPoll(abort.signal);
+      } else if (!busy && !woken && !stopped) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, interval);
           endSleep = () => {
@@ -160,6 +176,7 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
     },
     async stop() {
       stopped = true;
+      abort.abort();
       endSleep?.();
       await loop;
       ddb.destroy();

@@ -28,6 +28,8 @@ export interface WebSocketGatewayOptions {
    * `$connect` as `requestContext.identity.userArn`, as IAM auth's does in AWS.
    */
   authorize?: (req: IncomingMessage) => Promise<{ userArn: string } | void>;
+  /** Waited before each management API call is answered (`latency: 'aws'`: the post's own round trip). Default: none. */
+  beforeManagementCall?: () => Promise<void>;
 }
 
 export interface WebSocketGateway {
@@ -173,7 +175,10 @@ export function createWebSocketGateway(options: WebSocketGatewayOptions): WebSoc
     },
 
     management: {
-      handle: async (request: HttpRequest) => ({ response: manage(request) }),
+      handle: async (request: HttpRequest) => {
+        if (options.beforeManagementCall) await options.beforeManagementCall();
+        return { response: manage(request) };
+      },
       updateHttpClientConfig: () => undefined,
       httpHandlerConfigs: () => ({}),
     },
