@@ -15,7 +15,19 @@ export function conflictItem(error: ConditionalCheckFailedException): Record<str
   return item ? unmarshall(item) : undefined;
 }
 
+/**
+ * A write refused because another Region was writing the same item (a global table with
+ * multi-Region strong consistency): it did not happen, so it may be sent again. The client retries
+ * it within the write's deadline (dynamodb-retry.ts); one that still fails is UNAVAILABLE.
+ */
+export const REPLICATED_WRITE_CONFLICT = 'ReplicatedWriteConflictException';
+
+export function isReplicatedWriteConflict(error: unknown): boolean {
+  return (error as { name?: string } | undefined)?.name === REPLICATED_WRITE_CONFLICT;
+}
+
 const UNAVAILABLE_ERRORS = new Set([
+  REPLICATED_WRITE_CONFLICT,
   'ProvisionedThroughputExceededException',
   'ThrottlingException',
   'RequestLimitExceeded',

@@ -16,6 +16,8 @@ export interface CheckedOptions {
   watch?: unknown;
   latency?: unknown;
   latencySeed?: unknown;
+  publicPort?: unknown;
+  configureDynamoDB?: unknown;
   latencyDelay?: unknown;
 }
 
@@ -48,6 +50,8 @@ export function validateLocalServerOptions(options: CheckedOptions): void {
     if (renewedEvents !== undefined) check(typeof renewedEvents === 'boolean', 'watch.renewedEvents', 'a boolean', renewedEvents);
   }
   if (latency !== undefined) validateLatency(latency);
+  if (options.publicPort !== undefined) validatePort(options.publicPort, 'publicPort');
+  if (options.configureDynamoDB !== undefined) check(typeof options.configureDynamoDB === 'function', 'configureDynamoDB', 'a function (client) => void', options.configureDynamoDB);
   if (latencySeed !== undefined) check(isInteger(latencySeed) && latencySeed >= 0 && latencySeed < 2 ** 32, 'latencySeed', 'an integer from 0 to 2^32 - 1', latencySeed);
   if (latencyDelay !== undefined) check(typeof latencyDelay === 'function', 'latencyDelay', 'a function (hop, ms, signal) => Promise<void>', latencyDelay);
 }

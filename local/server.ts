@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { HttpHandler } from '@smithy/protocol-http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import {
@@ -64,6 +65,16 @@ export interface LocalServerOptions {
   credentials?: { accessKeyId: string; secretAccessKey: string };
   /** Shift this server's clock, as a Lambda host's clock may differ (chaos testing). Default 0. */
   clockOffsetMs?: number;
+  /**
+   * The port clients reach this server on when something in front listens for it (a local Region's
+   * outage switch, local/regions/): the page's own origin names that port. Default: the port it listens on.
+   */
+  publicPort?: number;
+  /**
+   * Local only: called once with the handlers' DynamoDB client, e.g. to add a fault to its
+   * middleware stack (local/regions/write-conflicts.ts). Default: none.
+   */
+  configureDynamoDB?: (client: DynamoDBDocumentClient) => void;
   /** When set, every request must carry a valid AWS SigV4 signature for these credentials. */
   sigv4?: SigV4VerifierOptions;
   /** Answer 429 THROTTLED past this rate, like API Gateway's stage throttling. Default: no limit. */
@@ -118,6 +129,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     ...(options.credentials ? { credentials: options.credentials } : {}),
     clock,
   });
+  options.configureDynamoDB?.(deps.store.client);
   const latency = createLatencyHooks(options.latency ?? 'local', { seed: options.latencySeed, delay: options.latencyDelay, nowMs: () => clock.nowMs() });
   const handlers = Object.fromEntries(ROUTES.map((route) => [route.id, ROUTE_HANDLERS[route.id](deps)])) as Record<RouteId, RouteHandler>;
   const verify = options.sigv4 ? createSigV4Verifier({ nowMs: () => clock.nowMs(), ...options.sigv4 }) : undefined;
@@ -156,7 +168,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   // The address it was told to listen on is a name it answers to (it is in its own `url`); a wildcard
   // address is not. The port is known once listening (port 0 picks one): the page's origin names it.
   const boundName = WILDCARD_ADDRESSES.has(host) ? [] : [host.includes(':') ? `[${host}]` : host];
-  const hosts = createHostPolicy({ port: () => (server.address() as AddressInfo).port, allowedHosts: [...boundName, ...(options.allowedHosts ?? [])] });
+  const hosts = createHostPolicy({ port: () => options.publicPort ?? (server.address() as AddressInfo).port, allowedHosts: [...boundName, ...(options.allowedHosts ?? [])] });
   server.keepAliveTimeout = KEEP_ALIVE_MS;
   await listen(server, options.port ?? 8787, host);
   const port = (server.address() as AddressInfo).port;
