@@ -1,5 +1,5 @@
 import { App } from 'aws-cdk-lib';
-import type { LeaseWatchOptions } from './lease-watch.js';
+import { contextOf, optionalString, serviceSettings } from './app-context.js';
 import { LeaseholdStack, parseGrants } from './leasehold-stack.js';
 
 /**
@@ -17,47 +17,12 @@ import { LeaseholdStack, parseGrants } from './leasehold-stack.js';
  *                            Gateway CloudWatch role in this region (default false)
  */
 const app = new App();
-const context = (key: string): unknown => app.node.tryGetContext(`leasehold:${key}`);
+const context = contextOf(app);
 
 new LeaseholdStack(app, String(context('stackName') ?? 'Leasehold'), {
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
   description: 'leasehold: serverless leases and leader election with fencing tokens',
   alarmTopicArn: optionalString(context('alarmTopicArn')),
   grants: parseGrants(context('grants')),
-  service: {
-    rateLimit: optionalNumber(context('rateLimit'), 'rateLimit'),
-    burstLimit: optionalNumber(context('burstLimit'), 'burstLimit'),
-    watch: watchSetting(
-      optionalBoolean(context('watch'), 'watch'),
-      optionalBoolean(context('watchRenewedEvents'), 'watchRenewedEvents'),
-      optionalBoolean(context('watchAccessLogs'), 'watchAccessLogs'),
-    ),
-  },
+  service: serviceSettings(context),
 });
-
-function watchSetting(
-  watch: boolean | undefined,
-  renewedEvents: boolean | undefined,
-  accessLogs: boolean | undefined,
-): boolean | LeaseWatchOptions | undefined {
-  if (watch === false || (renewedEvents === undefined && accessLogs === undefined)) return watch;
-  return { ...(renewedEvents === undefined ? {} : { renewedEvents }), ...(accessLogs === undefined ? {} : { accessLogs }) };
-}
-
-function optionalString(value: unknown): string | undefined {
-  return value === undefined || value === null || value === '' ? undefined : String(value);
-}
-
-function optionalNumber(value: unknown, key: string): number | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  const n = Number(value);
-  if (!Number.isFinite(n)) throw new Error(`Expected context \`leasehold:${key}\` to be a number, got "${String(value)}".`);
-  return n;
-}
-
-function optionalBoolean(value: unknown, key: string): boolean | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  if (value === true || value === 'true') return true;
-  if (value === false || value === 'false') return false;
-  throw new Error(`Expected context \`leasehold:${key}\` to be true or false, got "${String(value)}".`);
-}

@@ -1,4 +1,5 @@
 import { Duration, type RemovalPolicy } from 'aws-cdk-lib';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
@@ -98,6 +99,26 @@ export interface LeaseServiceProps {
    * @default true (with renewed events)
    */
   readonly watch?: boolean | LeaseWatchOptions;
+  /**
+   * The tables to serve, instead of creating them: the multi-Region mode. Each Region's
+   * LeaseService of a multi-Region deployment (infra/multi-region.ts) is given its own Region's
+   * replicas of the MRSC global tables (infra/global-lease-tables.ts), so its functions read and
+   * write only that replica. The construct then creates no lease or semaphore table, and
+   * `tableRemovalPolicy`, `deletionProtection` and `encryptionKey` must be left unset (they belong
+   * to the tables' owner). With the watch on, `tables.leases` must carry its stream ARN
+   * (`tableStreamArn`), which the stream consumer reads. Everything else (API, functions, IAM,
+   * watch, alarms, grants) is built exactly as for the tables the construct creates.
+   * @default the construct creates both tables in its own stack
+   */
+  readonly tables?: LeaseTables;
+}
+
+/** The two tables a LeaseService serves, in its own Region (see {@link LeaseServiceProps.tables}). */
+export interface LeaseTables {
+  /** The lease table: partition key `pk`, the keys-only group index `group-index`. */
+  readonly leases: ITable;
+  /** The semaphore table: partition key `pk`. */
+  readonly semaphores: ITable;
 }
 
 /**

@@ -3,7 +3,7 @@ import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { HttpApi, HttpRoute, HttpRouteKey, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import { AttributeType, BillingMode, ProjectionType, StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { AttributeType, BillingMode, ProjectionType, StreamViewType, Table, TableEncryption, type ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { Grant, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -20,6 +20,7 @@ import {
   DEFAULT_TIMEOUT,
   validateThrottle,
   type LeaseServiceProps,
+  type LeaseTables,
 } from './lease-service-props.js';
 import { acknowledgeWildcardResource } from './nag.js';
 import { createServiceAlarms, type LeaseServiceAlarms } from './service-alarms.js';
@@ -28,7 +29,7 @@ import { grantedRoutes, type GrantKind } from './grant-routes.js';
 import { BATCH_ROUTE_IDS, SEMAPHORE_ROUTE_IDS, createRouteFunctions, type FunctionId, type FunctionSizing } from './route-functions.js';
 import { createServiceFunction, pascal } from './service-function.js';
 
-export { DEFAULT_BURST_LIMIT, DEFAULT_MEMORY_SIZE_MB, DEFAULT_RATE_LIMIT, DEFAULT_TIMEOUT, type LeaseServiceProps } from './lease-service-props.js';
+export { DEFAULT_BURST_LIMIT, DEFAULT_MEMORY_SIZE_MB, DEFAULT_RATE_LIMIT, DEFAULT_TIMEOUT, type LeaseServiceProps, type LeaseTables } from './lease-service-props.js';
 
 /** The name of the API's only stage: the URL has no stage segment. */
 export const STAGE_NAME = '$default';
@@ -65,9 +66,10 @@ const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
  * ```
  */
 export class LeaseService extends Construct {
-  readonly table: Table;
+  /** The lease table: created by the construct, or this Region's replica given as `tables.leases`. */
+  readonly table: ITable;
   /** The semaphores' table (`/v1/semaphores/…`): same settings as the lease table, no stream. */
-  readonly semaphoreTable: Table;
+  readonly semaphoreTable: ITable;
   readonly httpApi: HttpApi;
   readonly stage: HttpStage;
   readonly accessLogs: LogGroup;
@@ -86,49 +88,14 @@ export class LeaseService extends Construct {
     const memorySize = props.memorySize ?? DEFAULT_MEMORY_SIZE_MB;
     const timeout = props.timeout ?? DEFAULT_TIMEOUT;
     const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
-    const removalPolicy = props.tableRemovalPolicy ?? RemovalPolicy.RETAIN;
     const metricsNamespace = props.metricsNamespace ?? METRICS_NAMESPACE;
     const watchEnabled = props.watch !== false;
     const renewedEvents = typeof props.watch === 'object' ? (props.watch.renewedEvents ?? true) : true;
     const watchAccessLogs = typeof props.watch === 'object' ? (props.watch.accessLogs ?? false) : false;
 
-    // The TTL attribute is written by the store as last write + 7 days (lease-store.ts), and
-    // DynamoDB never deletes an item before its TTL time: an item is only cleaned up after a week
-    // without grants, renewals or releases, and a re-created item restarts its token from the
-    // clock in µs, above every token the deleted item ever handed out. Both tables are kept alike:
-    // on demand, point-in-time recovery, the same encryption, retained.
-    const stored = {
-      billingMode: BillingMode.PAY_PER_REQUEST,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      ...(props.encryptionKey
-        ? { encryption: TableEncryption.CUSTOMER_MANAGED, encryptionKey: props.encryptionKey }
-        : { encryption: TableEncryption.AWS_MANAGED }),
-      removalPolicy,
-      deletionProtection: props.deletionProtection ?? removalPolicy === RemovalPolicy.RETAIN,
-    };
-    this.table = new Table(this, 'Table', {
-      ...stored,
-      partitionKey: { name: LEASE_TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
-      timeToLiveAttribute: LEASE_TABLE_SCHEMA.ttlAttribute,
-      // The watch reads both images: a release is a change from "holder set" to "no holder".
-      ...(watchEnabled ? { stream: StreamViewType.NEW_AND_OLD_IMAGES } : {}),
-    });
-    // Groups are read through a sparse, keys-only index (functions/lease-groups.ts): only items
-    // with a group are in it, and renewals never change its keys, so they write nothing to it.
-    const groupIndex = LEASE_TABLE_SCHEMA.groupIndex;
-    this.table.addGlobalSecondaryIndex({
-      indexName: groupIndex.indexName,
-      partitionKey: { name: groupIndex.partitionKey, type: AttributeType.STRING },
-      sortKey: { name: groupIndex.sortKey, type: AttributeType.STRING },
-      projectionType: ProjectionType.KEYS_ONLY,
-    });
-
-    // Semaphores live apart, so they never appear in a lease list or the watch's stream.
-    this.semaphoreTable = new Table(this, 'SemaphoreTable', {
-      ...stored,
-      partitionKey: { name: SEMAPHORE_TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
-      timeToLiveAttribute: SEMAPHORE_TABLE_SCHEMA.ttlAttribute,
-    });
+    const tables = props.tables ? givenTables(props, watchEnabled) : this.createTables(props, watchEnabled);
+    this.table = tables.leases;
+    this.semaphoreTable = tables.semaphores;
 
     this.accessLogs = new LogGroup(this, 'AccessLogs', { retention: logRetention });
 
@@ -213,6 +180,49 @@ export class LeaseService extends Construct {
       metricsNamespace,
       topic: props.alarmTopic,
     });
+  }
+
+  /** The lease and semaphore tables of a single-Region service, in this construct. */
+  private createTables(props: LeaseServiceProps, watchEnabled: boolean): { leases: Table; semaphores: Table } {
+    const removalPolicy = props.tableRemovalPolicy ?? RemovalPolicy.RETAIN;
+    // The TTL attribute is written by the store as last write + 7 days (lease-store.ts), and
+    // DynamoDB never deletes an item before its TTL time: an item is only cleaned up after a week
+    // without grants, renewals or releases, and a re-created item restarts its token from the
+    // clock in µs, above every token the deleted item ever handed out. Both tables are kept alike:
+    // on demand, point-in-time recovery, the same encryption, retained.
+    const stored = {
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      ...(props.encryptionKey
+        ? { encryption: TableEncryption.CUSTOMER_MANAGED, encryptionKey: props.encryptionKey }
+        : { encryption: TableEncryption.AWS_MANAGED }),
+      removalPolicy,
+      deletionProtection: props.deletionProtection ?? removalPolicy === RemovalPolicy.RETAIN,
+    };
+    const table = new Table(this, 'Table', {
+      ...stored,
+      partitionKey: { name: LEASE_TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
+      timeToLiveAttribute: LEASE_TABLE_SCHEMA.ttlAttribute,
+      // The watch reads both images: a release is a change from "holder set" to "no holder".
+      ...(watchEnabled ? { stream: StreamViewType.NEW_AND_OLD_IMAGES } : {}),
+    });
+    // Groups are read through a sparse, keys-only index (functions/lease-groups.ts): only items
+    // with a group are in it, and renewals never change its keys, so they write nothing to it.
+    const groupIndex = LEASE_TABLE_SCHEMA.groupIndex;
+    table.addGlobalSecondaryIndex({
+      indexName: groupIndex.indexName,
+      partitionKey: { name: groupIndex.partitionKey, type: AttributeType.STRING },
+      sortKey: { name: groupIndex.sortKey, type: AttributeType.STRING },
+      projectionType: ProjectionType.KEYS_ONLY,
+    });
+
+    // Semaphores live apart, so they never appear in a lease list or the watch's stream.
+    const semaphoreTable = new Table(this, 'SemaphoreTable', {
+      ...stored,
+      partitionKey: { name: SEMAPHORE_TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
+      timeToLiveAttribute: SEMAPHORE_TABLE_SCHEMA.ttlAttribute,
+    });
+    return { leases: table, semaphores: semaphoreTable };
   }
 
   private createFunction(
@@ -349,4 +359,20 @@ export class LeaseService extends Construct {
     return this.httpApi.arnForExecuteApi(method, path, STAGE_NAME);
   }
 
+}
+
+/**
+ * The tables of the multi-Region mode, checked: the table settings belong to their owner, and the
+ * watch needs the lease table's stream.
+ */
+function givenTables(props: LeaseServiceProps, watchEnabled: boolean): LeaseTables {
+  const tables = props.tables as LeaseTables;
+  const ownersSettings = (['tableRemovalPolicy', 'deletionProtection', 'encryptionKey'] as const).filter((key) => props[key] !== undefined);
+  if (ownersSettings.length > 0) {
+    throw new Error(`LeaseService: ${ownersSettings.join(', ')} cannot be set with \`tables\`: they are settings of the tables' owner (infra/global-lease-tables.ts).`);
+  }
+  if (watchEnabled && tables.leases.tableStreamArn === undefined) {
+    throw new Error('LeaseService: the watch reads the lease table\'s stream, and `tables.leases` has no `tableStreamArn`. Give one, or set `watch: false`.');
+  }
+  return tables;
 }

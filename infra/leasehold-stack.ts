@@ -39,15 +39,7 @@ export class LeaseholdStack extends Stack {
     const alarmTopic = props.alarmTopicArn ? Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn) : undefined;
     this.service = new LeaseService(this, 'Leases', { ...props.service, alarmTopic });
 
-    (props.grants ?? []).forEach((grant, i) => {
-      const role = Role.fromRoleArn(this, `GrantedRole${i}`, grant.roleArn);
-      if (grant.access === 'read') {
-        this.service.grantRead(role, grant.namePrefix);
-      } else {
-        this.service.grantLeases(role, grant.namePrefix);
-      }
-      if (grant.watch === true) this.service.grantWatch(role);
-    });
+    applyRoleGrants(this, this.service, props.grants ?? []);
 
     new CfnOutput(this, 'ApiUrl', {
       value: this.service.url,
@@ -64,6 +56,19 @@ export class LeaseholdStack extends Stack {
       });
     }
   }
+}
+
+/** Grants each role its access to `service`; the roles are imported into `stack` as `GrantedRole{i}`. */
+export function applyRoleGrants(stack: Stack, service: LeaseService, grants: readonly RoleGrant[]): void {
+  grants.forEach((grant, i) => {
+    const role = Role.fromRoleArn(stack, `GrantedRole${i}`, grant.roleArn);
+    if (grant.access === 'read') {
+      service.grantRead(role, grant.namePrefix);
+    } else {
+      service.grantLeases(role, grant.namePrefix);
+    }
+    if (grant.watch === true) service.grantWatch(role);
+  });
 }
 
 /**

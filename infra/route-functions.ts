@@ -1,7 +1,7 @@
 import type { Duration } from 'aws-cdk-lib';
 import { HttpMethod, HttpRoute, HttpRouteKey, type HttpApi, type IHttpRouteAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import type { Table } from 'aws-cdk-lib/aws-dynamodb';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -49,7 +49,7 @@ export interface FunctionSizing {
 export interface RouteFunctionsOptions {
   httpApi: HttpApi;
   authorizer: IHttpRouteAuthorizer;
-  tables: Readonly<Record<Route['table'], Table>>;
+  tables: Readonly<Record<Route['table'], ITable>>;
   /** The environment of each table's functions (a semaphore function also names the lease table). */
   environments: Readonly<Record<Route['table'], Record<string, string>>>;
   encryptionKey: IKey | undefined;

@@ -2,7 +2,7 @@ import { Duration } from 'aws-cdk-lib';
 import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import { Alarm, ComparisonOperator, MathExpression, Metric, TreatMissingData, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
-import { Operation, type Table } from 'aws-cdk-lib/aws-dynamodb';
+import { Operation, type ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { FilterPattern, type LogGroup } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
@@ -40,8 +40,8 @@ export interface ServiceAlarmParts {
   batchFunctions: NodejsFunction[];
   /** The semaphore route functions. */
   semaphoreFunctions: NodejsFunction[];
-  table: Table;
-  semaphoreTable: Table;
+  table: ITable;
+  semaphoreTable: ITable;
   watch: LeaseWatch | undefined;
   metricsNamespace: string;
   topic: ITopic | undefined;

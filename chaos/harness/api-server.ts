@@ -1,4 +1,5 @@
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
+import type { LatencyProfileName } from '../../local/latency/hooks.js';
 import { startLocalServer } from '../../local/server.js';
 
 /**
@@ -12,6 +13,8 @@ export interface ApiServerConfig {
   clockOffsetMs: number;
   tableName: string;
   dynamodbEndpoint: string;
+  /** `--latency aws`: the profile and this instance's seed. Default: none ('local'). */
+  latency?: { profile: LatencyProfileName; seed: number };
 }
 
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -28,6 +31,7 @@ const server = await startLocalServer({
   dynamodbEndpoint: config.dynamodbEndpoint,
   credentials: LOCAL_CREDENTIALS,
   clockOffsetMs: config.clockOffsetMs,
+  ...(config.latency ? { latency: config.latency.profile, latencySeed: config.latency.seed } : {}),
 });
 process.send?.({ type: 'listening', port: server.port });
 

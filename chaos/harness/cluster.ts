@@ -141,13 +141,19 @@ export class ApiNode {
     readonly index: number,
     readonly port: number,
     public clockOffsetMs: number,
-    private readonly config: { tableName: string; dynamodbEndpoint: string; logDir: string },
+    private readonly config: { tableName: string; dynamodbEndpoint: string; logDir: string; latency?: ApiServerConfig['latency'] },
   ) {
     this.name = `api-${index + 1}`;
   }
 
   async start(): Promise<void> {
-    const env: ApiServerConfig = { port: this.port, clockOffsetMs: this.clockOffsetMs, tableName: this.config.tableName, dynamodbEndpoint: this.config.dynamodbEndpoint };
+    const env: ApiServerConfig = {
+      port: this.port,
+      clockOffsetMs: this.clockOffsetMs,
+      tableName: this.config.tableName,
+      dynamodbEndpoint: this.config.dynamodbEndpoint,
+      ...(this.config.latency ? { latency: this.config.latency } : {}),
+    };
     const child = forkEntry('api-server.ts', { CHAOS_API: JSON.stringify(env) }, join(this.config.logDir, `${this.name}.log`));
     this.child = child;
     await waitForMessage(child, 'listening', this.name, 60_000);

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { LIMITS } from '../../client/src/protocol/index.js';
+import { LATENCY_PROFILES, type LatencyProfileName } from '../../local/latency/hooks.js';
 import { faultChoicesFor, type FaultChoice } from './nemesis.js';
 
 /** Everything a chaos run is configured by. The nemesis schedule is a pure function of these. */
@@ -19,6 +20,12 @@ export interface HarnessOptions {
    * take one Region down at a time.
    */
   regions: number;
+  /**
+   * 'aws': every API instance waits the delays AWS adds before each request (API Gateway, Lambda,
+   * a cold start now and then; local/latency/aws-profile.ts), each instance seeded from `seed`.
+   * Default 'local': none.
+   */
+  latency: LatencyProfileName;
   /** Bound on |server clock − harness clock| the checker assumes; injected offsets stay inside it. */
   clockSkewBoundMs: number;
   /** Jobs enqueued per lease per second. */
@@ -78,6 +85,9 @@ export const USAGE = `usage: npm run chaos -- [options]
   --regions N            1 (default) or 3: three Regions, each one API instance over the one table;
                          each worker's SDK gets the three as endpoints, its preferred Region first
                          (spread over the workers), and the fault region-outage is added
+  --latency P            local (default) or aws: every API instance waits the delays AWS adds before
+                         each request (API Gateway and Lambda, a cold start now and then), drawn
+                         from --seed (docs/performance.md)
   --clock-skew-bound D   bound on server clock offsets the checker assumes (default 50ms)
   --job-rate N           jobs enqueued per lease per second, at most 25 ahead of the charges (default 4)
   --fault-every D        mean time between fault starts (default 1.5 × ttl)
@@ -149,6 +159,7 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
         leases: { type: 'string' },
         'api-instances': { type: 'string' },
         regions: { type: 'string' },
+        latency: { type: 'string' },
         'clock-skew-bound': { type: 'string' },
         'job-rate': { type: 'string' },
         'fault-every': { type: 'string' },
@@ -208,6 +219,8 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
   if (regions > 1 && v['api-instances'] !== undefined) {
     throw new UsageError('Expected `--api-instances` without `--regions 3`: each Region runs one API instance.');
   }
+  const latency = (v.latency ?? 'local') as LatencyProfileName;
+  if (!LATENCY_PROFILES.includes(latency)) throw new UsageError(`Expected \`--latency\` to be one of ${LATENCY_PROFILES.join(', ')}, got "${v.latency}".`);
   const choices = faultChoicesFor(regions);
   let faults: FaultChoice[] = choices;
   if (v.faults !== undefined) {
@@ -240,6 +253,7 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
     leases: v.leases === undefined ? 3 : parseCount(v.leases, 'leases', 1, 10),
     apiInstances: regions > 1 ? regions : v['api-instances'] === undefined ? 3 : parseCount(v['api-instances'], 'api-instances', 1, 5),
     regions,
+    latency,
     clockSkewBoundMs,
     jobRate,
     faultEveryMs,

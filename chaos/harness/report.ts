@@ -140,6 +140,7 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
       clockSkewBoundMs: o.clockSkewBoundMs,
       apiInstances: o.apiInstances,
       regions: o.regions,
+      latency: o.latency,
       apiOffsetsMs: facts.apiOffsetsMs,
       jobRate: o.jobRate,
       faultEveryMs: o.faultEveryMs,

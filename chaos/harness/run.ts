@@ -100,7 +100,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
   print(
     `leasehold chaos: seed ${options.seed}, ${seconds(options.durationMs)} of faults, ${options.workers} workers, ` +
       `leases ${leases.join(', ')}, ${semaphore === undefined ? 'no semaphore' : `semaphore ${semaphore.name} (limit ${semaphore.limit})`}, ` +
-      `ttl ${options.ttlMs} ms, skew bound ${options.clockSkewBoundMs} ms, ${options.fenceMode} fencing${options.batch ? ', batched renewals' : ''}${options.priorities ? ', priorities' : ''}` +
+      `ttl ${options.ttlMs} ms, skew bound ${options.clockSkewBoundMs} ms, ${options.fenceMode} fencing${options.latency === 'aws' ? ', AWS-shaped latency' : ''}${options.batch ? ', batched renewals' : ''}${options.priorities ? ', priorities' : ''}` +
       `${group === undefined ? '' : `, lease group "${CHAOS_GROUP}" of ${group.partitions} partitions`}, ${plan.length} faults planned`,
   );
   if (options.unsafeNoFence) print('UNSAFE: workers write WITHOUT the fence (--unsafe-no-fence): the checker must report violations');
@@ -178,7 +178,9 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     await createJobsTable(raw);
     log(`DynamoDB Local on ${db.endpoint} (data in ${join(outDir, 'dynamodb')})`);
 
-    apiPorts.forEach((port, i) => apis.push(new ApiNode(i, port, offsets[i]!, { tableName: LEASE_TABLE, dynamodbEndpoint: db!.endpoint, logDir })));
+    // Under --latency aws each instance draws its own delays, all from the run's seed.
+    const latencyOf = (i: number) => (options.latency === 'aws' ? { latency: { profile: options.latency, seed: (options.seed ^ Math.imul(i + 1, 0x9e3779b9)) >>> 0 } } : {});
+    apiPorts.forEach((port, i) => apis.push(new ApiNode(i, port, offsets[i]!, { tableName: LEASE_TABLE, dynamodbEndpoint: db!.endpoint, logDir, ...latencyOf(i) })));
     await Promise.all(apis.map((a) => a.start()));
     log(`API instances: ${apis.map((a) => `${a.name} :${a.port} clock ${signed(a.clockOffsetMs)} ms`).join(', ')}`);
 
