@@ -48,6 +48,17 @@ describe('the AWS-shaped profile (local/latency/aws-profile.ts)', () => {
     else expect(comment).toContain('ASSUMPTION');
   });
 
+  it.each(AWS_PROFILE_DELAYS.map((delay) => [delay.constant, delay.distribution] as const))(
+    'docs/performance.md shows %s with the numbers the profile draws from',
+    (constant, distribution) => {
+      const docs = readFileSync(new URL('../../docs/performance.md', import.meta.url), 'utf8');
+      const row = docs.split('\n').find((line) => line.startsWith('|') && line.includes(`\`${constant}\``));
+      expect(row, `a table row names ${constant}`).toBeDefined();
+      const ms = (n: number) => n.toLocaleString('en-US');
+      expect(row).toContain(distribution.kind === 'lognormal' ? `${ms(distribution.medianMs)} / ${ms(distribution.p99Ms)} ms` : `${ms(distribution.minMs)}–${ms(distribution.maxMs)} ms`);
+    },
+  );
+
   it('draws the cold start rate from the operator guide: under 1 % of invocations', () => {
     expect(LAMBDA_COLD_START_RATE).toBe(0.01);
     expect(commentAbove('LAMBDA_COLD_START_RATE')).toContain('https://docs.aws.amazon.com/lambda/latest/operatorguide/execution-environments.html');
