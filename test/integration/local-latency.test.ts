@@ -85,7 +85,9 @@ describe("the local server under latency: 'aws'", () => {
     watcher.ws.close();
 
     const same = createAwsProfile(22);
-    expect(hops.of('stream-delivery')).toEqual([same.deliveryMs()]);
+    const deliveries = hops.of('stream-delivery');
+    expect(deliveries.length).toBeGreaterThanOrEqual(1);
+    expect(deliveries).toEqual(deliveries.map(() => same.deliveryMs()));
     const posts = hops.of('management-post');
     expect(posts).toEqual(posts.map(() => same.managementPostMs()));
     expect(posts.length).toBeGreaterThanOrEqual(2);
