@@ -6,6 +6,7 @@ import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal
 import { ALLOWED_HOSTS_ENV, parseAllowedHosts } from './host-policy.js';
 import { startLocalServer, type LocalServer } from './server.js';
 import { assertPortFree, portInUseError, readStartOptions } from './server-options.js';
+import { regionPorts, serveLocalRegions, type ServedRegions } from './regions/serve.js';
 import { stopWhenAsked } from './shutdown.js';
 import { WATCH_PATH } from './websocket-gateway.js';
 
@@ -32,6 +33,9 @@ const HELP = `Usage: npm start -- [--port N] [--data DIR] [--latency local|aws] 
   --data DIR   keep DynamoDB Local's data in DIR instead of memory
   --latency P  aws: add the delays AWS adds (API Gateway and Lambda, the stream's polls, the
                watch's posts; docs/performance.md); local: none (the default)
+  --regions N  serve N local Regions over one store (3, or 2 and a witness): their APIs on ports
+               P..P+N-1 (P = --port), each on its own clock, and a control on P+N that takes
+               one down and brings it back (docs/local.md#three-local-regions)
   --quiet      do not log each request
 
 Environment: PORT, ${ENV.leaseTable} (default leasehold-leases), ${ENV.dynamodbEndpoint},
@@ -59,10 +63,12 @@ async function main(): Promise<void> {
 
   let db: DynamoDBLocal | undefined;
   let server: LocalServer | undefined;
+  let regions: ServedRegions | undefined;
   // Installed before anything starts, so that a stop during startup stops what has started.
   stopWhenAsked({
     stop: async () => {
       await server?.close();
+      await regions?.close();
       await db?.stop();
     },
     force: () => {
@@ -75,7 +81,8 @@ async function main(): Promise<void> {
   let backend: string;
 
   // A taken port is found now, not after seconds of starting DynamoDB Local.
-  await assertPortFree(port);
+  for (const taken of values.regions ? regionPorts(values.regions, port) : [port]) await assertPortFree(taken);
+  if (useAws && values.regions) throw new Error('--regions emulates Regions over DynamoDB Local: it does not take LEASEHOLD_BACKEND=aws');
   if (useAws) {
     const awsRegion = process.env[ENV.region];
     if (!awsRegion) throw new Error(`LEASEHOLD_BACKEND=aws needs ${ENV.region} (and ${ENV.leaseTable})`);
@@ -94,6 +101,21 @@ async function main(): Promise<void> {
     await ensureSemaphoreTable(raw, semaphoreTableName);
     raw.destroy();
     backend = `DynamoDB Local at ${endpoint} (${values.data ? `data in ${values.data}` : 'in memory'}), table ${tableName}`;
+  }
+
+  if (values.regions && endpoint) {
+    regions = await serveLocalRegions({
+      count: values.regions,
+      basePort: port,
+      dynamodbEndpoint: endpoint,
+      tableName,
+      semaphoreTableName,
+      subscriptionTableName,
+      watch: { renewedEvents },
+      server: { logRequests: !values.quiet, allowedHosts: parseAllowedHosts(process.env[ALLOWED_HOSTS_ENV]), ...(values.latency ? { latency: values.latency } : {}) },
+    });
+    console.log(`${regions.describe(backend)}\n\n${stopHint()}`);
+    return;
   }
 
   server = await startLocalServer({
@@ -123,9 +145,6 @@ function routePath(id: RouteId, name = 'my-app:cron-leader'): string {
 
 /** What `npm start` prints once it serves: where things are, a first request, and how to stop it. */
 function banner(url: string, backend: string, watch: boolean): string {
-  // Under `npm start` the parent is npm (the script execs node): name the pid a process manager would signal.
-  const npmPid = process.env.npm_lifecycle_event === 'start' ? process.ppid : undefined;
-  const pids = npmPid ? `kill -TERM ${npmPid} (npm) or ${process.pid} (the server)` : `kill -TERM ${process.pid}`;
   return `leasehold is serving ${url}  (backend: ${backend})
 
   API:    ${url}${routePath('list')}   (OpenAPI: ${url}/openapi.json)
@@ -136,7 +155,14 @@ Try it:
        -H 'content-type: application/json' -d '{"holder":"worker-1","ttlMs":15000}'
   curl -s ${url}${routePath('describe')}
 
-Stop: Ctrl-C, or SIGTERM: ${pids}. The server and DynamoDB Local stop together.`;
+${stopHint()}`;
+}
+
+function stopHint(): string {
+  // Under `npm start` the parent is npm (the script execs node): name the pid a process manager would signal.
+  const npmPid = process.env.npm_lifecycle_event === 'start' ? process.ppid : undefined;
+  const pids = npmPid ? `kill -TERM ${npmPid} (npm) or ${process.pid} (the server)` : `kill -TERM ${process.pid}`;
+  return `Stop: Ctrl-C, or SIGTERM: ${pids}. The server and DynamoDB Local stop together.`;
 }
 
 main().catch((error: unknown) => {

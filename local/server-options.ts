@@ -1,6 +1,7 @@
 import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import { LATENCY_PROFILES, type LatencyProfileName } from './latency/hooks.js';
+import { REGION_COUNTS } from './regions/region-set.js';
 
 /**
  * The options checked, typed as what a JavaScript caller may really pass (`LocalServerOptions` in
@@ -62,6 +63,13 @@ export function validateLatency(value: unknown, option = 'latency'): LatencyProf
   return value as LatencyProfileName;
 }
 
+/** `npm start`'s `--regions N`: 3 (three replicas) or 2 (two replicas and a witness). */
+export function validateRegionCount(value: string, option = '--regions'): number {
+  const count = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  check(REGION_COUNTS.includes(count), option, '3 (three Regions) or 2 (two Regions and a witness)', value);
+  return count;
+}
+
 /** The port rule, also for `npm start`'s `--port` and `PORT` (named by `option`). */
 export function validatePort(value: unknown, option = 'port'): number {
   check(isInteger(value) && value >= 0 && value <= 65535, option, 'an integer from 0 to 65535', value);
@@ -106,6 +114,8 @@ export interface StartOptions {
   help: boolean;
   /** `--latency`; absent means the server's default ('local'). */
   latency?: LatencyProfileName;
+  /** `--regions N`: serve N local Regions (local/regions/); absent: one server, as always. */
+  regions?: number;
 }
 
 /** The options `npm start` takes, as `parseArgs` reads them. */
@@ -113,12 +123,13 @@ const START_OPTIONS = {
   port: { type: 'string' },
   data: { type: 'string' },
   latency: { type: 'string' },
+  regions: { type: 'string' },
   quiet: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
 /** The valued options npm may swallow when they are written before `--`. */
-const VALUED_OPTIONS = ['port', 'data', 'latency'] as const;
+const VALUED_OPTIONS = ['port', 'data', 'latency', 'regions'] as const;
 
 /**
  * Reads `npm start`'s arguments and `PORT` before anything starts. Each refusal says how to fix it.
@@ -151,6 +162,7 @@ export function readStartOptions(args: string[], env: NodeJS.ProcessEnv): StartO
     help: values.help,
     ...(values.data === undefined ? {} : { data: values.data }),
     ...(values.latency === undefined ? {} : { latency: validateLatency(values.latency, '--latency') }),
+    ...(values.regions === undefined ? {} : { regions: validateRegionCount(values.regions) }),
   };
 }
 

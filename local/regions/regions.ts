@@ -7,7 +7,10 @@ import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal, type DynamoDBLocal
 import { startLocalServer, type LocalServer, type LocalServerOptions } from '../server.js';
 import { WATCH_PATH } from '../websocket-gateway.js';
 import { openRegionGate, type GateState, type OutageMode, type RegionGate } from './region-gate.js';
+import { DEFAULT_CLOCK_OFFSETS_MS, REGION_COUNTS, REGION_NAMES } from './region-set.js';
 import { createWriteConflictInjector, type ConflictInjection, type WriteConflictInjector } from './write-conflicts.js';
+
+export { DEFAULT_CLOCK_OFFSETS_MS, REGION_COUNTS, REGION_NAMES } from './region-set.js';
 
 /**
  * Three "Regional" leasehold APIs on one machine, as a deployment over a DynamoDB global table with
@@ -18,17 +21,6 @@ import { createWriteConflictInjector, type ConflictInjection, type WriteConflict
  * down (refused, blackholed or answering 503) and brought back (region-gate.ts), and its store can
  * be made to meet `ReplicatedWriteConflictException`s (write-conflicts.ts).
  */
-
-/** An MRSC Region set (the US one): the Regions' names, in order of their ports. */
-export const REGION_NAMES = ['us-east-1', 'us-east-2', 'us-west-2'] as const;
-/**
- * Each Region's clock offset (ms): two Regions disagree by at most 50 ms, half of the smallest drift
- * margin the SDK subtracts from every deadline (`max(100 ms, 5% of ttl)`, client/src/time/timing.ts,
- * docs/safety.md), so the margin covers the skew between any two Regions with room to spare.
- */
-export const DEFAULT_CLOCK_OFFSETS_MS: readonly number[] = [0, 25, -25];
-/** MRSC is three Regions: three replicas, or two replicas (each with an API) and a witness (none). */
-export const REGION_COUNTS: readonly number[] = [2, 3];
 
 export interface LocalRegionsOptions {
   /** 3 (three replicas) or 2 (two replicas and a witness, which serves no API). Default 3. */
