@@ -1,5 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { InternalError, LeaseClient, LeaseLostError, ManualClock, UnavailableError, createWatch, sigv4Signer, type LeaseClientOptions, type WatchListener } from 'leasehold';
+import {
+  InternalError,
+  LeaseClient,
+  LeaseLostError,
+  ManualClock,
+  UnavailableError,
+  createLeader,
+  createWatch,
+  sigv4Signer,
+  type LeaderEvent,
+  type LeaseClientOptions,
+  type WatchListener,
+} from 'leasehold';
 import { EndpointPreference, parseEndpoints } from '../../client/src/transport/endpoints.js';
 import { FakeWatchServer, grant, publicLease } from './client-fakes.js';
 
@@ -23,12 +35,14 @@ type Answer = 'refuse' | 'hang' | Response;
 /** A fetch whose answers are queued per origin; an origin with nothing queued answers 200 with a grant. */
 function regions(clock = new ManualClock(0)) {
   const queued = new Map<string, Answer[]>();
+  /** Origins down for good: how they fail once their queue is empty. */
+  const down = new Map<string, 'refuse' | 'hang'>();
   const sent: Sent[] = [];
   const fetch = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
     const url = new URL(String(input));
     const headers = Object.fromEntries(Object.entries((init.headers ?? {}) as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]));
     sent.push({ origin: url.origin, path: url.pathname, body: typeof init.body === 'string' ? (JSON.parse(init.body) as Record<string, unknown>) : undefined, headers });
-    const answer = queued.get(url.origin)?.shift() ?? json(200, { lease: grant() });
+    const answer = queued.get(url.origin)?.shift() ?? down.get(url.origin) ?? json(200, { lease: grant() });
     if (answer === 'refuse') throw new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
     if (answer === 'hang') {
       return new Promise<Response>((_, reject) => init.signal?.addEventListener('abort', () => reject(init.signal?.reason)));
@@ -39,7 +53,8 @@ function regions(clock = new ManualClock(0)) {
   const client = (options: Partial<LeaseClientOptions> = {}) =>
     new LeaseClient({ endpoints: [A, B, C], fetch: fetch as typeof globalThis.fetch, clock, random: () => 0.5, ...options });
   const origins = () => sent.map((s) => new URL(s.origin).hostname[0]);
-  return { clock, sent, answer, client, origins };
+  const goDown = (origin: string, how: 'refuse' | 'hang') => void down.set(new URL(origin).origin, how);
+  return { clock, sent, answer, client, origins, goDown };
 }
 
 function json(status: number, body: unknown): Response {
@@ -287,5 +302,68 @@ describe('the watch with several endpoints', () => {
     await t.clock.advance(1);
     expect([t.servers.a.sockets.length, t.servers.b.sockets.length]).toEqual([2, 2]);
     expect(t.watch.state).toBe('live');
+  });
+});
+
+// The term's deadline rules do not change with several endpoints: with the default ttl of 15 s the
+// drift margin is 750 ms, renewals fall due every 4950 ms, and a renewal's validity counts from the
+// moment it was first sent, whichever endpoint answered it.
+describe('a Leader with several endpoints', () => {
+  async function leading(endpoints: string[]) {
+    const t = regions();
+    const events: LeaderEvent[] = [];
+    const leader = createLeader(t.client({ endpoints }), {
+      name: 'jobs',
+      holder: 'me',
+      clock: t.clock,
+      random: () => 0.5,
+      warnings: false,
+      onEvent: (e) => void events.push(e),
+    });
+    const elected = leader.campaign();
+    await t.clock.advance(0);
+    await elected;
+    const lostAt = () => events.find((e) => e.type === 'lost');
+    return { ...t, leader, events, lostAt };
+  }
+
+  /** Stops the Leader; its last release waits on the manual clock like everything else. */
+  async function stop(t: Awaited<ReturnType<typeof leading>>): Promise<void> {
+    const stopped = t.leader.stop();
+    await t.clock.advance(60_000);
+    await stopped;
+  }
+
+  it('with every endpoint down, stops believing at the same deadline as with one: the acquire send time + ttl − drift margin', async () => {
+    for (const endpoints of [[A], [A, B, C]]) {
+      const t = await leading(endpoints);
+      t.goDown(A, 'hang');
+      t.goDown(B, 'refuse');
+      t.goDown(C, 'hang');
+      await t.clock.advance(14_249);
+      expect(t.leader.isLeader()).toBe(true);
+      await t.clock.advance(1);
+      expect(t.leader.isLeader()).toBe(false);
+      expect(t.lostAt()).toMatchObject({ type: 'lost', reason: 'expired' });
+      await stop(t);
+    }
+  });
+
+  it('renews through the next endpoint while the preferred one never answers, and counts the term from the first send', async () => {
+    const t = await leading([A, B]);
+    t.goDown(A, 'hang');
+    // The renewal due at 4950 waits its share of the 5 s limit on A (2500 ms), then B answers it.
+    await t.clock.advance(4_950);
+    expect(t.origins().slice(-1)).toEqual(['a']);
+    await t.clock.advance(2_500);
+    expect(t.origins().slice(-1)).toEqual(['b']);
+    expect(t.leader.isLeader()).toBe(true);
+    // Nothing answers any more: the term ends at 4950 + 15000 − 750, not at B's send time + 14250.
+    t.goDown(B, 'hang');
+    await t.clock.advance(19_200 - 1 - 7_450);
+    expect(t.leader.isLeader()).toBe(true);
+    await t.clock.advance(1);
+    expect(t.leader.isLeader()).toBe(false);
+    await stop(t);
   });
 });

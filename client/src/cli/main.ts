@@ -64,7 +64,8 @@ Commands:
   run NAME [--ttl 15s] -- COMMAND ARGS…   run COMMAND only while leading NAME (fail-closed)
   sidecar NAME --port 8080                hold NAME for a main container: GET /leader, /healthz, /metrics
 
-Every command: --endpoint URL (env LEASEHOLD_ENDPOINT, default http://127.0.0.1:8787),
+Every command: --endpoint URL (env LEASEHOLD_ENDPOINT, default http://127.0.0.1:8787; repeat it,
+or list them comma-separated, for the APIs of several Regions, the preferred one first),
 --sigv4 (env LEASEHOLD_SIGV4=1; automatic for *.amazonaws.com), --region R, --profile P,
 --timeout D, --json (one-shot commands), -h/--help. Durations: 15s, 1500ms, 2m.
 

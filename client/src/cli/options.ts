@@ -6,6 +6,7 @@ import { isTtlMs } from '../protocol/checks.js';
 import { HOLDER_PATTERN, LIMITS, NAME_PATTERN } from '../protocol/index.js';
 import type { RequestSigner } from '../transport/signing.js';
 import { sigv4Signer } from '../transport/signing-chain.js';
+import { regionOfHost } from '../transport/signing.js';
 import { createWatch, type WatchClient } from '../watch/watch.js';
 import { UsageError } from './exit-codes.js';
 import { nearestName } from './nearest.js';
@@ -18,12 +19,14 @@ import { nearestName } from './nearest.js';
 
 export const DEFAULT_ENDPOINT = 'http://127.0.0.1:8787';
 
-/** The subset of parseArgs options the commands use: single-valued strings and booleans. */
-export type OptionsSpec = Record<string, { readonly type: 'string' | 'boolean'; readonly short?: string }>;
-export type OptionValues<T extends OptionsSpec> = { [K in keyof T]?: T[K]['type'] extends 'string' ? string : boolean };
+/** The subset of parseArgs options the commands use: strings (some repeatable) and booleans. */
+export type OptionsSpec = Record<string, { readonly type: 'string' | 'boolean'; readonly short?: string; readonly multiple?: boolean }>;
+export type OptionValues<T extends OptionsSpec> = {
+  [K in keyof T]?: T[K] extends { readonly multiple: true } ? string[] : T[K]['type'] extends 'string' ? string : boolean;
+};
 
 export const CONNECTION_OPTIONS = {
-  endpoint: { type: 'string' },
+  endpoint: { type: 'string', multiple: true },
   sigv4: { type: 'boolean' },
   region: { type: 'string' },
   profile: { type: 'string' },
@@ -32,10 +35,14 @@ export const CONNECTION_OPTIONS = {
 } as const satisfies OptionsSpec;
 
 export const CONNECTION_HELP = `Connection (every command):
-  --endpoint URL   API base URL, stage path included (env LEASEHOLD_ENDPOINT; default ${DEFAULT_ENDPOINT})
+  --endpoint URL   API base URL, stage path included (env LEASEHOLD_ENDPOINT; default ${DEFAULT_ENDPOINT}).
+                   Repeat it for the APIs of several Regions, the preferred one first (or a
+                   comma-separated LEASEHOLD_ENDPOINT): a request that cannot reach one, times out
+                   or gets a 5xx goes on to the next
   --sigv4          sign requests with AWS SigV4 for API Gateway IAM auth (env LEASEHOLD_SIGV4=1);
-                   automatic when the endpoint's host ends with .amazonaws.com
-  --region R       signing region (env AWS_REGION; default: from an execute-api host name)
+                   automatic when an endpoint's host ends with .amazonaws.com
+  --region R       signing region of an endpoint whose host does not name one (env AWS_REGION;
+                   an execute-api host name says its own)
   --profile P      AWS profile for the credentials (env AWS_PROFILE); the default chain also reads
                    environment keys, SSO, web identity and ECS/EC2 roles
   --timeout D      time limit of each HTTP attempt (default 5s); network errors, 429 and 503 are
@@ -43,7 +50,7 @@ export const CONNECTION_HELP = `Connection (every command):
   -h, --help       this help`;
 
 export interface ConnectionValues {
-  endpoint?: string | undefined;
+  endpoint?: string[] | undefined;
   sigv4?: boolean | undefined;
   region?: string | undefined;
   profile?: string | undefined;
@@ -128,40 +135,87 @@ export function defaultHolder(command: string): string {
 
 export interface Connection {
   client: LeaseClient;
-  endpoint: URL;
+  /** Every endpoint, the preferred one first. */
+  endpoints: URL[];
+  /** `--region` or the environment's: the signing Region of a host that does not name one. */
+  region: string | undefined;
   /** The SigV4 signer when requests are signed; the watch's upgrade request is signed with it too. */
   signer: RequestSigner | undefined;
 }
 
 /** Builds the client from the flags and the environment (flags win). */
 export function connect(values: ConnectionValues, command: string, env: NodeJS.ProcessEnv = process.env): Connection {
-  const raw = values.endpoint ?? env.LEASEHOLD_ENDPOINT ?? DEFAULT_ENDPOINT;
-  let endpoint: URL;
-  try {
-    endpoint = new URL(raw);
-  } catch {
-    throw new UsageError(`--endpoint must be an absolute http(s) URL (got "${raw}").`, command);
-  }
-  if ((endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:') || endpoint.search || endpoint.hash) {
-    throw new UsageError(`--endpoint must be an http(s) URL without query or fragment (got "${raw}").`, command);
-  }
-  const host = endpoint.hostname.toLowerCase();
-  const signed = values.sigv4 === true || isTrue(env.LEASEHOLD_SIGV4) || host.endsWith('.amazonaws.com') || host.endsWith('.amazonaws.com.cn');
+  const raws = values.endpoint ?? listFromEnv(env.LEASEHOLD_ENDPOINT) ?? [DEFAULT_ENDPOINT];
+  const endpoints = raws.map((raw) => {
+    let endpoint: URL;
+    try {
+      endpoint = new URL(raw);
+    } catch {
+      throw new UsageError(`--endpoint must be an absolute http(s) URL (got "${raw}").`, command);
+    }
+    if ((endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:') || endpoint.search || endpoint.hash) {
+      throw new UsageError(`--endpoint must be an http(s) URL without query or fragment (got "${raw}").`, command);
+    }
+    return endpoint;
+  });
+  noDuplicates(endpoints, 'endpoint', command);
+  const signed = values.sigv4 === true || isTrue(env.LEASEHOLD_SIGV4) || endpoints.some((url) => /\.amazonaws\.com(?:\.cn)?$/.test(url.hostname.toLowerCase()));
   if (values.profile !== undefined) env.AWS_PROFILE = values.profile; // read by the default credential chain
   const region = values.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
   const timeoutMs = values.timeout === undefined ? undefined : parseDuration(values.timeout, 'timeout', command);
   if (timeoutMs !== undefined && timeoutMs <= 0) throw new UsageError('--timeout must be more than 0.', command);
-  const signer = signed ? sigv4Signer(region ? { region } : {}) : undefined;
-  const client = new LeaseClient({ endpoint, ...(signer ? { signer } : {}), ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
-  return { client, endpoint, signer };
+  const signer = signed ? sigv4Signer() : undefined;
+  const client = new LeaseClient({
+    endpoints: endpoints.map((url) => withRegion(url, region)),
+    ...(signer ? { signer } : {}),
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+  });
+  return { client, endpoints, region, signer };
 }
 
-/** The watch for push-driven following (`--watch` or LEASEHOLD_WATCH_URL), signed like the API; undefined without one. */
-export function watchFrom(value: string | undefined, connection: Connection, command: string, env: NodeJS.ProcessEnv = process.env): WatchClient | undefined {
-  const url = value ?? (env.LEASEHOLD_WATCH_URL || undefined);
-  if (url === undefined) return undefined;
-  if (!/^wss?:\/\/[^/\s]+/.test(url)) throw new UsageError(`--watch must be a ws:// or wss:// URL (got "${url}").`, command);
-  return createWatch({ url, ...(connection.signer ? { signer: connection.signer } : {}) });
+/**
+ * An endpoint and the Region to sign for: its execute-api host's own (so that the endpoints of
+ * several Regions are each signed for theirs), else `--region` or the environment's, if any.
+ */
+function withRegion(url: URL, region: string | undefined): { url: URL; region?: string } {
+  const signingRegion = regionOfHost(url.hostname) ?? region;
+  return signingRegion === undefined ? { url } : { url, region: signingRegion };
+}
+
+/** A comma-separated list (LEASEHOLD_ENDPOINT, LEASEHOLD_WATCH_URL); undefined when unset or empty. */
+function listFromEnv(value: string | undefined): string[] | undefined {
+  const list = (value ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  return list.length === 0 ? undefined : list;
+}
+
+function noDuplicates(urls: URL[], flag: string, command: string): void {
+  const seen = new Set<string>();
+  for (const url of urls) {
+    const key = url.href.replace(/\/+$/, '');
+    if (seen.has(key)) throw new UsageError(`--${flag} ${url.href} is given twice.`, command);
+    seen.add(key);
+  }
+}
+
+/**
+ * The watch for push-driven following (`--watch`, repeatable for several Regions by preference, or
+ * a comma-separated LEASEHOLD_WATCH_URL), signed like the API; undefined without one.
+ */
+export function watchFrom(values: string[] | undefined, connection: Connection, command: string, env: NodeJS.ProcessEnv = process.env): WatchClient | undefined {
+  const urls = values ?? listFromEnv(env.LEASEHOLD_WATCH_URL);
+  if (urls === undefined) return undefined;
+  for (const url of urls) {
+    if (!/^wss?:\/\/[^/\s]+/.test(url)) throw new UsageError(`--watch must be a ws:// or wss:// URL (got "${url}").`, command);
+  }
+  noDuplicates(
+    urls.map((url) => new URL(url)),
+    'watch',
+    command,
+  );
+  return createWatch({ urls: urls.map((url) => withRegion(new URL(url), connection.region)), ...(connection.signer ? { signer: connection.signer } : {}) });
 }
 
 function isTrue(value: string | undefined): boolean {

@@ -63,7 +63,8 @@ Options:
                     (default ttl/3), so a released lease is taken over within one interval
   --watch URL       the watch WebSocket (env LEASEHOLD_WATCH_URL): a pushed release cuts the
                     wait short. Locally ws://127.0.0.1:8787/v1/watch; in AWS the stack output
-                    WatchUrl (wss://…/v1), signed like the API
+                    WatchUrl (wss://…/v1), signed like the API. Repeat it (or a comma-separated
+                    LEASEHOLD_WATCH_URL) for several Regions, the preferred one first
   --quiet           no status lines on stderr (the command's own output is untouched)
 
 The command runs in its own process group (signals reach its whole tree; when it exits, what it
@@ -103,7 +104,7 @@ export const runCommand: Command = async (argv) => {
     forever: { type: 'boolean' },
     wait: { type: 'string' },
     'retry-every': { type: 'string' },
-    watch: { type: 'string' },
+    watch: { type: 'string', multiple: true },
     quiet: { type: 'boolean' },
   });
   const name = requireName(positionals, 'run');

@@ -63,7 +63,8 @@ Options:
                         (default 2); it campaigns again once a check passes
   --watch URL           the watch WebSocket (env LEASEHOLD_WATCH_URL): a pushed release cuts a
                         standby's wait short. Locally ws://127.0.0.1:8787/v1/watch; in AWS the
-                        stack output WatchUrl (wss://…/v1), signed like the API
+                        stack output WatchUrl (wss://…/v1), signed like the API. Repeat it (or a
+                        comma-separated LEASEHOLD_WATCH_URL) for several Regions, preferred first
   --retry-every D       while someone else holds the lease, try again at least this often
                         (default ttl/3), so a released lease is taken over within one interval
   --quiet               no status lines on stderr
@@ -87,7 +88,7 @@ export const sidecarCommand: Command = async (argv) => {
     'health-url': { type: 'string' },
     'health-timeout': { type: 'string' },
     'unhealthy-after': { type: 'string' },
-    watch: { type: 'string' },
+    watch: { type: 'string', multiple: true },
     'retry-every': { type: 'string' },
     quiet: { type: 'boolean' },
   });

@@ -150,8 +150,13 @@ function environmentCredentials(): AwsCredentials | undefined {
   return { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
 }
 
+/** The Region an execute-api host name carries (`{api}.execute-api.{region}.amazonaws.com`), else undefined. */
+export function regionOfHost(hostname: string): string | undefined {
+  return EXECUTE_API_HOST.exec(hostname)?.[1];
+}
+
 function regionFor(url: URL): string {
-  const fromHost = EXECUTE_API_HOST.exec(url.hostname)?.[1];
+  const fromHost = regionOfHost(url.hostname);
   if (fromHost !== undefined) return fromHost;
   const env = processEnv();
   const fromEnv = env?.AWS_REGION || env?.AWS_DEFAULT_REGION;

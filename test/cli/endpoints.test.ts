@@ -1,0 +1,64 @@
+import { createServer } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestLeaseTable } from '../support/dynamodb.js';
+import { startTestServer, type TestServer } from '../support/local-server.js';
+import { cli } from './support.js';
+
+// The CLI with the endpoints of several "Regions" (local servers over one lease table), the
+// preferred one down: real processes, a port that refuses connections.
+
+let regionB: TestServer;
+let regionC: TestServer;
+let seq = 0;
+
+beforeAll(async () => {
+  const { tableName } = await createTestLeaseTable('cli-endpoints');
+  [regionB, regionC] = await Promise.all([startTestServer({ tableName }), startTestServer({ tableName })]);
+});
+afterAll(async () => {
+  await Promise.all([regionB.close(), regionC.close()]);
+});
+
+function unique(label: string): string {
+  seq += 1;
+  return `cli:${label}-${seq}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** A loopback URL nobody listens on: bound once by the OS, then released. */
+async function down(): Promise<string> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}
+
+describe('leasehold with several --endpoint flags', { timeout: 60_000 }, () => {
+  it('acquires through the second endpoint when the first is down, and the lease is the same in every Region', async () => {
+    const name = unique('acquire');
+    const acquired = await cli(['acquire', name, '--holder', 'w', '--json', '--endpoint', await down(), '--endpoint', regionB.url]);
+    expect(acquired.code).toBe(0);
+    const grant = JSON.parse(acquired.stdout) as { lease: { token: number; holder: string } };
+    const described = await cli(['describe', name, '--json', '--endpoint', regionC.url]);
+    expect(JSON.parse(described.stdout)).toMatchObject({ lease: { holder: 'w', token: grant.lease.token } });
+  });
+
+  it('reads a comma-separated LEASEHOLD_ENDPOINT in order of preference', async () => {
+    const name = unique('env');
+    const result = await cli(['acquire', name, '--holder', 'w'], { env: { LEASEHOLD_ENDPOINT: `${await down()}, ${regionB.url}` } });
+    expect(result.code).toBe(0);
+  });
+
+  it('refuses the same endpoint given twice', async () => {
+    const result = await cli(['describe', 'x', '--endpoint', regionB.url, '--endpoint', `${regionB.url}/`]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`--endpoint ${regionB.url}/ is given twice.`);
+  });
+
+  it('leasehold run leads through the second endpoint and runs the command', async () => {
+    const name = unique('run');
+    const result = await cli(['run', name, '--ttl', '3s', '--endpoint', await down(), '--endpoint', regionB.url, '--', process.execPath, '-e', 'console.log("ran")']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('ran');
+  });
+});
