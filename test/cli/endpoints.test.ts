@@ -2,7 +2,7 @@ import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestLeaseTable } from '../support/dynamodb.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
-import { cli } from './support.js';
+import { cli, killAllClis, startCli, waitFor } from './support.js';
 
 // The CLI with the endpoints of several "Regions" (local servers over one lease table), the
 // preferred one down: real processes, a port that refuses connections.
@@ -16,6 +16,7 @@ beforeAll(async () => {
   [regionB, regionC] = await Promise.all([startTestServer({ tableName }), startTestServer({ tableName })]);
 });
 afterAll(async () => {
+  await killAllClis();
   await Promise.all([regionB.close(), regionC.close()]);
 });
 
@@ -60,5 +61,18 @@ describe('leasehold with several --endpoint flags', { timeout: 60_000 }, () => {
     const result = await cli(['run', name, '--ttl', '3s', '--endpoint', await down(), '--endpoint', regionB.url, '--', process.execPath, '-e', 'console.log("ran")']);
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('ran');
+  });
+
+  it('the sidecar leads through the second endpoint and says so on /leader', async () => {
+    const name = unique('sidecar');
+    const proc = startCli(['sidecar', name, '--port', '0', '--ttl', '3s', '--holder', 'side', '--endpoint', await down(), '--endpoint', regionB.url]);
+    const url = await waitFor('the sidecar to serve', () => /serving (http:\/\/[^/\s]+)\/leader/.exec(proc.stderr())?.[1]);
+    const leading = await waitFor('the sidecar to lead', async () => {
+      const res = await fetch(`${url}/leader`);
+      return res.status === 200 ? ((await res.json()) as { holder: string }) : undefined;
+    });
+    expect(leading.holder).toBe('side');
+    proc.kill('SIGTERM');
+    expect((await proc.exited).code).toBe(0);
   });
 });
