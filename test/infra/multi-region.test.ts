@@ -47,7 +47,7 @@ function functionIdsOf(template: CfnTemplate, id: string): string {
 }
 
 function roleOfFunction(template: CfnTemplate, functionId: string): string {
-  const role = (template.Resources[functionId]?.Properties as { Role: { 'Fn::GetAtt': [string, string] } }).Role;
+  const role = (template.Resources[functionId]!.Properties as { Role: { 'Fn::GetAtt': [string, string] } }).Role;
   return role['Fn::GetAtt'][0];
 }
 
@@ -112,7 +112,7 @@ describe('the global tables stack', { timeout: 120_000 }, () => {
     const { tables, regions } = synth({ tableName: 'team-leases' });
     expect(Object.keys(globalTables(tables)).sort()).toEqual(['team-leases', 'team-leases-semaphores']);
     const acquire = functionIdsOf(regions[0]!.template, 'acquire');
-    expect((regions[0]!.template.Resources[acquire]?.Properties as { Environment: { Variables: Record<string, string> } }).Environment.Variables[ENV.leaseTable]).toBe('team-leases');
+    expect((regions[0]!.template.Resources[acquire]!.Properties as { Environment: { Variables: Record<string, string> } }).Environment.Variables[ENV.leaseTable]).toBe('team-leases');
   });
 
   it('refuses a placement MRSC cannot have, naming the rule', () => {
