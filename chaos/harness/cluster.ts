@@ -14,8 +14,8 @@ import type { WorkerConfig, WorkerMessage } from './worker.js';
  * The processes of a chaos run and the means to hurt them: DynamoDB Local (on-disk data, so a
  * `kill -9` and restart keeps the tables), N instances of the lease API (each its own process and
  * clock offset, on a fixed port so a restart comes back where the proxies expect it), and the
- * workers, each behind two fault proxies of its own (lease API, round-robin over the instances;
- * DynamoDB). (The harness's own operator, which revokes leases, talks to the instances directly.) A killed worker restarts as a new incarnation with a new name (w3 → w3r2), so the
+ * workers, each behind fault proxies of its own (lease API, round-robin over the instances, or with
+ * Regions one per Region; DynamoDB). (The harness's own operator, which revokes leases, talks to the instances directly.) A killed worker restarts as a new incarnation with a new name (w3 → w3r2), so the
  * history never mixes two processes under one name.
  */
 
@@ -190,6 +190,12 @@ export interface WorkerNodeOptions {
   prioritiesOf?: (incarnation: string) => Record<string, number>;
   /** `--groups`: every incarnation is a member of the lease group (`leases` are its partitions' lease names). */
   group?: { partitions: number; balanceEveryMs: number; unsafeClockRate?: number };
+  /**
+   * `--regions`: each API instance is a Region's API, and this worker's SDK gets them all as
+   * `endpoints` in this order (indices into `apiPorts`, its preferred Region first), each through a
+   * proxy of its own.
+   */
+  regionOrder?: number[];
   onMessage: (node: WorkerNode, message: WorkerMessage) => void;
   onExit: (node: WorkerNode, incarnation: string, code: number | null, signal: string | null) => void;
   /** Every chunk a client of this worker's proxies sends (for stop-while-in-flight). */
@@ -202,8 +208,12 @@ export class WorkerNode {
   private child: ChildProcess | undefined;
   private incarnation = 0;
   name: string;
-  apiProxy!: FaultProxy;
+  /** One proxy to the lease API (round-robin over the instances), or with Regions one per Region, by Region index. */
+  apiProxies: FaultProxy[] = [];
   dbProxy!: FaultProxy;
+  /** The worker's own network fault, and the Regions that are down (`region-outage`): the proxies' modes derive from both. */
+  private network: FaultMode = { kind: 'pass' };
+  private readonly regionsDown = new Map<number, FaultMode>();
   /** Journals of every incarnation, for the merge. */
   readonly journals: string[] = [];
   alive = false;
@@ -219,12 +229,20 @@ export class WorkerNode {
   }
 
   async openProxies(): Promise<void> {
-    this.apiProxy = await createFaultProxy({
-      targets: this.options.apiPorts.map((port) => ({ host: '127.0.0.1', port })),
-      // Like a load balancer: an instance that is down (restart-api) is skipped for new connections.
-      skipRefusingTargets: true,
-      onClientData: (data) => this.options.onRequestBytes(this, data, 'api'),
-    });
+    const onClientData = (data: Buffer) => this.options.onRequestBytes(this, data, 'api');
+    if (this.options.regionOrder === undefined) {
+      this.apiProxies = [
+        await createFaultProxy({
+          targets: this.options.apiPorts.map((port) => ({ host: '127.0.0.1', port })),
+          // Like a load balancer: an instance that is down (restart-api) is skipped for new connections.
+          skipRefusingTargets: true,
+          onClientData,
+        }),
+      ];
+    } else {
+      // A Region's API that is down (restart-api) refuses: the SDK, not the proxy, moves on.
+      this.apiProxies = await Promise.all(this.options.apiPorts.map((port) => createFaultProxy({ targetHost: '127.0.0.1', targetPort: port, onClientData })));
+    }
     this.dbProxy = await createFaultProxy({
       targetHost: '127.0.0.1',
       targetPort: this.options.dbPort,
@@ -238,9 +256,12 @@ export class WorkerNode {
     this.name = this.incarnation === 1 ? this.baseName : `${this.baseName}r${this.incarnation}`;
     const journalPath = join(this.options.journalDir, `${this.name}.jsonl`);
     this.journals.push(journalPath);
+    const urlOf = (proxy: FaultProxy) => `http://127.0.0.1:${proxy.port}`;
+    const order = this.options.regionOrder;
     const config: WorkerConfig = {
       name: this.name,
-      apiUrl: `http://127.0.0.1:${this.apiProxy.port}`,
+      apiUrl: urlOf(this.apiProxies[0]!),
+      ...(order === undefined ? {} : { regions: order.map((r) => ({ url: urlOf(this.apiProxies[r]!), name: regionName(r) })) }),
       dbEndpoint: `http://127.0.0.1:${this.dbProxy.port}`,
       leases: this.options.leases,
       ttlMs: this.options.ttlMs,
@@ -303,13 +324,39 @@ export class WorkerNode {
   }
 
   setNetwork(mode: FaultMode): void {
-    this.apiProxy.setMode(mode);
-    this.dbProxy.setMode(mode);
+    this.network = mode;
+    this.applyModes();
+  }
+
+  /** `region-outage`: Region `region`'s API is down (`mode`) for this worker, or up again (undefined). */
+  setRegionDown(region: number, mode: FaultMode | undefined): void {
+    if (mode === undefined) this.regionsDown.delete(region);
+    else this.regionsDown.set(region, mode);
+    this.applyModes();
+  }
+
+  /** A partitioned worker reaches nothing, a down Region included; otherwise a down Region's mode wins over the worker's own. */
+  private applyModes(): void {
+    this.dbProxy.setMode(this.network);
+    this.apiProxies.forEach((proxy, region) => {
+      const down = this.regionsDown.get(region);
+      proxy.setMode(this.network.kind === 'blackhole' || down === undefined ? this.network : down);
+    });
   }
 
   async closeProxies(): Promise<void> {
-    await Promise.all([this.apiProxy?.close(), this.dbProxy?.close()]);
+    await Promise.all([...this.apiProxies.map((p) => p.close()), this.dbProxy?.close()]);
   }
+}
+
+/** A Region's name in logs, events and the history (`via`): region-1 is API instance api-1's Region. */
+export function regionName(index: number): string {
+  return `region-${index + 1}`;
+}
+
+/** Worker `worker`'s Regions, its preferred one first: the preferred Region goes round the workers. */
+export function regionOrderOf(worker: number, regions: number): number[] {
+  return Array.from({ length: regions }, (_, k) => (worker + k) % regions);
 }
 
 /**

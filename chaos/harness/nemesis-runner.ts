@@ -1,6 +1,6 @@
 import type { EventRecord, FaultKind } from '../history.js';
-import type { ApiNode, DatabaseNode, WorkerNode } from './cluster.js';
-import { chooseTarget, type FaultChoice, type PlannedFault } from './nemesis.js';
+import { regionName, type ApiNode, type DatabaseNode, type WorkerNode } from './cluster.js';
+import { chooseTarget, type FaultChoice, type OutageMode, type PlannedFault } from './nemesis.js';
 
 /**
  * Carries out a planned schedule (nemesis.ts) against the live cluster: injects each fault at its
@@ -22,6 +22,8 @@ export interface NemesisContext {
   log(line: string): void;
   /** An API instance whose (unsafe) clock offset must be kept. */
   pinnedOffsetInstance?: number;
+  /** `--regions`: API instance i is Region i's API, and `region-outage` faults take one down. */
+  regions?: boolean;
   /**
    * The operator: revokes `lease` through API instance `api` (journalled as a `revoke` operation)
    * and says what the answer was. Without it, planned revokes are skipped.
@@ -37,6 +39,8 @@ export interface InjectedFault {
   leaderOf?: string;
   /** For revoke: forced or safe. */
   force?: boolean;
+  /** For region-outage: how the Region was down. */
+  outage?: OutageMode;
 }
 
 const LOSE_ANSWERS_RESET_MS = 200;
@@ -48,6 +52,8 @@ export class NemesisRunner {
   private readonly busyNet = new Set<number>();
   private readonly busyApi = new Set<number>();
   private dbBusy = false;
+  /** The Region that is down now (`region-outage`), if any. */
+  private regionDown: number | undefined;
   private readonly running = new Set<Promise<void>>();
   private readonly ending = new AbortController();
   private readonly armed = new Map<number, (data: Buffer, via: 'api' | 'db') => void>();
@@ -112,6 +118,8 @@ export class NemesisRunner {
         return this.restartDb();
       case 'revoke':
         return this.revoke(fault);
+      case 'region-outage':
+        return this.regionOutage(fault);
     }
   }
 
@@ -228,12 +236,13 @@ export class NemesisRunner {
     }
   }
 
-  /** The planned API instance, or the next one that is not restarting already (and not pinned, if asked). */
-  private pickApi(planned: number, avoidPinned: boolean): ApiNode | undefined {
+  /** The planned API instance, or the next one that is not restarting already (and not pinned, or in a Region that is down, if asked). */
+  private pickApi(planned: number, avoidPinned: boolean, avoidDownRegion = false): ApiNode | undefined {
     const n = this.ctx.apis.length;
     for (let k = 0; k < n; k += 1) {
       const index = (planned + k) % n;
       if (this.busyApi.has(index) || (avoidPinned && index === this.ctx.pinnedOffsetInstance)) continue;
+      if (avoidDownRegion && index === this.regionDown) continue;
       return this.ctx.apis[index];
     }
     return undefined;
@@ -279,7 +288,8 @@ export class NemesisRunner {
     const lease = (fault.leases ?? []).map((i) => this.ctx.leases[i]!).find((l) => this.ctx.leaderOf(l) !== undefined);
     const leader = lease === undefined ? undefined : this.ctx.leaderOf(lease);
     if (lease === undefined || leader === undefined) return this.skip('revoke', 'nobody leads a lease');
-    const api = this.pickApi(fault.instance as number, false);
+    // An operator revokes through a Region that answers.
+    const api = this.pickApi(fault.instance as number, false, true);
     if (!api) return this.skip('revoke', 'every API instance is restarting');
     const worker = this.ctx.workers[leader.index]!;
     const force = fault.force === true;
@@ -287,6 +297,31 @@ export class NemesisRunner {
     this.injected.push({ kind: 'revoke', target: worker.name, leaderOf: lease, force });
     const answer = await revoke(api, lease, force);
     this.ctx.log(`${'revoke'.padEnd(14)} ${this.describeTarget(worker, lease)}, ${force ? 'forced' : 'safe'}, via ${api.name}: ${answer}`);
+  }
+
+  /**
+   * One Region's API down for every worker at once (their proxies to it refuse or blackhole), the
+   * other Regions and the database untouched; then up again. One Region at a time.
+   */
+  private async regionOutage(fault: PlannedFault): Promise<void> {
+    if (!this.ctx.regions) return this.skip('region-outage', 'the run has no Regions (--regions 3)');
+    if (this.regionDown !== undefined) return this.skip('region-outage', `${regionName(this.regionDown)} is down already`);
+    const region = fault.region as number;
+    const outage = fault.outage as OutageMode;
+    const name = regionName(region);
+    this.regionDown = region;
+    try {
+      for (const worker of this.ctx.workers) worker.setRegionDown(region, { kind: outage });
+      this.ctx.event('region-outage', name, { forMs: fault.durationMs, mode: outage, api: this.ctx.apis[region]?.name ?? null });
+      this.injected.push({ kind: 'region-outage', target: name, outage });
+      this.ctx.log(`${'region-outage'.padEnd(14)} ${name} (${this.ctx.apis[region]?.name}) down (${outage}) for ${seconds(fault.durationMs)}`);
+      await this.hold(fault.durationMs);
+    } finally {
+      for (const worker of this.ctx.workers) worker.setRegionDown(region, undefined);
+      this.regionDown = undefined;
+    }
+    this.ctx.event('heal', name, { of: 'region-outage' });
+    this.ctx.log(`${'region back'.padEnd(14)} ${name}`);
   }
 
   private async restartDb(): Promise<void> {

@@ -29,6 +29,8 @@ export interface RecordingOptions {
   deadlineOf: (lease: string) => number | null;
   /** The real fetch. Default: the global one. */
   fetch?: typeof fetch;
+  /** With several Regions: the Region an attempt to `url` goes to, recorded as the op's `via`. Default: none recorded. */
+  viaOf?: (url: URL) => string | undefined;
 }
 
 type Start = Omit<OpRecord, 'completeMs' | 'outcome'>;
@@ -94,11 +96,11 @@ export function recordingFetch(journal: Journal, options: RecordingOptions): typ
     const method = (init?.method ?? 'GET').toUpperCase();
     const route = routeOf(method, url)?.route;
     const recording = route === undefined ? undefined : RECORDING[route.id];
-    if (recording?.kind === 'batch') return recordBatch(recording, journal, options, realFetch, input, init);
+    if (recording?.kind === 'batch') return recordBatch(recording, journal, options, realFetch, url, input, init);
     const operation = operationOf(method, url);
     if (operation === undefined) return realFetch(input, init);
     const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as Record<string, unknown>) : {};
-    const id = journal.invoke(startOf(operation.op, operation.lease, body, options));
+    const id = journal.invoke(startOf(operation.op, operation.lease, body, options, url));
     const { response, text } = await attempt(journal, [id], realFetch, input, init);
     journal.complete(id, { completeMs: harnessNowMs(), ...answerOf(operation.op, response.status, text) });
     return replay(response, text);
@@ -138,13 +140,14 @@ async function recordBatch(
   journal: Journal,
   options: RecordingOptions,
   realFetch: typeof fetch,
+  url: URL,
   input: string | URL | Request,
   init: RequestInit | undefined,
 ): Promise<Response> {
   const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as Record<string, Array<Record<string, unknown>> | undefined>) : {};
   const entries = body[batch.entries] ?? [];
   const { op } = batch;
-  const ids = entries.map((entry) => journal.invoke(startOf(op, entry.name as string, entry, options)));
+  const ids = entries.map((entry) => journal.invoke(startOf(op, entry.name as string, entry, options, url)));
   const { response, text } = await attempt(journal, ids, realFetch, input, init);
   const completeMs = harnessNowMs();
   let results: Array<{ name?: string; lease?: unknown; error?: unknown; handedOff?: boolean }> | undefined;
@@ -171,8 +174,9 @@ async function recordBatch(
   return replay(response, text);
 }
 
-function startOf(op: OpKind, lease: string, body: Record<string, unknown>, options: RecordingOptions): Start {
-  const base = { type: 'op' as const, process: options.process, lease, op, invokeMs: harnessNowMs() };
+function startOf(op: OpKind, lease: string, body: Record<string, unknown>, options: RecordingOptions, url: URL): Start {
+  const via = options.viaOf?.(url);
+  const base = { type: 'op' as const, process: options.process, lease, op, invokeMs: harnessNowMs(), ...(via === undefined ? {} : { via }) };
   switch (op) {
     case 'acquire':
     case 'permit-acquire':

@@ -12,7 +12,7 @@ import { harnessNowMs, timeOriginErrorMs } from '../harness-clock.js';
 import { openHistoryWriter, type EventRecord, type FaultKind, type MetaRecord } from '../history.js';
 import { formatOwnership, type OwnershipLog } from '../ownership.js';
 import { renderTimelineSvg } from '../timeline-svg.js';
-import { ApiNode, DatabaseNode, WorkerNode, reservePorts } from './cluster.js';
+import { ApiNode, DatabaseNode, WorkerNode, regionName, regionOrderOf, reservePorts } from './cluster.js';
 import { CHAOS_GROUP, UNSAFE_MEMBER_CLOCK_RATE, balanceEveryMsFor, groupLeases, ownershipRecordsOf } from './groups.js';
 import { JobProducer, countUnchargedJobs, createJobsTable, dumpFinalJobs } from './jobs.js';
 import { mergeJournals, openJournal } from './journal.js';
@@ -21,6 +21,7 @@ import { NemesisRunner } from './nemesis-runner.js';
 import { createOperator } from './operator.js';
 import type { HarnessOptions } from './options.js';
 import { prioritiesOf } from './priorities.js';
+import { regionStats } from './region-stats.js';
 import { renderRunReport, type RunFacts } from './report.js';
 import type { WorkerMessage } from './worker.js';
 
@@ -81,6 +82,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     clockSkewBoundMs: options.clockSkewBoundMs,
     faultEveryMs: options.faultEveryMs,
     faults: options.faults,
+    regions: options.regions,
   });
   const offsets = initialOffsets(options.seed, options.apiInstances, options.clockSkewBoundMs);
   const pinnedOffsetInstance = options.unsafeClockOffsetMs === undefined ? undefined : 0;
@@ -101,7 +103,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     `leasehold chaos: seed ${options.seed}, ${seconds(options.durationMs)} of faults, ${options.workers} workers, ` +
       `leases ${leases.join(', ')}, ${semaphore === undefined ? 'no semaphore' : `semaphore ${semaphore.name} (limit ${semaphore.limit})`}, ` +
       `ttl ${options.ttlMs} ms, skew bound ${options.clockSkewBoundMs} ms, ${options.fenceMode} fencing${options.latency === 'aws' ? ', AWS-shaped latency' : ''}${options.batch ? ', batched renewals' : ''}${options.priorities ? ', priorities' : ''}` +
-      `${group === undefined ? '' : `, lease group "${CHAOS_GROUP}" of ${group.partitions} partitions`}, ${plan.length} faults planned`,
+      `${group === undefined ? '' : `, lease group "${CHAOS_GROUP}" of ${group.partitions} partitions`}${options.regions > 1 ? `, ${options.regions} Regions` : ''}, ${plan.length} faults planned`,
   );
   if (options.unsafeNoFence) print('UNSAFE: workers write WITHOUT the fence (--unsafe-no-fence): the checker must report violations');
   if (options.unsafeSlowMemberClocks) print(`UNSAFE: the members' clocks run at ${UNSAFE_MEMBER_CLOCK_RATE} of real time (--unsafe-slow-member-clocks): the checker must report violations`);
@@ -182,7 +184,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     const latencyOf = (i: number) => (options.latency === 'aws' ? { latency: { profile: options.latency, seed: (options.seed ^ Math.imul(i + 1, 0x9e3779b9)) >>> 0 } } : {});
     apiPorts.forEach((port, i) => apis.push(new ApiNode(i, port, offsets[i]!, { tableName: LEASE_TABLE, dynamodbEndpoint: db!.endpoint, logDir, ...latencyOf(i) })));
     await Promise.all(apis.map((a) => a.start()));
-    log(`API instances: ${apis.map((a) => `${a.name} :${a.port} clock ${signed(a.clockOffsetMs)} ms`).join(', ')}`);
+    log(`API instances: ${apis.map((a) => `${options.regions > 1 ? `${regionName(a.index)} ` : ''}${a.name} :${a.port} clock ${signed(a.clockOffsetMs)} ms`).join(', ')}`);
 
     nemesis = new NemesisRunner({
       workers,
@@ -194,6 +196,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
       event,
       log,
       revoke: createOperator(harnessJournal, options.ttlMs),
+      regions: options.regions > 1,
       ...(pinnedOffsetInstance !== undefined ? { pinnedOffsetInstance } : {}),
     });
     for (let i = 0; i < options.workers; i += 1) {
@@ -212,6 +215,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
           ...(semaphore === undefined ? {} : { semaphore }),
           ...(options.priorities ? { prioritiesOf: (incarnation: string) => prioritiesOf(options.seed, incarnation, leases) } : {}),
           ...(group === undefined ? {} : { group }),
+          ...(options.regions > 1 ? { regionOrder: regionOrderOf(i, options.regions) } : {}),
           onMessage,
           onExit,
           onRequestBytes: (node, data, via) => nemesis?.onRequestBytes(node, data, via),
@@ -225,6 +229,9 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
       `${workers.length} workers up (each behind its own proxies), ${group === undefined ? 'campaigning for' : `members of group ${CHAOS_GROUP}, sharing`} ${leases.join(', ')}` +
         `${semaphore === undefined ? '' : ` and a permit of ${semaphore.name}`}`,
     );
+    if (options.regions > 1) {
+      log(`preferred Regions: ${workers.map((w) => `${w.name} ${regionOrderOf(w.index, options.regions).map(regionName).join('>')}`).join(', ')}`);
+    }
     if (options.priorities) {
       log(`priorities (a restarted worker draws again): ${workers.map((w) => `${w.name} ${leases.map((l) => prioritiesOf(options.seed, w.name, leases)[l]).join('/')}`).join(', ')}`);
     }
@@ -296,7 +303,8 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
       `seed ${options.seed}, ${seconds(options.durationMs)} of faults, ${options.workers} workers, ttl ${options.ttlMs} ms, ` +
       `api offsets ${offsets.map(signed).join('/')} ms, ${options.fenceMode} fencing${semaphore === undefined ? '' : `, semaphore limit ${semaphore.limit}`}${options.priorities ? ', priorities' : ''}${options.unsafeNoFence ? ', UNSAFE no fence' : ''}` +
       `${options.unsafeClockOffsetMs !== undefined ? `, UNSAFE api-1 offset ${options.unsafeClockOffsetMs} ms` : ''}` +
-      `${group === undefined ? '' : `, group of ${group.partitions} partitions`}${options.unsafeSlowMemberClocks ? ', UNSAFE slow member clocks' : ''}`;
+      `${group === undefined ? '' : `, group of ${group.partitions} partitions`}${options.unsafeSlowMemberClocks ? ', UNSAFE slow member clocks' : ''}` +
+      `${options.regions > 1 ? `, ${options.regions} Regions` : ''}`;
     const meta: MetaRecord = { type: 'meta', ttlMs: options.ttlMs, clockSkewMs: options.clockSkewBoundMs, run: runText };
     const merged = mergeJournals([harnessJournalPath, ...workers.flatMap((w) => w.journals)], meta);
     const historyPath = join(outDir, 'history.jsonl');
@@ -352,6 +360,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
       timeOriginErrorMs: originErrors.length > 0 ? Math.max(...originErrors) : null,
       timings,
       interrupted,
+      ...(options.regions > 1 ? { regions: regionStats(merged.records, (name) => preferredRegionOf(name, options.regions)) } : {}),
     };
     const { text, json, exitCode } = renderRunReport(facts, summary);
     writeFileSync(join(outDir, 'summary.txt'), `${text}\n`);
@@ -368,6 +377,12 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     await Promise.all(workers.map((w) => w.closeProxies().catch(() => undefined)));
     process.off('exit', killEverything);
   }
+}
+
+/** A worker incarnation's preferred Region (w2 and w2r3 are worker 2's); undefined for the operator. */
+function preferredRegionOf(process: string, regions: number): string | undefined {
+  const worker = /^w(\d+)/.exec(process);
+  return worker === null ? undefined : regionName(regionOrderOf(Number(worker[1]) - 1, regions)[0]!);
 }
 
 async function countAllUncharged(db: DynamoDBDocumentClient, leases: readonly string[]): Promise<number> {

@@ -41,6 +41,11 @@ export interface WorkerConfig {
   name: string;
   /** The lease API, through this worker's proxy. */
   apiUrl: string;
+  /**
+   * `--regions`: every Region's API (each through a proxy of this worker's), the preferred one
+   * first: the SDK gets them as `endpoints` and `apiUrl` is not used.
+   */
+  regions?: Array<{ url: string; name: string }>;
   /** DynamoDB, through this worker's other proxy. */
   dbEndpoint: string;
   leases: string[];
@@ -90,10 +95,20 @@ const deadlineOf = (leaseOrSemaphore: string): number | null => {
   const remaining = (leaseOrSemaphore === semaphore?.name ? semaphore.remainingMs() : leaders.get(leaseOrSemaphore)?.remainingMs()) ?? 0;
   return remaining > 0 ? monotonicToHarnessMs(performance.now() + remaining) : null;
 };
+const regions = config.regions;
+/** The Region an attempt goes to, by the proxy port in its URL. */
+const viaOf = (url: URL): string | undefined => regions?.find((r) => new URL(r.url).port === url.port)?.name;
 const client = new LeaseClient({
-  endpoint: config.apiUrl,
+  ...(regions === undefined
+    ? { endpoint: config.apiUrl }
+    : {
+        endpoints: regions.map((r) => r.url),
+        // Back to the preferred Region two ttls after it failed, so a run sees workers leave a
+        // Region when it goes down and return when it is back (the SDK's default is 30 s).
+        endpointCoolOffMs: 2 * ttlMs,
+      }),
   // Every HTTP attempt is journalled (recording-fetch.ts); the SDK above it is untouched.
-  fetch: recordingFetch(journal, { process: name, deadlineOf }),
+  fetch: recordingFetch(journal, { process: name, deadlineOf, ...(regions === undefined ? {} : { viaOf }) }),
   // A new connection per request, so the proxy spreads requests over the API instances (and
   // their clocks) instead of pinning this worker to one by keep-alive.
   headers: { connection: 'close' },

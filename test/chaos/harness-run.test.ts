@@ -8,7 +8,8 @@ import { readHistory, type LocatedRecord, type OpKind, type OpRecord } from '../
 import type { CoordinationStats } from '../../chaos/checker/coordination-stats.js';
 import { beliefsOf } from '../../chaos/checker/partition-ownership.js';
 import type { GroupStats } from '../../chaos/checker/report.js';
-import { FAULT_CHOICES } from '../../chaos/harness/nemesis.js';
+import { FAULT_CHOICES, faultChoicesFor } from '../../chaos/harness/nemesis.js';
+import type { RegionStats } from '../../chaos/harness/region-stats.js';
 import { readOwnership, type OwnershipLog } from '../../chaos/ownership.js';
 
 /** Every invariant of the run passed with no violation (and, unless said otherwise, each checked something). */
@@ -24,9 +25,9 @@ function expectEveryInvariantChecked(run: HarnessRun, { eachChecked = true } = {
  * on purpose), fault proxies, real time. Bounded runs with fixed seeds: a correct one, which must
  * inject every kind of fault and find nothing; others that stress one feature each (epoch fencing,
  * batched renewals, revokes and semaphores, priorities with claims, yields and proclaims, revokes
- * with priorities and handoffs, lease groups); and runs with the fence switched off, which the
- * checker must catch. Durations are short for CI; `npm run chaos -- --duration 30m` is the
- * long run (see docs/chaos.md).
+ * with priorities and handoffs, lease groups, three Regions with Region outages); and runs with the
+ * fence switched off, which the checker must catch (one of them over three Regions). Durations are
+ * short for CI; `npm run chaos -- --duration 30m` is the long run (see docs/chaos.md).
  */
 
 const MAIN = fileURLToPath(new URL('../../chaos/harness/main.ts', import.meta.url));
@@ -47,6 +48,8 @@ interface HarnessRun {
     leadership: { elections: number; yielded: Array<{ process: string; lease: string; token: number }> };
     /** `--groups` runs: what the lease group did (null otherwise). */
     groups: GroupStats | null;
+    /** `--regions 3` runs: the answers by Region and what each outage did (null otherwise). */
+    regions: RegionStats | null;
   };
 }
 
@@ -373,5 +376,63 @@ describe('a bounded chaos run of a lease group (--groups)', () => {
     const { jobs } = run.summary;
     expect(jobs.enqueued).toBeGreaterThan(20);
     expect(jobs).toMatchObject({ chargedOnce: jobs.enqueued, chargedMoreThanOnce: 0, neverCharged: 0 });
+  });
+});
+
+/** The seed of the bounded `--regions 3` run; its 30 s plan takes one Region down among every other kind of fault. */
+const SEED_REGIONS = '20261141';
+
+describe('a bounded chaos run over three Regions (--regions 3)', () => {
+  let run: HarnessRun;
+  let history: LocatedRecord[];
+  const regions = () => run.summary.regions!;
+  beforeAll(async () => {
+    // Three Regions' APIs over the one table; every worker's SDK has all three as endpoints, its
+    // preferred Region first; one Region refuses or blackholes everyone for 3-5 ttls among the other faults.
+    run = await runHarness(['--regions', '3', '--duration', '30s', '--seed', SEED_REGIONS]);
+    history = await readHistory(join(run.out, 'history.jsonl'));
+  }, RUN_TIMEOUT_MS);
+  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+
+  it('ends with exit status 0 and the verdict PASS: every invariant checked and none violated', () => {
+    expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
+    expectEveryInvariantChecked(run);
+  });
+
+  it('injects a Region outage among every other kind of fault', () => {
+    for (const kind of faultChoicesFor(3)) expect(run.summary.faults.byKind[kind], kind).toBeGreaterThanOrEqual(1);
+    expect(history.some((e) => e.record.type === 'event' && e.record.kind === 'heal' && e.record.detail?.of === 'region-outage')).toBe(true);
+  });
+
+  it('served through all three Regions, and the lost Region answered nothing while it was down', () => {
+    expect(Object.keys(regions().okByRegion).sort()).toEqual(['region-1', 'region-2', 'region-3']);
+    expect(regions().outages.length).toBeGreaterThanOrEqual(1);
+    for (const outage of regions().outages) expect(outage.answeredWhileDown, JSON.stringify(outage)).toBe(0);
+  });
+
+  it('had the workers preferring the lost Region renew through another while it was down', () => {
+    const renewed = regions().outages.reduce((n, o) => n + o.renewedElsewhere, 0);
+    expect(renewed, JSON.stringify(regions().outages)).toBeGreaterThanOrEqual(1);
+  });
+
+  it('charges every job it enqueued exactly once', () => {
+    const { jobs } = run.summary;
+    expect(jobs.enqueued).toBeGreaterThan(20);
+    expect(jobs).toMatchObject({ chargedOnce: jobs.enqueued, chargedMoreThanOnce: 0, neverCharged: 0 });
+  });
+});
+
+describe('a chaos run over three Regions whose workers write without the fence (--regions 3 --unsafe-no-fence)', () => {
+  let run: HarnessRun;
+  beforeAll(async () => {
+    run = await runHarness(['--regions', '3', '--duration', '25s', '--seed', '20251122', '--unsafe-no-fence', '--faults', 'partition,region-outage', '--fault-every', '2s']);
+  }, RUN_TIMEOUT_MS);
+  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+
+  it('is caught by I5: a stale leader\'s charge landed while the workers failed over between Regions', () => {
+    expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 1, verdict: 'VIOLATIONS' });
+    expect(run.summary.invariants.I5!.status).toBe('fail');
+    expect(run.summary.check.invariants.I5!.violations.map((v) => v.message).join('\n')).toMatch(/^job \S+ /m);
+    expect(run.summary.faults.byKind['region-outage']).toBeGreaterThanOrEqual(1);
   });
 });
