@@ -16,6 +16,12 @@ export const ENV = {
   managementEndpoint: 'WEBSOCKET_MANAGEMENT_ENDPOINT',
   /** `false`: the watch never pushes `renewed` events (the construct's `watch: { renewedEvents: false }`). */
   watchRenewedEvents: 'WATCH_RENEWED_EVENTS',
+  /**
+   * `true`: the release, handoff and revoke routes push their changes to watchers directly, and the
+   * stream consumer skips whom they told (functions/watch/direct-push.ts). Set on the stream
+   * consumer; the routes push when they have the subscription table and the management endpoint.
+   */
+  watchDirectPush: 'WATCH_DIRECT_PUSH',
   /** Only for DynamoDB Local or tests; unset in AWS. */
   dynamodbEndpoint: 'DYNAMODB_ENDPOINT',
   region: 'AWS_REGION',
@@ -53,6 +59,8 @@ export interface HandlerConfig {
   region: string;
   /** Only for DynamoDB Local or tests; unset in AWS. */
   dynamodbEndpoint: string | undefined;
+  /** Where a route that ends grants pushes its changes (both variables set); undefined: it does not push. */
+  push?: { subscriptionTableName: string; managementEndpoint: string };
 }
 
 export interface WatchConfig {
@@ -61,6 +69,8 @@ export interface WatchConfig {
   region: string;
   dynamodbEndpoint: string | undefined;
   renewedEvents: boolean;
+  /** The routes push releases, handoffs and forced revokes directly: the stream consumer skips whom they told. */
+  directPush: boolean;
 }
 
 /** Who the functions say they are in logs and metrics. */
@@ -84,8 +94,18 @@ export function readConfig(env: Environment): HandlerConfig {
   const semaphoreTableName = semaphoreSetting || (tableName ? defaultSemaphoreTableName(tableName) : '');
   const region = readRegion(env, problems);
   const dynamodbEndpoint = readDynamodbEndpoint(env, problems);
+  // Both or neither: a route given one of them was meant to push, and would silently not.
+  const pushTable = env[ENV.subscriptionTable]?.trim();
+  const pushEndpoint = env[ENV.managementEndpoint]?.trim();
+  if (Boolean(pushTable) !== Boolean(pushEndpoint)) problems.push(`${ENV.subscriptionTable} and ${ENV.managementEndpoint} are set together or not at all`);
   throwIfAny('handler', problems);
-  return { tableName: tableName as string, semaphoreTableName, region, dynamodbEndpoint };
+  return {
+    tableName: tableName as string,
+    semaphoreTableName,
+    region,
+    dynamodbEndpoint,
+    ...(pushTable && pushEndpoint ? { push: { subscriptionTableName: pushTable, managementEndpoint: pushEndpoint } } : {}),
+  };
 }
 
 /** The settings of a watch function ($connect, $disconnect, subscribe, the stream consumer). */
@@ -98,8 +118,17 @@ export function readWatchConfig(env: Environment): WatchConfig {
   const region = readRegion(env, problems);
   const dynamodbEndpoint = readDynamodbEndpoint(env, problems);
   const renewedEvents = readRenewedEvents(env, problems);
+  const directPush = env[ENV.watchDirectPush]?.trim() ?? '';
+  if (!['', 'true', 'false'].includes(directPush)) problems.push(`${ENV.watchDirectPush} "${directPush}" is neither true nor false`);
   throwIfAny('watch', problems);
-  return { subscriptionTableName: subscriptionTableName as string, managementEndpoint: managementEndpoint as string, region, dynamodbEndpoint, renewedEvents };
+  return {
+    subscriptionTableName: subscriptionTableName as string,
+    managementEndpoint: managementEndpoint as string,
+    region,
+    dynamodbEndpoint,
+    renewedEvents,
+    directPush: directPush === 'true',
+  };
 }
 
 /**

@@ -65,7 +65,7 @@ export const RESERVATION_AND_CLAIM = ['reservedFor', 'reservedUntil', 'claimHold
  * What every acquire removes: the previous grant's end, reservation, revoke and claim (plus absent
  * optional fields), and a requestId kept in clear by an earlier version (never honoured: see LeaseRecord).
  */
-export const ACQUIRE_REMOVE = ['releasedAt', ...RESERVATION_AND_CLAIM, 'revokedAt', 'revokedBy', 'revokedReason', 'revokedForce', 'requestId'] as const;
+export const ACQUIRE_REMOVE = ['releasedAt', 'endedHolder', ...RESERVATION_AND_CLAIM, 'revokedAt', 'revokedBy', 'revokedReason', 'revokedForce', 'requestId'] as const;
 
 // claim: the grant the refused acquire saw is still the current one and held, its priority is
 // lower than the candidate's, and any live claim is the candidate's own (same holder and principal:
@@ -122,8 +122,17 @@ export const RENEW_COMMON_SET = ['renewedAt = :now', 'expireItemAt = :expireItem
 /** How a grant ends now: by a release, a handoff, or a forced revoke. */
 export const GRANT_END_SET = ['availableAt = :now', 'releasedAt = :now'] as const;
 
+/**
+ * Whose grant a release, handoff or forced revoke ended: the same write removes `holder`, and its
+ * answer (ALL_NEW) must still name it, as the stream's old image does, so the handler can push the
+ * event at once (functions/watch/direct-push.ts). A release's condition guarantees a holder; a
+ * forced revoke that upgrades a safe one after the holder released finds none (null).
+ */
+export const ENDED_HOLDER_SET = 'endedHolder = holder';
+export const FORCED_REVOKE_ENDED_HOLDER_SET = 'endedHolder = if_not_exists(holder, :noHolder)';
+
 /** A release (a handoff adds the reservation to the SET). */
-export const RELEASE_SET = `SET ${GRANT_END_SET.join(', ')}, expireItemAt = :expireItemAt, ${LAST_OP_ATTRIBUTE} = :lastOp`;
+export const RELEASE_SET = `SET ${GRANT_END_SET.join(', ')}, ${ENDED_HOLDER_SET}, expireItemAt = :expireItemAt, ${LAST_OP_ATTRIBUTE} = :lastOp`;
 export const RELEASE_REMOVE = 'REMOVE holder, requestHash, requestId';
 
 /** A forced revoke: the grant ends as by a release, and so do any reservation and claim on the lease. */

@@ -11,6 +11,7 @@ import {
 import type { WallClock } from './clock.js';
 import { conflictItem as conflictRecord, isConditionFailure, translate } from './dynamodb-errors.js';
 import {
+  FORCED_REVOKE_ENDED_HOLDER_SET,
   FORCED_REVOKE_REMOVE,
   GRANT_END_SET,
   RELEASE_REMOVE,
@@ -46,6 +47,13 @@ export interface LeaseWriter {
 export const MAX_HOLD_MS = LIMITS.ttlMaxMs + LIMITS.lockDelayMaxMs;
 
 /**
+ * Hears the item a release, handoff or revoke wrote (its ALL_NEW answer, `endedHolder` naming whose
+ * grant ended), only when this call wrote it: the route pushes the event that write made to the
+ * lease's watchers (functions/watch/direct-push.ts). A repeated call that changed nothing is silent.
+ */
+export type OnWritten = (item: LeaseRecord) => void;
+
+/**
  * Release, optionally reserving the lease for one holder: one conditional UpdateItem on the
  * current grant. If the grant already ended the same way (a retry), answers as if it just did.
  */
@@ -54,6 +62,7 @@ export async function endGrant(
   name: string,
   request: { leaseId: string; token: number },
   reserve: { to: string; windowMs: number } | undefined,
+  onWritten?: OnWritten,
 ): Promise<{ lease: PublicLease; reservedUntil: number | undefined }> {
   const now = w.clock.nowMs();
   const reservedUntil = reserve ? now + reserve.windowMs : undefined;
@@ -83,6 +92,7 @@ export async function endGrant(
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
     );
+    onWritten?.(out.Attributes as LeaseRecord);
     return { lease: toPublicLease(out.Attributes as LeaseRecord, w.clock.nowMs()), reservedUntil };
   } catch (error) {
     if (!isConditionFailure(error)) throw translate(error, name);
@@ -113,10 +123,16 @@ export async function endGrant(
  * safe revoke (also after its holder released). A lease nobody holds is LEASE_NOT_HELD; a name
  * never acquired LEASE_NOT_FOUND.
  */
-export async function revokeGrant(w: LeaseWriter, name: string, request: RevokeRequest, by: string): Promise<PublicLease & { revoked: RevokedRecord }> {
+export async function revokeGrant(
+  w: LeaseWriter,
+  name: string,
+  request: RevokeRequest,
+  by: string,
+  onWritten?: OnWritten,
+): Promise<PublicLease & { revoked: RevokedRecord }> {
   const force = request.force === true;
   const now = w.clock.nowMs();
-  const set = [...REVOKE_SET, ...(force ? GRANT_END_SET : REVOKE_SAFE_SET)];
+  const set = [...REVOKE_SET, ...(force ? [...GRANT_END_SET, FORCED_REVOKE_ENDED_HOLDER_SET] : REVOKE_SAFE_SET)];
   const values: Record<string, unknown> = {
     ':now': now,
     ':by': by,
@@ -125,7 +141,10 @@ export async function revokeGrant(w: LeaseWriter, name: string, request: RevokeR
     ':expireItemAt': w.expireItemAt(now + MAX_HOLD_MS),
     ':lastOp': 'revoke' satisfies LastOp,
   };
-  if (force) values[':false'] = false;
+  if (force) {
+    values[':false'] = false;
+    values[':noHolder'] = null;
+  }
   try {
     const out = await w.client.send(
       new UpdateCommand({
@@ -138,6 +157,7 @@ export async function revokeGrant(w: LeaseWriter, name: string, request: RevokeR
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
     );
+    onWritten?.(out.Attributes as LeaseRecord);
     return withRevoked(toPublicLease(out.Attributes as LeaseRecord, w.clock.nowMs()));
   } catch (error) {
     if (!isConditionFailure(error)) throw translate(error, name);

@@ -44,6 +44,8 @@ export interface LeaseRecord {
   acquiredAt: number;
   renewedAt: number;
   releasedAt?: number;
+  /** The holder whose grant the last release, handoff or forced revoke ended (null: none was left); removed by the next grant. */
+  endedHolder?: string | null;
   /** Metadata as JSON text: DynamoDB maps do not round-trip every JSON value exactly. */
   metadataJson?: string;
   /** Set by a handoff: only this holder may acquire until `reservedUntil`. */

@@ -34,7 +34,7 @@ import { LOCAL_PRINCIPAL, principalKey, replayKey } from './caller-keys.js';
 import { readGroup } from './lease-groups.js';
 import { readLease, scanLeases, stringifyQuery } from './lease-reads.js';
 import { isConditionFailure, translate } from './dynamodb-errors.js';
-import { MAX_HOLD_MS, conflictItem, endGrant, leaseLost, revokeGrant } from './lease-endings.js';
+import { MAX_HOLD_MS, conflictItem, endGrant, leaseLost, revokeGrant, type OnWritten } from './lease-endings.js';
 import {
   ACQUIRE_REMOVE,
   ACQUIRE_SET,
@@ -351,8 +351,8 @@ export class LeaseStoreCore {
   }
 
   /** Returns the lease's public state after the release. Releasing the same grant twice is harmless. */
-  async release(name: LeaseName, request: Checked<ReleaseRequest>): Promise<PublicLease> {
-    return (await endGrant(this, name, request, undefined)).lease;
+  async release(name: LeaseName, request: Checked<ReleaseRequest>, onWritten?: OnWritten): Promise<PublicLease> {
+    return (await endGrant(this, name, request, undefined, onWritten)).lease;
   }
 
   /**
@@ -361,8 +361,8 @@ export class LeaseStoreCore {
    * during the window; anyone may after. The next grant gets a new token as always. Repeating a
    * handoff that already took effect answers the same reservation.
    */
-  async handoff(name: LeaseName, request: Checked<HandoffRequest>): Promise<{ lease: PublicLease; to: string; reservedUntil: number }> {
-    const ended = await endGrant(this, name, request, { to: request.to, windowMs: request.windowMs ?? LIMITS.handoffWindowDefaultMs });
+  async handoff(name: LeaseName, request: Checked<HandoffRequest>, onWritten?: OnWritten): Promise<{ lease: PublicLease; to: string; reservedUntil: number }> {
+    const ended = await endGrant(this, name, request, { to: request.to, windowMs: request.windowMs ?? LIMITS.handoffWindowDefaultMs }, onWritten);
     return { lease: ended.lease, to: request.to, reservedUntil: ended.reservedUntil as number };
   }
 
@@ -370,8 +370,8 @@ export class LeaseStoreCore {
    * An operator takes the current grant away: see lease-endings.ts `revokeGrant`. `by` is the
    * caller's identity as shown publicly, decided by the handler.
    */
-  async revoke(name: LeaseName, request: Checked<RevokeRequest>, by: string): Promise<PublicLease & { revoked: RevokedRecord }> {
-    return revokeGrant(this, name, request, by);
+  async revoke(name: LeaseName, request: Checked<RevokeRequest>, by: string, onWritten?: OnWritten): Promise<PublicLease & { revoked: RevokedRecord }> {
+    return revokeGrant(this, name, request, by, onWritten);
   }
 
   /** Strongly consistent read of the public state (never the leaseId). */
@@ -429,16 +429,16 @@ export class LeaseStore extends LeaseStoreCore {
     return super.proclaim(checkedName, request as typeof request & { metadata: RenewRequest['metadata'] });
   }
 
-  override async release(name: string, input: ReleaseRequest): Promise<PublicLease> {
-    return super.release(validateName(name), validateReleaseRequest(pickFields(input, REQUEST_FIELDS.release)));
+  override async release(name: string, input: ReleaseRequest, onWritten?: OnWritten): Promise<PublicLease> {
+    return super.release(validateName(name), validateReleaseRequest(pickFields(input, REQUEST_FIELDS.release)), onWritten);
   }
 
-  override async handoff(name: string, input: HandoffRequest): Promise<{ lease: PublicLease; to: string; reservedUntil: number }> {
-    return super.handoff(validateName(name), validateHandoffRequest(pickFields(input, REQUEST_FIELDS.handoff)));
+  override async handoff(name: string, input: HandoffRequest, onWritten?: OnWritten): Promise<{ lease: PublicLease; to: string; reservedUntil: number }> {
+    return super.handoff(validateName(name), validateHandoffRequest(pickFields(input, REQUEST_FIELDS.handoff)), onWritten);
   }
 
-  override async revoke(name: string, input: RevokeRequest, by: string): Promise<PublicLease & { revoked: RevokedRecord }> {
-    return super.revoke(validateName(name), validateRevokeRequest(pickFields(input, REQUEST_FIELDS.revoke)), by);
+  override async revoke(name: string, input: RevokeRequest, by: string, onWritten?: OnWritten): Promise<PublicLease & { revoked: RevokedRecord }> {
+    return super.revoke(validateName(name), validateRevokeRequest(pickFields(input, REQUEST_FIELDS.revoke)), by, onWritten);
   }
 
   override async describe(name: string): Promise<PublicLease> {

@@ -5,6 +5,8 @@ import { createDocumentClient } from './dynamodb-client.js';
 import { createLogger } from './logging.js';
 import { LeaseStoreCore } from './lease-store.js';
 import { SemaphoreStoreCore } from './semaphore-store.js';
+import { createDirectPush, type PushTargets } from './watch/direct-push.js';
+import { createPushTargets } from './watch/watch-deps.js';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { HandlerDeps, RouteHandler } from './http/route.js';
 
@@ -16,6 +18,11 @@ export interface DepsOptions {
   dynamodbEndpoint?: string | undefined;
   credentials?: { accessKeyId: string; secretAccessKey: string };
   clock?: WallClock;
+  /**
+   * Where the release, handoff and revoke routes push their changes to watchers at once
+   * (functions/watch/direct-push.ts). Default: they do not; the stream path tells everyone.
+   */
+  push?: (PushTargets & { budgetMs?: number }) | undefined;
 }
 
 /** Builds handler dependencies for one table. The local server calls this with its own clock. */
@@ -27,6 +34,8 @@ export function createDeps(options: DepsOptions): HandlerDeps {
   });
   // The construct sets POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE; they win over the defaults.
   const { serviceName, metricsNamespace } = readServiceIdentity(process.env);
+  const logger = createLogger(serviceName);
+  const metrics = new Metrics({ namespace: metricsNamespace, serviceName });
   return {
     store: new LeaseStoreCore({ client, tableName: options.tableName, clock: options.clock ?? systemClock }),
     semaphores: new SemaphoreStoreCore({
@@ -34,8 +43,9 @@ export function createDeps(options: DepsOptions): HandlerDeps {
       tableName: options.semaphoreTableName ?? defaultSemaphoreTableName(options.tableName),
       clock: options.clock ?? systemClock,
     }),
-    logger: createLogger(serviceName),
-    metrics: new Metrics({ namespace: metricsNamespace, serviceName }),
+    logger,
+    metrics,
+    push: options.push === undefined ? undefined : createDirectPush({ ...options.push, logger, metrics }),
   };
 }
 
@@ -48,8 +58,9 @@ let lambdaDeps: HandlerDeps | undefined;
  */
 export function depsFromEnvironment(env: Record<string, string | undefined> = process.env): HandlerDeps {
   if (lambdaDeps === undefined) {
-    const config = readConfig(env);
-    lambdaDeps = createDeps(config);
+    const { push, ...config } = readConfig(env);
+    // The routes given the watch's table and endpoint (release, handoff, revoke) push their changes.
+    lambdaDeps = createDeps({ ...config, push: push && createPushTargets({ ...push, region: config.region, dynamodbEndpoint: config.dynamodbEndpoint }) });
   }
   return lambdaDeps;
 }

@@ -27,12 +27,14 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 process.env.POWERTOOLS_LOG_LEVEL ??= 'WARN';
 
-const HELP = `Usage: npm start -- [--port N] [--data DIR] [--latency local|aws] [--quiet]
+const HELP = `Usage: npm start -- [--port N] [--data DIR] [--latency local|aws] [--watch-push direct|stream] [--quiet]
 
   --port N     listen on 127.0.0.1:N (default: $PORT or 8787)
   --data DIR   keep DynamoDB Local's data in DIR instead of memory
   --latency P  aws: add the delays AWS adds (API Gateway and Lambda, the stream's polls, the
                watch's posts; docs/performance.md); local: none (the default)
+  --watch-push M  direct: a release, handoff or forced revoke tells its watchers in the
+               request, the stream the rest (the default); stream: the stream alone (docs/watch.md)
   --regions N  serve N local Regions over one store (3, or 2 and a witness): their APIs on ports
                P..P+N-1 (P = --port), each on its own clock, and a control on P+N that takes
                one down and brings it back (docs/local.md#three-local-regions)
@@ -111,7 +113,7 @@ async function main(): Promise<void> {
       tableName,
       semaphoreTableName,
       subscriptionTableName,
-      watch: { renewedEvents },
+      watch: { renewedEvents, ...(values.watchPush ? { push: values.watchPush } : {}) },
       server: { logRequests: !values.quiet, allowedHosts: parseAllowedHosts(process.env[ALLOWED_HOSTS_ENV]), ...(values.latency ? { latency: values.latency } : {}) },
     });
     console.log(`${regions.describe(backend)}\n\n${stopHint()}`);
@@ -130,7 +132,7 @@ async function main(): Promise<void> {
     allowedHosts: parseAllowedHosts(process.env[ALLOWED_HOSTS_ENV]),
     // The watch reads the table's stream; against real DynamoDB that is the cloud's job (Lambda).
     // WATCH_RENEWED_EVENTS=false is the construct's `watch: { renewedEvents: false }`, as in Lambda.
-    ...(useAws ? {} : { watch: { subscriptionTableName, renewedEvents } }),
+    ...(useAws ? {} : { watch: { subscriptionTableName, renewedEvents, ...(values.watchPush ? { push: values.watchPush } : {}) } }),
   }).catch((error: NodeJS.ErrnoException) => {
     // Taken in the seconds since the check.
     throw error.code === 'EADDRINUSE' ? portInUseError(port, error) : error;

@@ -44,11 +44,13 @@ export function validateLocalServerOptions(options: CheckedOptions): void {
     check(isInteger(burst) && burst >= 1, 'throttle.burst', 'an integer of at least 1', burst);
   }
   if (watch !== undefined) {
-    check(isObject(watch), 'watch', 'an object { subscriptionTableName, pollIntervalMs?, renewedEvents? }', watch);
-    const { subscriptionTableName, pollIntervalMs, renewedEvents } = watch;
+    check(isObject(watch), 'watch', 'an object { subscriptionTableName, pollIntervalMs?, renewedEvents?, push?, pushBudgetMs? }', watch);
+    const { subscriptionTableName, pollIntervalMs, renewedEvents, push, pushBudgetMs } = watch;
     check(isNonEmptyString(subscriptionTableName), 'watch.subscriptionTableName', 'a non-empty string', subscriptionTableName);
     if (pollIntervalMs !== undefined) check(isInteger(pollIntervalMs) && pollIntervalMs >= 1, 'watch.pollIntervalMs', 'an integer of at least 1', pollIntervalMs);
     if (renewedEvents !== undefined) check(typeof renewedEvents === 'boolean', 'watch.renewedEvents', 'a boolean', renewedEvents);
+    if (push !== undefined) validateWatchPush(push, 'watch.push');
+    if (pushBudgetMs !== undefined) check(isInteger(pushBudgetMs) && pushBudgetMs >= 1, 'watch.pushBudgetMs', 'an integer of at least 1', pushBudgetMs);
   }
   if (latency !== undefined) validateLatency(latency);
   if (options.publicPort !== undefined) validatePort(options.publicPort, 'publicPort');
@@ -61,6 +63,12 @@ export function validateLocalServerOptions(options: CheckedOptions): void {
 export function validateLatency(value: unknown, option = 'latency'): LatencyProfileName {
   check(LATENCY_PROFILES.includes(value as LatencyProfileName), option, `one of ${LATENCY_PROFILES.join(', ')}`, value);
   return value as LatencyProfileName;
+}
+
+/** How the watch hears of a release, handoff or forced revoke, also for `npm start`'s `--watch-push` (named by `option`). */
+export function validateWatchPush(value: unknown, option: string): 'direct' | 'stream' {
+  check(value === 'direct' || value === 'stream', option, "'direct' or 'stream'", value);
+  return value;
 }
 
 /** `npm start`'s `--regions N`: 3 (three replicas) or 2 (two replicas and a witness). */
@@ -116,6 +124,8 @@ export interface StartOptions {
   latency?: LatencyProfileName;
   /** `--regions N`: serve N local Regions (local/regions/); absent: one server, as always. */
   regions?: number;
+  /** `--watch-push`; absent means the server's default ('direct'). */
+  watchPush?: 'direct' | 'stream';
 }
 
 /** The options `npm start` takes, as `parseArgs` reads them. */
@@ -124,12 +134,13 @@ const START_OPTIONS = {
   data: { type: 'string' },
   latency: { type: 'string' },
   regions: { type: 'string' },
+  'watch-push': { type: 'string' },
   quiet: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
 /** The valued options npm may swallow when they are written before `--`. */
-const VALUED_OPTIONS = ['port', 'data', 'latency', 'regions'] as const;
+const VALUED_OPTIONS = ['port', 'data', 'latency', 'watch-push', 'regions'] as const;
 
 /**
  * Reads `npm start`'s arguments and `PORT` before anything starts. Each refusal says how to fix it.
@@ -163,6 +174,7 @@ export function readStartOptions(args: string[], env: NodeJS.ProcessEnv): StartO
     ...(values.data === undefined ? {} : { data: values.data }),
     ...(values.latency === undefined ? {} : { latency: validateLatency(values.latency, '--latency') }),
     ...(values.regions === undefined ? {} : { regions: validateRegionCount(values.regions) }),
+    ...(values['watch-push'] === undefined ? {} : { watchPush: validateWatchPush(values['watch-push'], '--watch-push') }),
   };
 }
 
@@ -176,7 +188,8 @@ function swallowedByNpm(positionals: string[], env: NodeJS.ProcessEnv): { kept: 
   const kept: string[] = [];
   const meant: string[] = [];
   for (const name of VALUED_OPTIONS) {
-    const setting = env[`npm_config_${name}`];
+    // npm names its settings with underscores: `--watch-push` is npm_config_watch_push.
+    const setting = env[`npm_config_${name.replaceAll('-', '_')}`];
     if (setting === undefined) continue;
     // `--port 9000`: npm reads a flag and leaves the value as an argument; `--port=9000`: npm keeps both.
     const value = setting === 'true' || setting === '' ? bare.shift() : setting;

@@ -3,7 +3,6 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { HttpHandler } from '@smithy/protocol-http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import {
   InternalError,
@@ -30,7 +29,7 @@ import { createLatencyHooks, type LatencyDelay, type LatencyHooks, type LatencyP
 import { lambdaContext } from './lambda-context.js';
 import { validateLocalServerOptions } from './server-options.js';
 import { createPageServer, type PageServer } from './page/serve.js';
-import { createSigV4Verifier, sigv4WatchGrants, type SigV4VerifierOptions } from './sigv4-verifier.js';
+import { createSigV4Verifier, type SigV4VerifierOptions } from './sigv4-verifier.js';
 import { createRouteAuthorizer, type RouteAuthorizer } from './route-grants.js';
 import { TokenBucket, type ThrottleOptions } from './throttle.js';
 import { startStreamPoller, type StreamPoller } from './stream-poller.js';
@@ -38,7 +37,7 @@ import { createWebSocketGateway, refuseUpgrade, type WebSocketGateway } from './
 import { createStreamHandler } from '../functions/watch/stream-handler.js';
 import { createConnectHandler, createDisconnectHandler, createSubscribeHandler } from '../functions/watch/socket-handlers.js';
 import { passesSkipRenewals } from '../functions/watch/stream-filter.js';
-import { createWatchDeps } from '../functions/watch/watch-deps.js';
+import { LOCAL_WATCH_CREDENTIALS, localWatchDeps, type WatchPush } from './local-watch.js';
 
 /**
  * Serves the Lambda handler modules over plain HTTP, the way API Gateway (HTTP API, payload 2.0)
@@ -86,8 +85,12 @@ export interface LocalServerOptions {
    * stream handler module as in AWS. Needs DynamoDB Local (or a table with a stream) and a
    * subscriptions table. Default: off. `renewedEvents: false` filters renewals out of the stream
    * before the handler, as the construct's `watch: { renewedEvents: false }` does (default true).
+   * `push`: 'direct' (the default) has the release, handoff and revoke routes tell the lease's
+   * watchers in the request (functions/watch/direct-push.ts), the stream telling the rest; 'stream'
+   * leaves every change to the stream path alone. `pushBudgetMs`: the direct push's budget
+   * (default DIRECT_PUSH_BUDGET_MS, 50 ms; tests on a loaded machine give more).
    */
-  watch?: { subscriptionTableName: string; pollIntervalMs?: number; renewedEvents?: boolean };
+  watch?: { subscriptionTableName: string; pollIntervalMs?: number; renewedEvents?: boolean; push?: WatchPush; pushBudgetMs?: number };
   /** 'aws': wait the delays AWS adds (local/latency/aws-profile.ts, docs/performance.md). Default 'local': none. */
   latency?: LatencyProfileName;
   /** The 'aws' profile's seed, to draw the same delays again. Default: random. */
@@ -101,8 +104,15 @@ export interface LocalServer {
   port: number;
   /** Requests seen since start: `aborted` by the client before their answer, answered `serverErrors` (5xx). */
   stats(): { aborted: number; serverErrors: number };
+  /**
+   * With the watch: holds the stream path back (tests of what reaches a watcher before the stream
+   * does). `pause()` stops reading the stream; `resume()` reads again and resolves once every
+   * record written before it was handled.
+   */
+  streamPath?: { pause(): void; resume(): Promise<void> };
   close(): Promise<void>;
 }
+export type { WatchPush };
 
 const OPENAPI_PATH = new URL('../docs/openapi.json', import.meta.url);
 /**
@@ -121,6 +131,11 @@ const WILDCARD_ADDRESSES: ReadonlySet<string> = new Set(['0.0.0.0', '::', '[::]'
 export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {
   validateLocalServerOptions(options);
   const clock: WallClock = options.clockOffsetMs ? offsetClock(systemClock, options.clockOffsetMs) : systemClock;
+  let gateway: WebSocketGateway | undefined;
+  // Made before the handlers, which push through them, and the gateway, whose routes come from them.
+  const watchDeps = options.watch
+    ? localWatchDeps({ ...options.watch, region: options.region ?? 'us-east-1', dynamodbEndpoint: options.dynamodbEndpoint, credentials: options.credentials, sigv4: options.sigv4, clock }, () => gateway)
+    : undefined;
   const deps: HandlerDeps = createDeps({
     tableName: options.tableName,
     semaphoreTableName: options.semaphoreTableName,
@@ -128,6 +143,9 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     dynamodbEndpoint: options.dynamodbEndpoint,
     ...(options.credentials ? { credentials: options.credentials } : {}),
     clock,
+    ...(watchDeps?.deliveries
+      ? { push: { subscriptions: watchDeps.subscriptions, deliveries: watchDeps.deliveries, management: watchDeps.management, budgetMs: options.watch?.pushBudgetMs } }
+      : {}),
   });
   options.configureDynamoDB?.(deps.store.client);
   const latency = createLatencyHooks(options.latency ?? 'local', { seed: options.latencySeed, delay: options.latencyDelay, nowMs: () => clock.nowMs() });
@@ -138,7 +156,6 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   const bucket = options.throttle ? new TokenBucket(options.throttle, clock) : undefined;
   // The page paints its first rows from the list; not when the API demands signatures a browser cannot make.
   const page = createPageServer({ clock, ...(verify ? {} : { list: (request) => deps.store.list(request) }) });
-  let gateway: WebSocketGateway | undefined;
   let poller: StreamPoller | undefined;
 
   const stats = { aborted: 0, serverErrors: 0 };
@@ -174,27 +191,8 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   const port = (server.address() as AddressInfo).port;
   const url = `http://${host}:${port}`;
 
-  if (options.watch) {
-    const credentials = options.credentials ?? { accessKeyId: 'local', secretAccessKey: 'local' };
-    // The watch deps are made before the gateway (its routes come from them): forward to it once made.
-    const management: HttpHandler = {
-      handle: (request, handlerOptions) => (gateway as WebSocketGateway).management.handle(request, handlerOptions),
-      updateHttpClientConfig: () => undefined,
-      httpHandlerConfigs: () => ({}),
-    };
-    const watchDeps = createWatchDeps({
-      subscriptionTableName: options.watch.subscriptionTableName,
-      // Never dialled: the requests go to the gateway in process (managementRequestHandler).
-      managementEndpoint: 'http://management.leasehold.invalid',
-      managementRequestHandler: management,
-      region: options.region ?? 'us-east-1',
-      dynamodbEndpoint: options.dynamodbEndpoint,
-      credentials,
-      clock,
-      renewedEvents: options.watch.renewedEvents ?? true,
-      // With SigV4, each access key watches only its `prefixes` (as grantWatch does in AWS).
-      ...(options.sigv4 ? { grants: sigv4WatchGrants(options.sigv4) } : {}),
-    });
+  if (options.watch && watchDeps) {
+    const credentials = options.credentials ?? LOCAL_WATCH_CREDENTIALS;
     gateway = createWebSocketGateway({
       clock,
       ...(latency ? { beforeManagementCall: latency.managementPost } : {}),
@@ -237,6 +235,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     url,
     port,
     stats: () => ({ ...stats }),
+    ...(poller ? { streamPath: { pause: poller.pause, resume: poller.resume } } : {}),
     close: async () => {
       await poller?.stop();
       gateway?.close();

@@ -40,6 +40,10 @@ export interface StreamPoller {
    * (In AWS the event source mapping polls on its own; this only spares the local watch a sleep.)
    */
   wake(): void;
+  /** Stops reading the stream until `resume()` (a test hook: what reaches a watcher before the stream does). */
+  pause(): void;
+  /** Reads the stream again; resolves once a round found nothing new, so every record written before it was handled. */
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -144,8 +148,16 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
   // A wake during a poll makes the next round start at once; a wake during the sleep ends it.
   let woken = false;
   let endSleep: (() => void) | undefined;
+  // pause(): the loop waits at the top of its next round until resume() (or stop()) opens the gate.
+  let gate: { opened: Promise<void>; open: () => void } | undefined;
+  // resume()'s callers, answered by the first round that started after their call and read nothing.
+  let settleWaiters: Array<() => void> = [];
   const loop = (async () => {
     while (!stopped) {
+      if (gate) await gate.opened;
+      if (stopped) break;
+      const settling = settleWaiters;
+      settleWaiters = [];
       let busy = false;
       woken = false;
       try {
@@ -153,7 +165,10 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
         for (const id of [...iterators.keys()]) busy = (await pollShard(id)) || busy;
       } catch (error) {
         options.onError?.(error);
+        busy = true;
       }
+      if (busy) settleWaiters.push(...settling);
+      else for (const settled of settling) settled();
       if (options.schedule) {
         if (!stopped) await options.schedule.nextPoll(abort.signal);
       } else if (!busy && !woken && !stopped) {
@@ -174,8 +189,24 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
       woken = true;
       endSleep?.();
     },
+    pause() {
+      if (gate) return;
+      let open = () => undefined as void;
+      const opened = new Promise<void>((resolve) => (open = resolve));
+      gate = { opened, open };
+    },
+    resume() {
+      const settled = new Promise<void>((resolve) => settleWaiters.push(resolve));
+      gate?.open();
+      gate = undefined;
+      woken = true;
+      endSleep?.();
+      return settled;
+    },
     async stop() {
       stopped = true;
+      gate?.open();
+      for (const settled of settleWaiters.splice(0)) settled();
       abort.abort();
       endSleep?.();
       await loop;

@@ -6,6 +6,7 @@ import {
   type BatchHandoffResponse,
   type BatchHandoffResult,
 } from '../../client/src/protocol/index.js';
+import type { LeaseRecord } from '../lease-record.js';
 import { answerEach } from '../http/batch.js';
 import { jsonResponse } from '../http/responses.js';
 import { OUTCOME, leaseRoute, type HandlerDeps } from '../http/route.js';
@@ -19,13 +20,16 @@ import { lambdaEntry } from '../runtime.js';
  * order with that route's answer or the error body it would have sent. Never all-or-nothing.
  */
 export function createHandoffBatchHandler(deps: HandlerDeps) {
-  return leaseRoute(deps, { jsonBody: true, bodyMaxBytes: bodyMaxBytesFor('handoff-batch') }, async (event, { store, logger, metrics }) => {
+  return leaseRoute(deps, { jsonBody: true, bodyMaxBytes: bodyMaxBytesFor('handoff-batch') }, async (event, { store, logger, metrics, push }) => {
     const prefix = validateBatchPrefix(event.pathParameters?.prefix);
     const request = validateBatchHandoffRequest(prefix, event.body);
+    const written: LeaseRecord[] = [];
     const results: BatchHandoffResult[] = await answerEach(request.handoffs, async (name, handoff) => {
-      const { lease, to, reservedUntil } = await store.handoff(name, handoff);
+      const { lease, to, reservedUntil } = await store.handoff(name, handoff, (item) => written.push(item));
       return { handedOff: true as const, to, reservedUntil, lease };
     });
+    // The watchers of every lease handed off, told together: one post per connection for them all.
+    await push?.ended(written);
     const handedOff = results.filter((r) => 'handedOff' in r).length;
     const failed = results.length - handedOff;
     metrics.addMetric(OUTCOME.handedOff, MetricUnit.Count, handedOff);

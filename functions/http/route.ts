@@ -11,6 +11,7 @@ import { isLeaseLostError, isPermitLostError, validateName, validateQueryParamet
 import type { LeaseName } from '../../client/src/protocol/checks.js';
 import type { LeaseStoreCore } from '../lease-store.js';
 import type { SemaphoreStoreCore } from '../semaphore-store.js';
+import type { DirectPush } from '../watch/direct-push.js';
 import { bodySizeLimit, leaseholdErrors, utf8JsonBody } from './middlewares.js';
 import { canonicalPath } from './canonical-path.js';
 
@@ -20,6 +21,8 @@ export interface HandlerDeps {
   semaphores: SemaphoreStoreCore;
   logger: Logger;
   metrics: Metrics;
+  /** Tells a lease's watchers of a release, handoff or forced revoke at once (functions/watch/direct-push.ts); undefined: the stream path alone does. */
+  push?: DirectPush | undefined;
 }
 
 /** Outcomes counted as CloudWatch metrics (one metric each, unit Count). */

@@ -19,8 +19,23 @@ import { liveClaim, revokedRecord, type LeaseRecord } from '../lease-record.js';
  *   –           │ (item removed by TTL)       │ nothing: the lease was idle for days
  */
 export function leaseEventsFrom(record: DynamoDBRecord): LeaseEvent[] {
-  const oldItem = image(record.dynamodb?.OldImage);
-  const newItem = image(record.dynamodb?.NewImage);
+  return leaseEventsOf(image(record.dynamodb?.OldImage), image(record.dynamodb?.NewImage));
+}
+
+/**
+ * The events of the write that left `written` (a release's, handoff's or revoke's ALL_NEW answer),
+ * as the stream record of that same write gives them: the item before it differs, as far as the
+ * events read it, only in `holder`, which the write removed and kept as `endedHolder`. The route
+ * pushes these at once (direct-push.ts); the stream path builds the same events from the record.
+ */
+export function endingEventsOf(written: LeaseRecord): LeaseEvent[] {
+  const { endedHolder, ...after } = written;
+  const holder = after.holder ?? endedHolder ?? undefined;
+  return leaseEventsOf({ ...after, ...(holder === undefined ? {} : { holder }) }, written);
+}
+
+/** The events of one write, from the item before it (undefined: there was none) and after it. */
+export function leaseEventsOf(oldItem: LeaseRecord | undefined, newItem: LeaseRecord | undefined): LeaseEvent[] {
   if (newItem === undefined) return [];
 
   const name = newItem.pk;

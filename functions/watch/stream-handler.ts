@@ -1,10 +1,11 @@
-import { GoneException, PostToConnectionCommand } from '@aws-sdk/client-apigatewaymanagementapi';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { WATCH_LIMITS, type LeaseEvent, type WatchMessage } from '../../client/src/protocol/index.js';
+import type { LeaseEvent } from '../../client/src/protocol/index.js';
 import { mapBounded } from '../bounded.js';
 import { leaseEventsFrom } from './lease-events.js';
-import type { Subscriber } from './subscriptions.js';
+import { postTasks, postToConnection, type LeaseDeliveries } from './outbox.js';
 import type { WatchDeps } from './watch-deps.js';
+
+export { eventsMessages } from './outbox.js';
 
 /**
  * The lease table's stream consumer: turns each item change into leader events and posts them to
@@ -27,6 +28,11 @@ import type { WatchDeps } from './watch-deps.js';
  * from it on is posted (the retry posts it), the other leases' events are (pushes are hints: one
  * posted again by the retry costs a client at most one extra request). A connection that is gone
  * (410) is dropped for good.
+ *
+ * With the direct push (`deps.deliveries`), a release, handoff or forced revoke has usually been
+ * posted by its route already: the connections the route recorded as told (deliveries.ts) are
+ * skipped for that change. A record the route had not written yet when the stream read its change
+ * means a second post of it, which the SDK drops (client/src/watch/dedupe.ts).
  */
 const POST_CONCURRENCY = 16;
 /**
@@ -38,36 +44,35 @@ const POST_CONCURRENCY = 16;
 const GONE_REMEMBERED = 1_000;
 
 /** One record's events, each with the connections it goes to. */
-type Delivery = Array<{ event: LeaseEvent; to: Subscriber[] }>;
-
-/** One connection's posts of a batch: the messages to send, in order (one task per lease for a connection without `events` messages). */
-interface PostTask {
-  connectionId: string;
-  messages: string[];
-  news: boolean;
-}
+type Delivery = LeaseDeliveries['deliveries'];
 
 export function createStreamHandler(deps: WatchDeps) {
   const gone = new Set<string>();
 
   const post = async (connectionId: string, data: string): Promise<void> => {
     if (gone.has(connectionId)) return;
+    if ((await postToConnection(deps.management, deps.logger, connectionId, data)) !== 'gone' || gone.has(connectionId)) return;
+    gone.add(connectionId);
+    if (gone.size > GONE_REMEMBERED) gone.delete(gone.values().next().value as string);
+    // Best effort: a failed cleanup must not replay this record to the other subscribers;
+    // the subscription's TTL removes it anyway.
+    await deps.subscriptions.removeConnection(connectionId).catch((cleanup: unknown) => {
+      deps.logger.warn('could not drop a gone watch connection', { connectionId, error: cleanup as Error });
+    });
+  };
+
+  /** Who a route's direct push told already; nobody when there is no direct push, or the log cannot be read. */
+  const toldBefore = async (deliveries: ReadonlyArray<Delivery | { error: unknown }>): Promise<(event: LeaseEvent, connectionId: string) => boolean> => {
+    const nobody = () => false;
+    if (deps.deliveries === undefined) return nobody;
+    const pushed = deliveries.flatMap((d) => (Array.isArray(d) ? d.filter((x) => x.to.length > 0).map((x) => x.event) : []));
+    if (pushed.length === 0) return nobody;
     try {
-      await deps.management.send(new PostToConnectionCommand({ ConnectionId: connectionId, Data: data }));
+      return await deps.deliveries.told(pushed);
     } catch (error) {
-      if (error instanceof GoneException || (error as { name?: string }).name === 'GoneException') {
-        if (gone.has(connectionId)) return;
-        gone.add(connectionId);
-        if (gone.size > GONE_REMEMBERED) gone.delete(gone.values().next().value as string);
-        // Best effort: a failed cleanup must not replay this record to the other subscribers;
-        // the subscription's TTL removes it anyway.
-        await deps.subscriptions.removeConnection(connectionId).catch((cleanup: unknown) => {
-          deps.logger.warn('could not drop a gone watch connection', { connectionId, error: cleanup as Error });
-        });
-        return;
-      }
-      // A push is a hint: followers still retry on schedule. Log and go on with the others.
-      deps.logger.warn('could not post to a watch connection', { connectionId, error: error as Error });
+      // Telling a watcher twice (the SDK drops the second) beats retrying the batch, or missing one.
+      deps.logger.warn('could not read the direct push deliveries; posting every change', { error: error as Error });
+      return nobody;
     }
   };
 
@@ -120,37 +125,12 @@ export function createStreamHandler(deps: WatchDeps) {
     });
     const leases = [...byLease.keys()].sort((a, b) => Number(newsLeases.has(b)) - Number(newsLeases.has(a)));
 
-    // Who gets what: per connection, its events lease by lease.
-    const outbox = new Map<string, { batched: boolean; byLease: Map<string, LeaseEvent[]> }>();
-    for (const lease of leases) {
-      for (const delivery of byLease.get(lease) as Delivery[]) {
-        for (const { event: leaseEvent, to } of delivery) {
-          for (const subscriber of to) {
-            if (gone.has(subscriber.connectionId)) continue;
-            let box = outbox.get(subscriber.connectionId);
-            if (box === undefined) {
-              box = { batched: subscriber.batched, byLease: new Map() };
-              outbox.set(subscriber.connectionId, box);
-            }
-            const list = box.byLease.get(lease);
-            if (list === undefined) box.byLease.set(lease, [leaseEvent]);
-            else list.push(leaseEvent);
-          }
-        }
-      }
-    }
-    const tasks: PostTask[] = [];
-    for (const [connectionId, box] of outbox) {
-      if (box.batched) {
-        const all = [...box.byLease.values()].flat();
-        tasks.push({ connectionId, messages: eventsMessages(all), news: all.some((e) => e.type !== 'renewed') });
-      } else {
-        for (const list of box.byLease.values()) {
-          tasks.push({ connectionId, messages: list.map((e) => JSON.stringify({ type: 'event', event: e } satisfies WatchMessage)), news: list.some((e) => e.type !== 'renewed') });
-        }
-      }
-    }
-    tasks.sort((a, b) => Number(b.news) - Number(a.news));
+    // Who gets what: per connection, its events lease by lease, less what a route told it already.
+    const told = await toldBefore(deliveries);
+    const tasks = postTasks(
+      leases.map((lease) => ({ lease, deliveries: (byLease.get(lease) as Delivery[]).flat() })),
+      (connectionId, leaseEvent) => gone.has(connectionId) || told(leaseEvent, connectionId),
+    );
     await mapBounded(tasks, POST_CONCURRENCY, async (task) => {
       for (const data of task.messages) await post(task.connectionId, data);
     });
@@ -159,27 +139,4 @@ export function createStreamHandler(deps: WatchDeps) {
     const failed = records[firstFailure] as DynamoDBRecord;
     return { batchItemFailures: [{ itemIdentifier: failed.dynamodb?.SequenceNumber ?? failed.eventID ?? '' }] };
   };
-}
-
-/** `events` messages carrying `events` in order, each at most eventsMessageMaxBytes (an event larger on its own goes alone). */
-export function eventsMessages(events: readonly LeaseEvent[]): string[] {
-  const head = '{"type":"events","events":[';
-  const tail = ']}';
-  const messages: string[] = [];
-  let parts: string[] = [];
-  let bytes = head.length + tail.length;
-  for (const leaseEvent of events) {
-    const json = JSON.stringify(leaseEvent);
-    const size = Buffer.byteLength(json);
-    // With the comma before it, unless it starts a message.
-    if (parts.length > 0 && bytes + 1 + size > WATCH_LIMITS.eventsMessageMaxBytes) {
-      messages.push(head + parts.join(',') + tail);
-      parts = [];
-      bytes = head.length + tail.length;
-    }
-    bytes += (parts.length > 0 ? 1 : 0) + size;
-    parts.push(json);
-  }
-  if (parts.length > 0) messages.push(head + parts.join(',') + tail);
-  return messages;
 }

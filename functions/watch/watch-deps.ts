@@ -5,6 +5,8 @@ import { systemClock, type WallClock } from '../clock.js';
 import { readServiceIdentity, readWatchConfig } from '../config.js';
 import { createDocumentClient } from '../dynamodb-client.js';
 import { createLogger } from '../logging.js';
+import { DeliveryLog } from './deliveries.js';
+import type { PushTargets } from './direct-push.js';
 import { SubscriptionStore } from './subscriptions.js';
 import { TableWatchGrants, type WatchGrants } from './watch-grants.js';
 
@@ -21,6 +23,11 @@ export interface WatchDeps {
    * everything (the local server without SigV4, where nobody is identified).
    */
   grants: WatchGrants | undefined;
+  /**
+   * Whom the routes' direct push told of a change, so the stream consumer skips them
+   * (deliveries.ts). Undefined without the direct push: the stream tells everyone, reading nothing more.
+   */
+  deliveries: DeliveryLog | undefined;
 }
 
 export interface WatchDepsOptions {
@@ -44,9 +51,30 @@ export interface WatchDepsOptions {
    * a WatchGrants: those (the local server's SigV4 credentials). Default: no grant check.
    */
   grants?: 'table' | WatchGrants;
+  /** The routes push releases, handoffs and forced revokes directly (direct-push.ts). Default false. */
+  directPush?: boolean;
 }
 
 export function createWatchDeps(options: WatchDepsOptions): WatchDeps {
+  const { client, clock, subscriptions, deliveries, management } = watchClients(options);
+  return {
+    subscriptions,
+    management,
+    // The same service name as the HTTP functions (the construct sets it for both): one setting.
+    logger: createLogger(readServiceIdentity(process.env).serviceName),
+    renewedEvents: options.renewedEvents ?? true,
+    grants: options.grants === 'table' ? new TableWatchGrants({ client, tableName: options.subscriptionTableName, clock }) : options.grants,
+    deliveries: options.directPush ? deliveries : undefined,
+  };
+}
+
+/** What a route needs to push its changes to watchers (direct-push.ts): the watch's table and management API. */
+export function createPushTargets(options: Omit<WatchDepsOptions, 'renewedEvents' | 'grants' | 'directPush'>): PushTargets {
+  const { subscriptions, deliveries, management } = watchClients(options);
+  return { subscriptions, deliveries, management };
+}
+
+function watchClients(options: WatchDepsOptions) {
   const credentials = options.credentials ? { credentials: options.credentials } : {};
   const client = createDocumentClient({
     region: options.region,
@@ -56,7 +84,10 @@ export function createWatchDeps(options: WatchDepsOptions): WatchDeps {
   const clock = options.clock ?? systemClock;
   const tableName = options.subscriptionTableName;
   return {
+    client,
+    clock,
     subscriptions: new SubscriptionStore({ client, tableName, clock }),
+    deliveries: new DeliveryLog({ client, tableName, clock }),
     // A hung post must not hold a whole stream batch: posts are hints, give up after 3 s.
     management: new ApiGatewayManagementApiClient({
       region: options.region,
@@ -64,10 +95,6 @@ export function createWatchDeps(options: WatchDepsOptions): WatchDeps {
       requestHandler: options.managementRequestHandler ?? { requestTimeout: 3_000, connectionTimeout: 1_000 },
       ...credentials,
     }),
-    // The same service name as the HTTP functions (the construct sets it for both): one setting.
-    logger: createLogger(readServiceIdentity(process.env).serviceName),
-    renewedEvents: options.renewedEvents ?? true,
-    grants: options.grants === 'table' ? new TableWatchGrants({ client, tableName, clock }) : options.grants,
   };
 }
 

@@ -120,8 +120,10 @@ describe('WatchClient against the local server', () => {
     const result = await client.acquire(name, { holder: 'worker-a', ttlMs: 10_000 });
     if (!result.acquired) throw new Error('expected to acquire');
     await expect(events.next((e) => e.type === 'acquired')).resolves.toMatchObject({ name, holder: 'worker-a', token: result.lease.token });
+    // Awaited from before the release: the route pushes it before it answers.
+    const released = events.next((e) => e.type === 'released');
     await client.release(name, result.lease);
-    await expect(events.next((e) => e.type === 'released')).resolves.toMatchObject({ name, holder: 'worker-a', token: result.lease.token });
+    await expect(released).resolves.toMatchObject({ name, holder: 'worker-a', token: result.lease.token });
   });
 
   it('pushes a claimed event when a higher priority first claims the held lease (not on its refresh), and a proclaimed one with the new metadata', async () => {

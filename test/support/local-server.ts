@@ -10,6 +10,8 @@ export interface TestServer {
   url: string;
   tableName: string;
   stats: LocalServer['stats'];
+  /** With the watch: hold the stream path back, then let it catch up (LocalServer.streamPath). */
+  streamPath: LocalServer['streamPath'];
   close(): Promise<void>;
 }
 
@@ -20,7 +22,7 @@ export interface TestServer {
 export async function startTestServer(
   options: Partial<Omit<LocalServerOptions, 'tableName' | 'port' | 'watch'>> & {
     tableName?: string;
-    watch?: boolean | { renewedEvents?: boolean; pollIntervalMs?: number };
+    watch?: boolean | { renewedEvents?: boolean; pollIntervalMs?: number; push?: 'direct' | 'stream'; pushBudgetMs?: number };
     /** Create the semaphore table too (the semaphore routes need it). Default false. */
     semaphores?: boolean;
   } = {},
@@ -51,5 +53,5 @@ export async function startTestServer(
     tableName,
     port: 0,
   });
-  return { url: server.url, tableName, stats: () => server.stats(), close: () => server.close() };
+  return { url: server.url, tableName, stats: () => server.stats(), streamPath: server.streamPath, close: () => server.close() };
 }

@@ -141,7 +141,8 @@ describe('subscribing', () => {
         leaseEvent({ type: 'handoff', name: 'app.p.1', to: 'w2' }),
         { type: 'expired', name: 'app.p.1', holder: null, token: 1, atMs: 1 },
         leaseEvent({ type: 'released', name: 'jobs' }),
-        leaseEvent({ type: 'acquired', name: 'app.p.1' }),
+        // The next grant after the handoff: the next token.
+        leaseEvent({ type: 'acquired', name: 'app.p.1', token: 8 }),
       ],
     });
     expect(all.events.map((e) => `${e.type} ${e.name}`)).toEqual(['handoff app.p.1', 'acquired app.p.1']);

@@ -41,14 +41,28 @@ describe('handler configuration', () => {
 describe('watch configuration', () => {
   const complete = { SUBSCRIPTION_TABLE_NAME: 'subs', WEBSOCKET_MANAGEMENT_ENDPOINT: 'https://api.example/v1', AWS_REGION: 'eu-west-1' };
 
-  it('reads the subscriptions table, management endpoint and region, and pushes renewed events by default', () => {
+  it('reads the subscriptions table, management endpoint and region, pushes renewed events by default, and expects no direct push', () => {
     expect(readWatchConfig(complete)).toEqual({
       subscriptionTableName: 'subs',
       managementEndpoint: 'https://api.example/v1',
       region: 'eu-west-1',
       dynamodbEndpoint: undefined,
       renewedEvents: true,
+      directPush: false,
     });
+  });
+
+  it('has the stream consumer skip what the routes pushed with WATCH_DIRECT_PUSH=true, and refuses any other value than true or false', () => {
+    expect(readWatchConfig({ ...complete, [ENV.watchDirectPush]: 'true' }).directPush).toBe(true);
+    expect(readWatchConfig({ ...complete, [ENV.watchDirectPush]: 'false' }).directPush).toBe(false);
+    expect(() => readWatchConfig({ ...complete, [ENV.watchDirectPush]: 'yes' })).toThrow(/WATCH_DIRECT_PUSH "yes" is neither true nor false/);
+  });
+
+  it('gives a route the direct push when both the subscriptions table and the management endpoint are set, and refuses one without the other', () => {
+    const route = { LEASE_TABLE_NAME: 'leases', AWS_REGION: 'eu-west-1' };
+    expect(readConfig({ ...route, ...complete }).push).toEqual({ subscriptionTableName: 'subs', managementEndpoint: 'https://api.example/v1' });
+    expect(readConfig(route).push).toBeUndefined();
+    expect(() => readConfig({ ...route, SUBSCRIPTION_TABLE_NAME: 'subs' })).toThrow(/SUBSCRIPTION_TABLE_NAME and WEBSOCKET_MANAGEMENT_ENDPOINT are set together or not at all/);
   });
 
   it('lists everything that is missing in one message', () => {

@@ -12,6 +12,7 @@ import {
 import { backoffMs } from '../time/timing.js';
 import { Connection, type KeyEntry } from './connection.js';
 import type { Endpoint, EndpointInput } from '../transport/endpoints.js';
+import { WatchEventGuard } from './dedupe.js';
 import { bufferedEvents } from './events.js';
 import { Consumers, type Consumer } from './consumers.js';
 import { resolveWatchOptions, type WatchSettings } from './options.js';
@@ -85,6 +86,8 @@ class Watch implements WatchClient {
   readonly url: URL;
   private readonly settings: WatchSettings;
   private readonly consumers: Consumers;
+  /** Drops a change told twice (by its route and the stream) and one the other path overtook (dedupe.ts). */
+  private readonly guard = new WatchEventGuard();
   private current: Connection | undefined;
   private stateValue: WatchState = 'idle';
   private failures = 0;
@@ -254,11 +257,11 @@ class Watch implements WatchClient {
     const message = parseWatchMessage(data);
     if (message === undefined) return; // not ours: ignore what this SDK version does not know
     if (message.type === 'event') {
-      this.consumers.dispatch(message.event);
+      if (this.guard.accept(message.event)) this.consumers.dispatch(message.event);
       return;
     }
     if (message.type === 'events') {
-      for (const event of message.events) this.consumers.dispatch(event);
+      for (const event of message.events) if (this.guard.accept(event)) this.consumers.dispatch(event);
       return;
     }
     const inflight = conn.inflight;

@@ -1,0 +1,154 @@
+import type { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
+import type { LeaseEvent } from '../../client/src/protocol/index.js';
+import { mapBounded } from '../bounded.js';
+import type { LeaseRecord } from '../lease-record.js';
+import type { DeliveryLog } from './deliveries.js';
+import { isPushedDirectly } from './deliveries.js';
+import { endingEventsOf } from './lease-events.js';
+import { postTasks, postToConnection } from './outbox.js';
+import type { SubscriptionStore } from './subscriptions.js';
+
+/**
+ * A release, a handoff and a forced revoke tell the lease's watchers in the request that made the
+ * change, instead of leaving it to the stream path alone (in AWS the event source mapping polls the
+ * stream about four times a second, so a push that waits for it is 100-400 ms late).
+ *
+ * After the write succeeded, the route finds the connections watching the name or a prefix of it
+ * (the stream consumer's own lookup: each connection once), posts each the events in the format it
+ * reads (outbox.ts), then records whom it told (deliveries.ts), so the stream path skips them.
+ * Lookup and posts together get DIRECT_PUSH_BUDGET_MS: past it the posts still in flight are
+ * abandoned, the route answers, and every connection not told is left to the stream path, which
+ * stays the guarantee (and the only path for acquires, renewals, claims and expiries).
+ */
+
+/** The time a route spends finding its change's watchers and posting to them, at most. */
+export const DIRECT_PUSH_BUDGET_MS = 50;
+/** The time for recording whom it told, after the posts; a record not written costs a second post, which the SDK drops. */
+export const DELIVERY_RECORD_BUDGET_MS = 25;
+/** Posts in flight at once: a lease's watchers are usually a handful. */
+const POST_CONCURRENCY = 16;
+
+/** The push's metrics (unit Count): the construct alarms on the last two (infra/service-alarms.ts). */
+export const PUSH_METRIC = {
+  /** Events posted to connections by a route. */
+  pushed: 'watchPushed',
+  /** Routes whose push ran out of DIRECT_PUSH_BUDGET_MS, leaving connections to the stream path. */
+  overBudget: 'watchPushOverBudget',
+  /** Posts or lookups that failed (not a connection gone): those connections wait for the stream path. */
+  failed: 'watchPushFailed',
+} as const;
+
+/** Where the push reads its watchers and posts: the watch's subscriptions table and WebSocket API. */
+export interface PushTargets {
+  subscriptions: SubscriptionStore;
+  deliveries: DeliveryLog;
+  management: ApiGatewayManagementApiClient;
+}
+
+export interface DirectPushOptions extends PushTargets {
+  logger: Logger;
+  metrics: Metrics;
+  /** Default DIRECT_PUSH_BUDGET_MS. */
+  budgetMs?: number;
+}
+
+/** What a push did: messages posted, posts (or the lookup) that failed, and whether it ran out of its budget. */
+export interface PushOutcome {
+  posted: number;
+  failed: number;
+  overBudget: boolean;
+}
+
+export interface DirectPush {
+  /** Tells the watchers of the changes these writes made (release, handoff and revoke answers); never throws. */
+  ended(written: readonly LeaseRecord[]): Promise<PushOutcome>;
+}
+
+export function createDirectPush(options: DirectPushOptions): DirectPush {
+  const budgetMs = options.budgetMs ?? DIRECT_PUSH_BUDGET_MS;
+  const { logger, metrics } = options;
+
+  return {
+    async ended(written) {
+      const events = written.flatMap(endingEventsOf).filter(isPushedDirectly);
+      if (events.length === 0) return { posted: 0, failed: 0, overBudget: false };
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(), budgetMs);
+      const told = new Map<LeaseEvent, Set<string>>();
+      let posted = 0;
+      let failed = 0;
+      try {
+        const lookup = options.subscriptions.lookup(events.map((e) => e.name));
+        const found = await beforeAbort(
+          deadline.signal,
+          Promise.all(events.map(async (event) => ({ event, to: await lookup(event.name) }))),
+        );
+        // Not found within the budget: every watcher is left to the stream path.
+        if (found !== undefined) {
+          const tasks = postTasks(found.map(({ event, to }) => ({ lease: event.name, deliveries: [{ event, to }] })));
+          await mapBounded(tasks, POST_CONCURRENCY, async (task) => {
+            for (const data of task.messages) {
+              if (deadline.signal.aborted) return;
+              // Abandoned at the deadline even by a request handler that does not heed the signal.
+              const outcome = (await beforeAbort(deadline.signal, postToConnection(options.management, logger, task.connectionId, data, deadline.signal))) ?? 'failed';
+              // Gone: the stream path drops its subscriptions. Failed or abandoned: the stream path posts it.
+              if (outcome === 'failed' && !deadline.signal.aborted) failed += 1;
+              if (outcome !== 'posted') return;
+              posted += 1;
+            }
+            for (const event of task.events) {
+              const set = told.get(event) ?? new Set<string>();
+              set.add(task.connectionId);
+              told.set(event, set);
+            }
+          });
+        }
+      } catch (error) {
+        failed += 1;
+        logger.warn('could not look up the watchers of a change; the stream path will tell them', { error: error as Error });
+      } finally {
+        clearTimeout(timer);
+      }
+      const overBudget = deadline.signal.aborted;
+      await recordTold(options.deliveries, told, logger);
+      metrics.addMetric(PUSH_METRIC.pushed, MetricUnit.Count, posted);
+      if (overBudget) metrics.addMetric(PUSH_METRIC.overBudget, MetricUnit.Count, 1);
+      if (failed > 0) metrics.addMetric(PUSH_METRIC.failed, MetricUnit.Count, failed);
+      if (overBudget) logger.info('the direct push ran out of its budget; the stream path tells the rest', { budgetMs, posted });
+      return { posted, failed, overBudget };
+    },
+  };
+}
+
+/** Records whom the push told, within DELIVERY_RECORD_BUDGET_MS; never throws. */
+async function recordTold(deliveries: DeliveryLog, told: ReadonlyMap<LeaseEvent, ReadonlySet<string>>, logger: Logger): Promise<void> {
+  if (told.size === 0) return;
+  const signal = AbortSignal.timeout(DELIVERY_RECORD_BUDGET_MS);
+  try {
+    await deliveries.record([...told].map(([event, connections]) => ({ event, connections: [...connections] })), signal);
+  } catch (error) {
+    // The stream path will post these changes again; the SDK drops a change it has seen.
+    logger.warn('could not record the direct push deliveries', { error: error as Error });
+  }
+}
+
+/** `work`'s value, or undefined if `signal` aborts first (the work goes on, unheard). */
+function beforeAbort<T>(signal: AbortSignal, work: Promise<T>): Promise<T | undefined> {
+  if (signal.aborted) return Promise.resolve(undefined);
+  return new Promise<T | undefined>((resolve, reject) => {
+    const onAbort = () => resolve(undefined);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
