@@ -8,12 +8,12 @@ import { isReplicatedWriteConflict } from './dynamodb-errors.js';
  * table with multi-Region strong consistency), so the very same request is sent again, after a
  * short jittered pause, until it lands or the write's time is up; then the error reaches the store,
  * which answers 503 UNAVAILABLE (dynamodb-errors.ts `translate`). Every other error is retried
- * exactly as the SDK's standard strategy retries it, which this delegates to.
+ * exactly as before: this delegates it to the strategy the DynamoDB client makes by default.
  *
  * Why here, in the client's retry strategy, and not a loop in the stores: the SDK already retries
- * this exception (its model marks it retryable), three attempts 100 ms apart drawn from the quota
- * it shares with throttling. A second loop in the stores would multiply attempts (3 × N) and hide
- * the rule in seven call sites. One strategy on the one client both stores use holds the whole
+ * this exception (its model marks it retryable), up to four attempts with its generic backoff,
+ * drawn from the quota it shares with throttling. A second loop in the stores would multiply
+ * attempts (4 × N), and would hide the rule in seven call sites. One strategy on the one client both stores use holds the whole
  * rule, covers every write either store makes, and resends the request unchanged: its `:now` was
  * read before the first attempt, which only makes a retried acquire or renew more conservative
  * (an earlier expiry; a lease that expired in between looks still held).
@@ -24,11 +24,11 @@ import { isReplicatedWriteConflict } from './dynamodb-errors.js';
 
 /**
  * The write's deadline: no conflict retry starts later than this after the write was first sent.
- * The function's own deadline (its timeout, 5 s by default) and the SDK's per-attempt limit (5 s)
- * are ten times longer, so the answer, a success or a 503, always comes from the store and never
- * from a timeout (which would leave the caller not knowing). Short enough that a renewal of the
- * shortest lease (ttl 1 s, renewed every ~323 ms, believed for 900 ms) still hears its 503 in time
- * to try another Region.
+ * The function's own deadline (its timeout, 5 s by default) and the leasehold SDK's time limit per
+ * request (5 s by default) are ten times longer, so the answer, a success or a 503, comes from the
+ * store and not from a timeout (which would leave the caller not knowing). Short enough that a
+ * renewal of the shortest lease (ttl 1 s, renewed every ~323 ms, believed for 900 ms) still hears
+ * its 503 in time to try another Region.
  */
 export const REPLICATED_CONFLICT_DEADLINE_MS = 500;
 /** Full jitter: each pause is random in [0, min(cap, base × 2^retry)). */
@@ -38,8 +38,11 @@ export const REPLICATED_CONFLICT_MAX_DELAY_MS = 100;
 export interface ConflictRetryOptions {
   /** Default REPLICATED_CONFLICT_DEADLINE_MS. */
   deadlineMs?: number;
-  /** Attempts of the SDK's standard strategy, for every other error. Default: the SDK's (3). */
-  maxAttempts?: number;
+  /**
+   * The strategy for every other error. Default: the SDK's standard one with its generic defaults;
+   * the stores' client passes the DynamoDB client's own default (dynamodb-client.ts).
+   */
+  standard?: () => Promise<RetryStrategyV2>;
   /** Injectable for tests: monotonic milliseconds and a uniform [0, 1) draw. */
   nowMs?: () => number;
   random?: () => number;
@@ -54,25 +57,33 @@ interface ConflictToken extends StandardRetryToken {
 export class ConflictRetryStrategy implements RetryStrategyV2 {
   readonly mode = 'standard';
   private readonly deadlineMs: number;
-  private readonly standard: RetryStrategyV2;
+  private readonly standardProvider: () => Promise<RetryStrategyV2>;
+  private standardStrategy: Promise<RetryStrategyV2> | undefined;
+  /** The standard strategy once resolved (by the first send's acquireInitialRetryToken). */
+  private resolved: RetryStrategyV2 | undefined;
   private readonly nowMs: () => number;
   private readonly random: () => number;
 
   constructor(options: ConflictRetryOptions = {}) {
     this.deadlineMs = options.deadlineMs ?? REPLICATED_CONFLICT_DEADLINE_MS;
-    this.standard = new StandardRetryStrategy(options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS);
+    this.standardProvider = options.standard ?? (async () => new StandardRetryStrategy(DEFAULT_MAX_ATTEMPTS));
     this.nowMs = options.nowMs ?? (() => performance.now());
     this.random = options.random ?? Math.random;
   }
 
+  private standard(): Promise<RetryStrategyV2> {
+    this.standardStrategy ??= this.standardProvider().then((standard) => (this.resolved = standard));
+    return this.standardStrategy;
+  }
+
   async acquireInitialRetryToken(scope: string): Promise<ConflictToken> {
-    const inner = (await this.standard.acquireInitialRetryToken(scope)) as StandardRetryToken;
+    const inner = (await (await this.standard()).acquireInitialRetryToken(scope)) as StandardRetryToken;
     return conflictToken(inner, this.nowMs(), inner.getRetryCount(), inner.getRetryDelay());
   }
 
   async refreshRetryTokenForRetry(token: ConflictToken, errorInfo: RetryErrorInfo): Promise<ConflictToken> {
     if (!isReplicatedWriteConflict(errorInfo.error)) {
-      const inner = (await this.standard.refreshRetryTokenForRetry(token.inner, errorInfo)) as StandardRetryToken;
+      const inner = (await (await this.standard()).refreshRetryTokenForRetry(token.inner, errorInfo)) as StandardRetryToken;
       return conflictToken(inner, token.startedAtMs, inner.getRetryCount(), inner.getRetryDelay());
     }
     const retries = token.getRetryCount();
@@ -83,7 +94,7 @@ export class ConflictRetryStrategy implements RetryStrategyV2 {
   }
 
   recordSuccess(token: ConflictToken): void {
-    this.standard.recordSuccess(token.inner);
+    this.resolved?.recordSuccess(token.inner);
   }
 }
 

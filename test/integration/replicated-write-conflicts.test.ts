@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode, isLeaseholdError, type Grant } from '../../client/src/protocol/index.js';
 import { systemClock } from '../../functions/clock.js';
 import { createDocumentClient } from '../../functions/dynamodb-client.js';
+import { REPLICATED_CONFLICT_DEADLINE_MS, REPLICATED_CONFLICT_MAX_DELAY_MS } from '../../functions/dynamodb-retry.js';
 import { LeaseStore } from '../../functions/lease-store.js';
 import { SemaphoreStore } from '../../functions/semaphore-store.js';
 import { createWriteConflictInjector, type WriteConflictInjector } from '../../local/regions/write-conflicts.js';
@@ -126,5 +127,34 @@ describe('persistent replicated write conflicts: UNAVAILABLE, and nothing writte
     const name = uniqueName('semaphore-new');
     expectUnavailable(await failureUnderPersistentConflicts(() => semaphoreStore.acquire(name, { holder: 'worker-1', ttlMs: 10_000, limit: 2 })));
     expect(await item(semaphores, name)).toBeUndefined();
+  });
+});
+
+describe('how long the store keeps trying', () => {
+  it('sends a conflicting write again for up to the write deadline (more often than the SDK alone would), then gives up', async () => {
+    const name = uniqueName('deadline');
+    const before = conflicts.injected();
+    const startedAt = performance.now();
+    expectUnavailable(await failureUnderPersistentConflicts(() => leaseStore.acquire(name, { holder: 'worker-1', ttlMs: 10_000 })));
+    const elapsedMs = performance.now() - startedAt;
+    // The SDK's DynamoDB default makes 4 attempts; pauses of at most 100 ms fill 500 ms with more.
+    expect(conflicts.injected() - before).toBeGreaterThan(4);
+    expect(elapsedMs).toBeGreaterThanOrEqual(REPLICATED_CONFLICT_DEADLINE_MS - REPLICATED_CONFLICT_MAX_DELAY_MS);
+    // The last pause ends by the deadline; its attempt, on a loaded machine, may take a while longer.
+    expect(elapsedMs).toBeLessThan(REPLICATED_CONFLICT_DEADLINE_MS + 1_000);
+  });
+
+  it('retries every other error as the DynamoDB client does by default: four attempts, or the maxAttempts given', async () => {
+    const unreachable = { ...localDynamoConfig(), endpoint: 'http://127.0.0.1:9' };
+    const attempts = async (client: ReturnType<typeof createDocumentClient>) => {
+      try {
+        await client.send(new GetCommand({ TableName: 'none', Key: { pk: 'x' } }));
+      } catch (error) {
+        return (error as { $metadata?: { attempts?: number } }).$metadata?.attempts;
+      }
+      throw new Error('a closed port answered');
+    };
+    expect(await attempts(createDocumentClient(unreachable))).toBe(4);
+    expect(await attempts(createDocumentClient({ ...unreachable, maxAttempts: 1 }))).toBe(1);
   });
 });
