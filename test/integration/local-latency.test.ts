@@ -100,6 +100,31 @@ describe("the local server under latency: 'aws'", () => {
   });
 });
 
+describe("the direct push under latency: 'aws'", () => {
+  it('posts a release to its watcher through the management delay, with the stream path held back', async () => {
+    const hops = recorder();
+    server = await startTestServer({ watch: true, latency: 'aws', latencySeed: 23, latencyDelay: hops.delay });
+    const lease = name('direct');
+    const watcher = await watch([lease]);
+    const grant = (await post(`/v1/leases/${lease}/acquire`, { holder: 'a', ttlMs: 10_000 })).body.lease;
+    expect(await watcher.next()).toMatchObject({ type: 'event', event: { type: 'acquired', name: lease } });
+
+    server.streamPath!.pause();
+    const postsBefore = hops.of('management-post').length;
+    const deliveriesBefore = hops.of('stream-delivery').length;
+    await post(`/v1/leases/${lease}/release`, { leaseId: grant.leaseId, token: grant.token });
+    expect(await watcher.next()).toMatchObject({ type: 'event', event: { type: 'released', name: lease } });
+    expect(hops.of('stream-delivery')).toHaveLength(deliveriesBefore);
+    expect(hops.of('management-post').length).toBeGreaterThan(postsBefore);
+    await server.streamPath!.resume();
+    watcher.ws.close();
+
+    const same = createAwsProfile(23);
+    const posts = hops.of('management-post');
+    expect(posts).toEqual(posts.map(() => same.managementPostMs()));
+  });
+});
+
 describe("the local server under latency: 'local' (the default)", () => {
   it('asks for no delay: not before a request, not in the stream poller, not before a post', async () => {
     const hops = recorder();
