@@ -48,6 +48,7 @@ const SECTION_KEYS: Record<Section, Array<keyof BenchResults>> = {
   pause: ['pause'],
   rolling: ['rolling'],
   groups: ['groups'],
+  regions: ['regions'],
 };
 
 /**

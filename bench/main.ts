@@ -37,6 +37,8 @@ import { renderFailover, renderHandover, renderPause, renderRollingDeploys } fro
 import { renderEpochFencing } from './report-epoch.js';
 import { renderGroups } from './report-groups.js';
 import { renderColdStart, renderCost, renderLatency, renderPeers, renderScale } from './report-operations.js';
+import { measureRegionOutage } from './regions.js';
+import { renderRegions } from './report-regions.js';
 import { renderAgain, writeReportFiles } from './outputs.js';
 import { renderHeader, renderTargets } from './report.js';
 import type { BenchResults, HandoverVariant } from './results.js';
@@ -372,6 +374,23 @@ async function main(): Promise<void> {
     redis = undefined;
 
     if (only.has('scale')) print(renderScale(results));
+
+    if (only.has('regions')) {
+      await section('regions', '12. Region outage', async () => {
+        results.regions = await measureRegionOutage({
+          dynamodbEndpoint: (db as DynamoDBLocal).endpoint,
+          script: scripts.candidate,
+          ttlMs: plan.regionsTtlMs,
+          holders: plan.regionsHolders,
+          outageTtls: plan.regionsOutageTtls,
+          outageMode: 'blackhole',
+          random,
+          runId,
+          log,
+        });
+      });
+      print(renderRegions(results));
+    }
 
     if (only.has('epoch')) {
       await section('epoch', '7. Epoch fencing', async () => {

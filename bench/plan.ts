@@ -1,6 +1,6 @@
 /** What a bench run measures and how much: the sections, and the counts of a full and a quick run. */
 
-export const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart', 'epoch', 'bundle', 'pause', 'rolling', 'groups'] as const;
+export const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart', 'epoch', 'bundle', 'pause', 'rolling', 'groups', 'regions'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface Plan {
@@ -29,6 +29,10 @@ export interface Plan {
   /** The steady window of the groups section in which each member's requests are counted, in ttls. */
   groupSteadyTtls: number;
   scale: Array<{ leases: number; ttlMs: number; windowMs: number; batch?: boolean }>;
+  /** The regions section: the holders' ttl (renewed at the SDK's default interval), how many, and how many ttls one Region is down. */
+  regionsTtlMs: number;
+  regionsHolders: number;
+  regionsOutageTtls: number;
 }
 
 export const FULL: Plan = {
@@ -49,6 +53,10 @@ export const FULL: Plan = {
   groupPartitions: 64,
   groupRounds: 3,
   groupSteadyTtls: 5,
+  // The SDK's default ttl; 10 ttls down is 150 s, the section about 3.5 minutes.
+  regionsTtlMs: 15_000,
+  regionsHolders: 12,
+  regionsOutageTtls: 10,
   scale: [
     { leases: 1_000, ttlMs: 60_000, windowMs: 60_000 },
     { leases: 10_000, ttlMs: 300_000, windowMs: 100_000 },
@@ -78,6 +86,10 @@ export const QUICK: Plan = {
   groupPartitions: 64,
   groupRounds: 1,
   groupSteadyTtls: 3,
+  // 5 s rather than less: a renewal then still has over a second per Region on a loaded 2-core machine.
+  regionsTtlMs: 5_000,
+  regionsHolders: 6,
+  regionsOutageTtls: 10,
   scale: [
     { leases: 1_000, ttlMs: 30_000, windowMs: 30_000 },
     { leases: 1_000, ttlMs: 30_000, windowMs: 30_000, batch: true },

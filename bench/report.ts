@@ -4,13 +4,15 @@ import { renderFailover, renderHandover, renderPause, renderRollingDeploys } fro
 import { renderEpochFencing } from './report-epoch.js';
 import { renderGroups } from './report-groups.js';
 import { renderColdStart, renderCost, renderLatency, renderPeers, renderScale } from './report-operations.js';
+import { renderHandover, renderRollingDeploys } from './report-profiles.js';
+import { renderRegions } from './report-regions.js';
 import type { BenchResults } from './results.js';
 import { checkTargets } from './targets.js';
 
 /**
  * The benchmark's markdown report: its header, the targets, and every section in order. Each
- * section family has its renderer module (report-operations, report-elections, report-groups,
- * report-epoch, and bundle.ts); all are pure functions of the results (results.ts), unit-tested in
+ * section family has its renderer module (report-operations, report-elections, report-profiles, report-groups,
+ * report-epoch, report-regions, and bundle.ts); all are pure functions of the results (results.ts), unit-tested in
  * test/bench. The targets it checks are in targets.ts, the failover plot in plot.ts.
  */
 
@@ -77,6 +79,7 @@ export function renderMarkdown(results: BenchResults): string {
     results.pause || results.errors.pause ? renderPause(results) : [],
     results.rolling || results.errors.rolling ? renderRollingDeploys(results) : [],
     results.groups || results.errors.groups ? renderGroups(results) : [],
+    renderRegions(results),
   ].filter((p) => p.length > 0);
   return `${parts.map((p) => p.join('\n')).join('\n\n')}\n`;
 }

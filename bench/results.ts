@@ -7,6 +7,7 @@ import type { GroupsResult } from './groups.js';
 import type { LatencyCell, PeerLatency } from './latency.js';
 import type { MachineInfo } from './machine.js';
 import type { PauseTrial } from './pause.js';
+import type { RegionsResult } from './regions.js';
 import type { RollingDeploy } from './rolling-deploy.js';
 import type { ScaleResult } from './scale.js';
 
@@ -86,6 +87,8 @@ export interface BenchResults {
   rolling?: RollingDeployVariant[];
   /** Section 11: a lease group of 64 partitions: start, join, kill, leave. */
   groups?: GroupsResult;
+  /** Section 12: one of three Regions down for 10 ttls: leases kept, renewals through another Region, a crash failover with the Region. */
+  regions?: RegionsResult;
   /** Sections copied from the previous full run's JSON because this run measured only others. */
   carriedOver?: CarriedSection[];
   /** Sections that failed, with the error message: the rest of the run still reports. */

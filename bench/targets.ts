@@ -1,6 +1,9 @@
 import type { LatencyCell } from './latency.js';
 import { fmtMs, fmtInt, fmtRatio } from './format.js';
 import type { GroupsResult } from './groups.js';
+import type { RegionsResult } from './regions.js';
+import { localDefaultRows } from './configurations.js';
+import type { TargetCheck } from './result-types.js';
 import type { BenchResults, FailoverSystem, HandoverVariant } from './results.js';
 import { percentile, ratio, summarize, type Summary } from './stats.js';
 
@@ -48,6 +51,18 @@ export function groupsSummary(groups: GroupsResult): {
     handover: summarize(leaves.map((l) => l.handoverMs)),
     gap: summarize(leaves.map((l) => l.gapMs)),
     overlaps: r.reduce((n, x) => n + x.overlaps.length, 0) + (groups.rehearsal?.overlaps.length ?? 0),
+  };
+}
+
+/** The Region outage section's numbers: leases lost, the holders whose preferred Region died, and their first renewals elsewhere. */
+export function regionsSummary(regions: RegionsResult): { lost: number; lostPreferringDown: number; preferringDown: number; firstRenewElsewhere: Summary; neverRenewedElsewhere: number } {
+  const preferring = regions.holders.filter((h) => h.preferred === regions.downRegion);
+  return {
+    lost: regions.holders.filter((h) => h.lost !== undefined).length,
+    lostPreferringDown: preferring.filter((h) => h.lost !== undefined).length,
+    preferringDown: preferring.length,
+    firstRenewElsewhere: summarize(preferring.flatMap((h) => (h.firstRenewElsewhereMs === undefined ? [] : [h.firstRenewElsewhereMs]))),
+    neverRenewedElsewhere: preferring.filter((h) => h.firstRenewElsewhereMs === undefined).length,
   };
 }
 
@@ -183,8 +198,18 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
     });
     checks.push({
       target: "Lease group: no partition ever has two members believing they own it at once (the members' own records, one clock) (issue #19)",
-      measured: `${g.overlaps} overlap(s) in ${groups.rounds.length} round(s)${groups.rehearsal ? ' and the rehearsal round' : ''}`,
-      met: g.overlaps === 0,
+      measured: `${overlaps} overlap(s) in ${every.rounds.length} round(s)${every.rehearsal ? ' and the rehearsal round' : ''}`,
+      met: overlaps === 0,
+    });
+  }
+  if (results.regions && results.regions.holders.length > 0) {
+    const r = regionsSummary(results.regions);
+    checks.push({
+      target: 'Region outage: one of three Regions down for 10 ttls, no lease lost by the holders whose preferred Region died (ttl 15 s, default renew interval)',
+      measured:
+        `${r.lostPreferringDown} of ${r.preferringDown} lost (${r.lost} of ${results.regions.holders.length} holders in all) with ` +
+        `${results.regions.outageTtls} ttls of ${fmtInt(results.regions.ttlMs)} ms down; first renewal through another Region p50 ${fmtMs(r.firstRenewElsewhere.p50)} / max ${fmtMs(r.firstRenewElsewhere.max)} ms`,
+      met: r.lost === 0 && r.neverRenewedElsewhere === 0,
     });
   }
   if (results.scale && results.scale.length > 0) {

@@ -36,6 +36,8 @@ export interface CandidateConfig {
   ttlMs: number;
   /** leasehold: the API's base URL. */
   endpoint?: string;
+  /** leasehold: the API's endpoints in several Regions, the preferred one first (instead of `endpoint`). */
+  endpoints?: string[];
   /**
    * leasehold: how the follower learns of a release. `none`: the SDK's scheduled retry at the
    * server's retryAfterMs; `sdk`: the SDK's `watch` option (a WebSocket to /v1/watch).
@@ -79,7 +81,7 @@ interface Candidate {
 // leasehold: the SDK's leader, with a thin wrapper around the client that reports what it sees.
 
 function leaseholdCandidate(): Candidate {
-  const client = new LeaseClient({ endpoint: config.endpoint as string });
+  const client = new LeaseClient(config.endpoints === undefined ? { endpoint: config.endpoint as string } : { endpoints: config.endpoints });
   let ready = false;
   const api: LeaseApi = {
     async acquire(name, request, call): Promise<AcquireResult> {
