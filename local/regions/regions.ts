@@ -42,7 +42,7 @@ export interface LocalRegionsOptions {
   /** Further options for every Region's local server (logRequests, latency, throttle, sigv4, ...). */
   server?: Omit<
     LocalServerOptions,
-    'port' | 'publicPort' | 'tableName' | 'semaphoreTableName' | 'dynamodbEndpoint' | 'region' | 'credentials' | 'clockOffsetMs' | 'watch' | 'configureDynamoDB'
+    'port' | 'host' | 'publicPort' | 'tableName' | 'semaphoreTableName' | 'dynamodbEndpoint' | 'region' | 'credentials' | 'clockOffsetMs' | 'watch' | 'configureDynamoDB'
   >;
 }
 
