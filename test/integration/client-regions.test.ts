@@ -87,7 +87,10 @@ describe('the watch over every Region', { timeout: 30_000 }, () => {
     const name = `regions:watch-${randomUUID().slice(0, 8)}`;
     const events: LeaseEvent[] = [];
     let lives = 0;
-    watch.subscribe({ names: [name] }, { event: (e) => void events.push(e), live: () => void (lives += 1) });
+    const live = () => {
+      lives += 1;
+    };
+    watch.subscribe({ names: [name] }, { event: (e) => void events.push(e), live });
     await until(() => lives === 1);
     await east1.down('refuse');
     await until(() => lives === 2);
