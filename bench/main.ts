@@ -22,18 +22,17 @@ import { measureBundle, renderBundle } from './bundle.js';
 import { carryOver, carryOverScaleRows } from './carry-over.js';
 import { measureColdStart } from './cold-start.js';
 import { lockClientCostRow, measureRequestCost } from './cost.js';
-import { measureFailover, measureHandover, perTarget, type ElectionTarget } from './elections.js';
+import { measureFailover, perTarget, type ElectionTarget } from './elections.js';
 import { measureEpochFencing } from './epoch-fencing.js';
-import { measureGroups } from './groups.js';
 import { LOCK_CLIENT_VERSION, ensureLockClientTable, measureLockClientCost } from './lock-client.js';
 import { measurePause } from './pause.js';
-import { measureRollingDeploys } from './rolling-deploy.js';
 import { measureEtcdLatency, measureOperationLatency, measureRedisLatency } from './latency.js';
 import { loadAverageNow, machineInfo } from './machine.js';
 import { HELP, parseBenchArgs, runSettings } from './options.js';
 import { ensurePeerBinaries, startEtcd, startRedis, type PeerAvailability, type PeerServer } from './peers.js';
 import { bundleWorkers, killAllChildren, startServerProcess } from './processes.js';
-import { renderFailover, renderHandover, renderPause, renderRollingDeploys } from './report-elections.js';
+import { renderFailover, renderPause } from './report-elections.js';
+import { renderHandover, renderRollingDeploys } from './report-profiles.js';
 import { renderEpochFencing } from './report-epoch.js';
 import { renderGroups } from './report-groups.js';
 import { renderColdStart, renderCost, renderLatency, renderPeers, renderScale } from './report-operations.js';
@@ -41,7 +40,9 @@ import { measureRegionOutage } from './regions.js';
 import { renderRegions } from './report-regions.js';
 import { renderAgain, writeReportFiles } from './outputs.js';
 import { renderHeader, renderTargets } from './report.js';
-import type { BenchResults, HandoverVariant } from './results.js';
+import { PROFILED_SECTIONS } from './plan.js';
+import { measureProfiledSections } from './profiles.js';
+import type { BenchResults } from './results.js';
 import { measureScale } from './scale.js';
 import { seededRandom } from './stats.js';
 
@@ -70,7 +71,7 @@ async function main(): Promise<void> {
     renderAgain(quick, log);
     return;
   }
-  const { plan, only, seed, command } = runSettings(args);
+  const { plan, only, configurations, repeat, seed, command } = runSettings(args);
   const random = seededRandom(seed);
   const runId = randomUUID().slice(0, 8);
   const started = performance.now();
@@ -272,13 +273,13 @@ async function main(): Promise<void> {
       results.setup.push(
         'Request cost, graceful handover, rolling deploys and the lease group ran on a second, fresh DynamoDB Local: it keeps one stream log for all its tables, and reading the stream slows down as that log grows. That one runs with the full JIT (C1, then C2 for hot code), as a long-running emulator would; the first runs C1 only.',
       );
-      server = await startServerProcess({
-        BENCH_DYNAMODB_ENDPOINT: db.endpoint,
-        BENCH_TABLE: tables.election,
-        BENCH_SUBSCRIPTION_TABLE: tables.subscriptions,
-      });
-      log(`local server with the watch at ${server.url} (pid ${server.child.pid})`);
       if (only.has('cost')) {
+        server = await startServerProcess({
+          BENCH_DYNAMODB_ENDPOINT: db.endpoint,
+          BENCH_TABLE: tables.election,
+          BENCH_SUBSCRIPTION_TABLE: tables.subscriptions,
+        });
+        log(`local server with the watch at ${server.url} (pid ${server.child.pid})`);
         await section('cost', '4. Request cost', async () => {
           results.cost = await measureRequestCost({
             endpoint: (server as { url: string }).url,
@@ -299,73 +300,39 @@ async function main(): Promise<void> {
         print(renderCost(results));
       }
 
-      if (only.has('handover')) {
-        await section('handover', '3b. Graceful handover', async () => {
-          results.handover = [];
-          const variants: Array<{ target: ElectionTarget; mode: 'resign' | 'handoff'; watch: HandoverVariant['watch']; note?: string }> = [
-            { target: leasehold((server as { url: string }).url, 'none'), mode: 'resign', watch: 'none', note: 'follower retries at retryAfterMs' },
-            { target: leasehold((server as { url: string }).url, 'sdk'), mode: 'resign', watch: 'sdk', note: "createLeader's `watch` option: the follower acquires when `released` is pushed" },
-            { target: leasehold((server as { url: string }).url, 'sdk'), mode: 'handoff', watch: 'sdk', note: '`leader.handoff(to)`; the follower acquires when `handoff` is pushed' },
-            ...peersTargets.map((target) => ({
-              target,
-              mode: 'resign' as const,
-              watch: 'n/a' as const,
-              note: target.system === 'etcd' ? 'Campaign.resign(): revokes the lease; the follower watches the key' : 'Lua compare-and-DEL; the follower retries SET NX every 200 ms',
-            })),
-          ];
-          for (const v of variants) {
-            const label = `${v.target.label}${v.mode === 'handoff' ? ', handoff' : ''}`;
-            log(`  ${label}: ${plan.handoverTrials} handovers…`);
-            try {
-              const { trials, disturbances } = await measureHandover({ script: scripts.candidate, target: v.target, trials: plan.handoverTrials, mode: v.mode, random, runId, log });
-              results.handover.push({ label, system: v.target.system, mode: v.mode, watch: v.watch, trials, disturbances, ...(v.note ? { note: v.note } : {}) });
-            } catch (error) {
-              results.handover.push({ label, system: v.target.system, mode: v.mode, watch: v.watch, trials: [], error: (error as Error).message });
-              log(`  ✗ ${label}: ${(error as Error).message}`);
-            }
-          }
-        });
-        print(renderHandover(results));
-      }
-      if (only.has('rolling')) {
-        await section('rolling', '10. Rolling deploy', async () => {
-          results.rolling = [];
-          for (const priorities of [true, false]) {
-            log(`  ${plan.rollingDeploys} deploys of 5 candidates, ${priorities ? 'with priorities (old 1, new 2)' : 'without priorities'}…`);
-            const { deploys, disturbances } = await measureRollingDeploys({
-              script: scripts.candidate,
-              endpoint: (server as { url: string }).url,
-              ttlMs,
-              deploys: plan.rollingDeploys,
-              candidates: 5,
-              priorities,
-              random,
-              runId,
-              log,
-            });
-            results.rolling.push({ priorities, ttlMs, candidates: 5, deploys, disturbances });
-          }
-        });
-        print(renderRollingDeploys(results));
-      }
-      if (only.has('groups')) {
-        await section('groups', '11. Lease group', async () => {
-          log(`  ${plan.groupRounds} round(s) of ${plan.groupPartitions} partitions: 4 members start, a fifth joins, a kill, a leave…`);
-          results.groups = await measureGroups({
-            endpoint: (server as { url: string }).url,
+      await server?.stop();
+      server = undefined;
+
+      // Handover, rolling deploys and the lease group under every configuration, `repeat` times.
+      const profiled = PROFILED_SECTIONS.filter((key) => only.has(key));
+      if (profiled.length > 0) {
+        const t0 = performance.now();
+        log(`\n▶ ${profiled.join(', ')}: ${configurations.length} configuration(s), ${repeat} run(s)`);
+        try {
+          await measureProfiledSections({
+            only,
+            plan,
+            configurations,
+            repeat,
+            results,
+            dynamodbEndpoint: (db as DynamoDBLocal).endpoint,
+            tables,
+            scripts,
+            peersTargets,
             ttlMs,
-            partitions: plan.groupPartitions,
-            rounds: plan.groupRounds,
-            steadyTtls: plan.groupSteadyTtls,
             random,
             runId,
             log,
           });
-        });
-        print(renderGroups(results));
+        } catch (error) {
+          for (const key of profiled) results.errors[key] = error instanceof Error ? error.message : String(error);
+          log(`  ✗ ${profiled.join(', ')} failed: ${results.errors[profiled[0] as string]}`);
+        }
+        log(`  (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+        if (only.has('handover')) print(renderHandover(results));
+        if (only.has('rolling')) print(renderRollingDeploys(results));
+        if (only.has('groups')) print(renderGroups(results));
       }
-      await server.stop();
-      server = undefined;
     }
 
     await etcd?.stop();

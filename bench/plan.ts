@@ -3,13 +3,24 @@
 export const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart', 'epoch', 'bundle', 'pause', 'rolling', 'groups', 'regions'] as const;
 export type Section = (typeof SECTIONS)[number];
 
+/**
+ * The sections measured under every configuration (profiles.ts): each latency profile of the local
+ * server (`--latency`), with the watch's direct push and with the stream path alone.
+ */
+export const PROFILED_SECTIONS: readonly Section[] = ['handover', 'rolling', 'groups'];
+
 export interface Plan {
   sequentialCount: number;
   concurrentCount: number;
   warmupCount: number;
   peerCount: number;
   failoverTrials: number;
+  /** Handovers of each watch variant (resign, handoff) per run under the headline configuration (aws profile, direct push). */
   handoverTrials: number;
+  /** The same under every other configuration. */
+  handoverTrialsOther: number;
+  /** Handovers of each system without the watch (leasehold, etcd, Redis), in the first run only. */
+  handoverBaselineTrials: number;
   /** Stops of a holder per system in the pause section. */
   pauseTrials: number;
   electionTtlMs: number;
@@ -20,14 +31,20 @@ export interface Plan {
   epochCount: number;
   /** Fresh-process imports of each Lambda bundle in the bundle section (median reported). */
   bundleImportRuns: number;
-  /** Rolling deploys of five candidates, with and without priorities, in the rolling section. */
+  /** Rolling deploys of five candidates with priorities per run under the headline configuration. */
   rollingDeploys: number;
+  /** The same under every other configuration. */
+  rollingDeploysOther: number;
+  /** Rolling deploys without priorities, in the first run only, under the first configuration. */
+  rollingDeploysWithoutPriorities: number;
   /** Partitions of the group in the groups section. */
   groupPartitions: number;
-  /** Rounds of the groups section (start four members, a fifth joins, a kill, a leave), each on a fresh group. */
+  /** Rounds of the groups section (start four members, a fifth joins, a kill, a leave) per run and configuration, each on a fresh group. */
   groupRounds: number;
-  /** The steady window of the groups section in which each member's requests are counted, in ttls. */
+  /** The steady window of the groups section in which each member's requests are counted, in ttls (headline configuration). */
   groupSteadyTtls: number;
+  /** The same under every other configuration. */
+  groupSteadyTtlsOther: number;
   scale: Array<{ leases: number; ttlMs: number; windowMs: number; batch?: boolean }>;
   /** The regions section: the holders' ttl (renewed at the SDK's default interval), how many, and how many ttls one Region is down. */
   regionsTtlMs: number;
@@ -41,7 +58,9 @@ export const FULL: Plan = {
   warmupCount: 2_000,
   peerCount: 1_000,
   failoverTrials: 32,
-  handoverTrials: 50,
+  handoverTrials: 20,
+  handoverTrialsOther: 10,
+  handoverBaselineTrials: 10,
   pauseTrials: 10,
   electionTtlMs: 2_000,
   costTtlMs: 3_000,
@@ -50,9 +69,12 @@ export const FULL: Plan = {
   epochCount: 1_000,
   bundleImportRuns: 11,
   rollingDeploys: 20,
+  rollingDeploysOther: 3,
+  rollingDeploysWithoutPriorities: 5,
   groupPartitions: 64,
-  groupRounds: 3,
+  groupRounds: 1,
   groupSteadyTtls: 5,
+  groupSteadyTtlsOther: 1,
   // The SDK's default ttl; 10 ttls down is 150 s, the section about 3.5 minutes.
   regionsTtlMs: 15_000,
   regionsHolders: 12,
@@ -75,6 +97,8 @@ export const QUICK: Plan = {
   peerCount: 200,
   failoverTrials: 6,
   handoverTrials: 6,
+  handoverTrialsOther: 3,
+  handoverBaselineTrials: 3,
   pauseTrials: 3,
   electionTtlMs: 2_000,
   costTtlMs: 3_000,
@@ -83,9 +107,12 @@ export const QUICK: Plan = {
   epochCount: 200,
   bundleImportRuns: 5,
   rollingDeploys: 3,
+  rollingDeploysOther: 1,
+  rollingDeploysWithoutPriorities: 1,
   groupPartitions: 64,
   groupRounds: 1,
   groupSteadyTtls: 3,
+  groupSteadyTtlsOther: 1,
   // 5 s rather than less: a renewal then still has over a second per Region on a loaded 2-core machine.
   regionsTtlMs: 5_000,
   regionsHolders: 6,
