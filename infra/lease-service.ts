@@ -24,6 +24,7 @@ import {
 } from './lease-service-props.js';
 import { acknowledgeWildcardResource } from './nag.js';
 import { createServiceAlarms, type LeaseServiceAlarms } from './service-alarms.js';
+import { grantDirectPush } from './watch-direct-push.js';
 import { batchRouteThrottle, throttleRoutes } from './route-throttle.js';
 import { grantedRoutes, type GrantKind } from './grant-routes.js';
 import { BATCH_ROUTE_IDS, SEMAPHORE_ROUTE_IDS, createRouteFunctions, type FunctionId, type FunctionSizing } from './route-functions.js';
@@ -64,6 +65,10 @@ const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
  * const leases = new LeaseService(this, 'Leases', { alarmTopic });
  * leases.grantLeases(taskDefinition.taskRole, 'billing.');
  * ```
+ *
+ * Multi-Region mode: given `tables` (one Region's replicas of the MRSC global tables), it creates
+ * no lease or semaphore table and builds everything else on those, so the same construct is each
+ * Region's API of a three-Region deployment (infra/multi-region.ts, infra/multi-region-app.ts).
  */
 export class LeaseService extends Construct {
   /** The lease table: created by the construct, or this Region's replica given as `tables.leases`. */
@@ -166,6 +171,8 @@ export class LeaseService extends Construct {
         })
       : undefined;
 
+    if (this.watch) grantDirectPush(this.watch, routeFunctions);
+
     this.alarms = createServiceAlarms(this, {
       accessLogs: this.accessLogs,
       httpApi: this.httpApi,
@@ -178,6 +185,7 @@ export class LeaseService extends Construct {
       semaphoreTable: this.semaphoreTable,
       watch: this.watch,
       metricsNamespace,
+      serviceName: props.serviceName ?? SERVICE_NAME,
       topic: props.alarmTopic,
     });
   }
