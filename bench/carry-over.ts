@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SECTIONS, type Section } from './plan.js';
 import { REPO_ROOT } from './processes.js';
+import { readResults } from './results-file.js';
 import type { BenchResults } from './results.js';
 import { sameScaleRow } from './scale.js';
 
@@ -15,7 +16,7 @@ import { sameScaleRow } from './scale.js';
 export function carryOverScaleRows(results: BenchResults): void {
   const path = join(REPO_ROOT, 'bench/results/latest.json');
   if (!existsSync(path)) return;
-  const previous = JSON.parse(readFileSync(path, 'utf8')) as BenchResults;
+  const previous = readResults(path);
   const measured = results.scale ?? [];
   const kept = (previous.scale ?? [])
     .filter((row) => !measured.some((m) => sameScaleRow(m, row)))
@@ -58,7 +59,7 @@ const SECTION_KEYS: Record<Section, Array<keyof BenchResults>> = {
 export function carryOver(results: BenchResults, only: Set<Section>): void {
   const path = join(REPO_ROOT, 'bench/results/latest.json');
   if (!existsSync(path)) return;
-  const previous = JSON.parse(readFileSync(path, 'utf8')) as BenchResults;
+  const previous = readResults(path);
   const target = results as unknown as Record<string, unknown>;
   const source = previous as unknown as Record<string, unknown>;
   results.carriedOver = [];

@@ -1,6 +1,6 @@
-import { fileURLToPath } from 'node:url';
 import { LeaseClient } from '../client/src/index.js';
 import { benchNowMs, sleep, wallNowMs } from './clock.js';
+import type { Configured } from './configurations.js';
 import { Disturbed, recordDisturbance } from './elections.js';
 import { balancedWithin, findOverlaps, nextOwner, ownershipSpans, requestRates, type Overlap, type OwnershipSpan } from './group-ownership.js';
 import { Worker, type WorkerEvent } from './processes.js';
@@ -53,7 +53,8 @@ export interface GroupRound {
   errors: number;
 }
 
-export interface GroupsResult {
+/** The groups section under one configuration, in one run. */
+export interface GroupsResult extends Configured {
   partitions: number;
   ttlMs: number;
   rounds: GroupRound[];
@@ -63,13 +64,17 @@ export interface GroupsResult {
    * the emulator and the server), with its overlaps, which count like any round's. Absent in older results.
    */
   rehearsal?: { overlaps: Overlap[]; completed: boolean };
-  /** Renewals the emulator served before the first round (WARM_UP_RENEWALS). Absent in older results. */
+  /** Renewals of the warm-up before the first round (the emulator's, or a fresh server's on a warm emulator). Absent in older results. */
   warmUpRenewals?: number;
   /** Moves of the warm-up's group of 100 between two holders (WARM_UP_MOVES). Absent in older results. */
   warmUpMoves?: number;
+  /** Why no round could be measured under this configuration in this run. */
+  error?: string;
 }
 
 export interface GroupsOptions {
+  /** The bundled member worker (bench/workers/group-member.ts). */
+  script: string;
   /** The local server with the watch. */
   endpoint: string;
   ttlMs: number;
@@ -77,6 +82,11 @@ export interface GroupsOptions {
   rounds: number;
   /** The steady window in which requests are counted, in ttls. */
   steadyTtls: number;
+  /**
+   * `emulator`: the whole warm-up (a fresh DynamoDB Local's JIT, and the server's), then one
+   * rehearsal round; `server`: a short one for a fresh server on an emulator already warmed.
+   */
+  warmUp: 'emulator' | 'server';
   random: () => number;
   runId: string;
   log: (line: string) => void;
@@ -90,8 +100,6 @@ interface Member {
 }
 
 const PLANNED = new Set(['released', 'stopped']);
-/** The member worker, run with tsx (a few seconds of start-up on a busy machine, before anything is timed). */
-const MEMBER_SCRIPT = fileURLToPath(new URL('./workers/group-member.ts', import.meta.url));
 
 function round1(value: number): number {
   return Math.round(value * 10) / 10;
@@ -99,7 +107,8 @@ function round1(value: number): number {
 
 /** Runs `options.rounds` rounds, each on a fresh group with fresh processes. */
 export async function measureGroups(options: GroupsOptions): Promise<GroupsResult> {
-  await warmUp(options.endpoint, `bench-${options.runId}-group-warm-up`, options.log);
+  const counts = options.warmUp === 'emulator' ? { renewals: WARM_UP_RENEWALS, moves: WARM_UP_MOVES } : { renewals: SERVER_WARM_UP_RENEWALS, moves: SERVER_WARM_UP_MOVES };
+  await warmUp(options.endpoint, `bench-${options.runId}-group-warm-up`, counts, options.log);
   const rounds: GroupRound[] = [];
   const disturbances: string[] = [];
   let members: Member[] = [];
@@ -110,19 +119,21 @@ export async function measureGroups(options: GroupsOptions): Promise<GroupsResul
   };
   let rehearsal: GroupsResult['rehearsal'];
   try {
-    // One whole round first, not counted: the first round after the emulator's start was balanced
+    // On a fresh emulator, one whole round first, not counted: the first round after the emulator's start was balanced
     // a median 5.1 s after its start against 2.3 s for the later rounds (six runs), as the JIT of
     // the emulator (C2) and of the server were still at work. Its
     // overlaps still count: a split brain is one whenever it happens.
-    try {
-      const r = await measureRound(options, `bench-${options.runId}-group-rehearsal`, -1, (m) => members.push(m));
-      rehearsal = { overlaps: r.overlaps, completed: true };
-      options.log(`    rehearsal round (not counted): ${r.overlaps.length} overlaps`);
-    } catch (error) {
-      rehearsal = { overlaps: [], completed: false };
-      options.log(`    rehearsal round (not counted) did not complete: ${error instanceof Error ? error.message : String(error)}`);
+    if (options.warmUp === 'emulator') {
+      try {
+        const r = await measureRound(options, `bench-${options.runId}-group-rehearsal`, -1, (m) => members.push(m));
+        rehearsal = { overlaps: r.overlaps, completed: true };
+        options.log(`    rehearsal round (not counted): ${r.overlaps.length} overlaps`);
+      } catch (error) {
+        rehearsal = { overlaps: [], completed: false };
+        options.log(`    rehearsal round (not counted) did not complete: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      await stopAll();
     }
-    await stopAll();
     while (rounds.length < options.rounds) {
       try {
         const group = `bench-${options.runId}-group-${rounds.length}-${disturbances.length}`;
@@ -143,7 +154,7 @@ export async function measureGroups(options: GroupsOptions): Promise<GroupsResul
   } finally {
     await stopAll();
   }
-  return { partitions: options.partitions, ttlMs: options.ttlMs, rounds, disturbances, ...(rehearsal ? { rehearsal } : {}), warmUpRenewals: WARM_UP_RENEWALS, warmUpMoves: WARM_UP_MOVES };
+  return { partitions: options.partitions, ttlMs: options.ttlMs, rounds, disturbances, ...(rehearsal ? { rehearsal } : {}), warmUpRenewals: counts.renewals, warmUpMoves: counts.moves };
 }
 
 /**
@@ -161,6 +172,14 @@ const WARM_UP_RENEWALS = 30_000;
 const WARM_UP_MOVES = 10;
 
 /**
+ * The warm-up of a fresh server process on an emulator already warmed (each configuration has its
+ * server): enough requests of each path a round takes (batched renewals, batched handoffs,
+ * acquires, reads of the group) for V8 to have compiled them, in a few seconds.
+ */
+const SERVER_WARM_UP_RENEWALS = 4_000;
+const SERVER_WARM_UP_MOVES = 3;
+
+/**
  * Warms the emulator and the server: a few bursts of 64 acquires (a cold emulator's first bursts
  * took 1.2-1.5 s, later ones 0.4 s), then WARM_UP_RENEWALS renewals of 100 leases in a group of
  * their own, as the members' leases are (a grouped lease's writes also keep the group's index, code
@@ -171,7 +190,7 @@ const WARM_UP_MOVES = 10;
  * C2 compiler was still at work in the 10 s before the first round's leave (370 and 460 ms of its
  * CPU, against 0-150 ms before the other leaves). All on names outside the measured groups.
  */
-async function warmUp(endpoint: string, prefix: string, log: (line: string) => void): Promise<void> {
+async function warmUp(endpoint: string, prefix: string, counts: { renewals: number; moves: number }, log: (line: string) => void): Promise<void> {
   const client = new LeaseClient({ endpoint });
   for (let burst = 0; burst < 4; burst++) {
     await Promise.all(Array.from({ length: 64 }, (_, i) => client.acquire(`${prefix}.${burst}.${i}`, { holder: 'warm-up', ttlMs: 2_000 })));
@@ -189,10 +208,10 @@ async function warmUp(endpoint: string, prefix: string, log: (line: string) => v
     );
   let holder = 'warm-up-a';
   let leases = await acquireAll(holder);
-  for (let renewed = 0; renewed < WARM_UP_RENEWALS; renewed += 2 * leases.length) {
+  for (let renewed = 0; renewed < counts.renewals; renewed += 2 * leases.length) {
     await Promise.all([client.renewBatch(`${group}.`, leases), client.renewBatch(`${group}.`, leases)]);
   }
-  for (let move = 0; move < WARM_UP_MOVES; move++) {
+  for (let move = 0; move < counts.moves; move++) {
     holder = holder === 'warm-up-a' ? 'warm-up-b' : 'warm-up-a';
     await client.handoffBatch(`${group}.`, leases.map((lease) => ({ ...lease, to: holder })));
     leases = await acquireAll(holder);
@@ -200,7 +219,7 @@ async function warmUp(endpoint: string, prefix: string, log: (line: string) => v
   }
   await Promise.all(leases.map(({ name, leaseId, token }) => client.release(name, { leaseId, token })));
   log(
-    `  warm-up: ${WARM_UP_RENEWALS.toLocaleString('en-US')} renewals and ${WARM_UP_MOVES} moves of a group of ${names.length} in ${((performance.now() - startedAt) / 1000).toFixed(1)} s`,
+    `  warm-up: ${counts.renewals.toLocaleString('en-US')} renewals and ${counts.moves} moves of a group of ${names.length} in ${((performance.now() - startedAt) / 1000).toFixed(1)} s`,
   );
 }
 
@@ -211,7 +230,7 @@ async function measureRound(options: GroupsOptions, group: string, round: number
   const spawnMember = async (): Promise<WorkerEvent> => {
     const holder = `member-${all.length}`;
     const config: GroupMemberConfig = { endpoint: options.endpoint, group, partitions: options.partitions, holder, ttlMs };
-    const member: Member = { holder, worker: new Worker(MEMBER_SCRIPT, config, { nodeArgs: ['--import', 'tsx'] }) };
+    const member: Member = { holder, worker: new Worker(options.script, config) };
     all.push(member);
     track(member);
     return member.worker.waitFor((e) => e.ev === 'started', 30_000, 0, 'started');

@@ -1,8 +1,9 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { carryOverBundle } from './carry-over.js';
 import { failoverSvg } from './plot.js';
 import { REPO_ROOT } from './processes.js';
+import { readResults } from './results-file.js';
 import { renderMarkdown } from './report.js';
 import type { BenchResults } from './results.js';
 
@@ -21,7 +22,7 @@ function outputsOf(quick: boolean): { md: string; json: string; svg: string } {
 /** `--report-only`: renders the report again from the saved JSON, measuring nothing (a full run takes in a newer bundle.json). */
 export function renderAgain(quick: boolean, log: (line: string) => void): void {
   const path = join(REPO_ROOT, quick ? 'bench/results/quick.json' : 'bench/results/latest.json');
-  const saved = JSON.parse(readFileSync(path, 'utf8')) as BenchResults;
+  const saved = readResults(path);
   if (!quick) {
     carryOverBundle(saved);
     writeFileSync(path, `${JSON.stringify(saved, null, 2)}\n`);

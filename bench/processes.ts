@@ -35,12 +35,14 @@ export function track(child: ChildProcess): ChildProcess {
  * resolve from the repository's node_modules), so each worker starts as plain `node`, without a
  * TypeScript loader: a worker spawned during a failover trial costs ~100 ms of CPU, not ~1 s.
  */
-export async function bundleWorkers(): Promise<Record<'candidate' | 'scale', string>> {
+export type BundledWorker = 'candidate' | 'scale' | 'group-member';
+
+export async function bundleWorkers(): Promise<Record<BundledWorker, string>> {
   const require = createRequire(import.meta.url);
   const cacheDir = join(dirname(require.resolve('esbuild/package.json')), '..', '.cache', 'leasehold-bench');
   mkdirSync(cacheDir, { recursive: true });
   const out: Record<string, string> = {};
-  for (const name of ['candidate', 'scale'] as const) {
+  for (const name of ['candidate', 'scale', 'group-member'] as const) {
     const outfile = join(cacheDir, `${name}.mjs`);
     await build({
       entryPoints: [join(REPO_ROOT, 'bench', 'workers', `${name}.ts`)],
@@ -54,7 +56,7 @@ export async function bundleWorkers(): Promise<Record<'candidate' | 'scale', str
     });
     out[name] = outfile;
   }
-  return out as Record<'candidate' | 'scale', string>;
+  return out as Record<BundledWorker, string>;
 }
 
 export interface WorkerEvent {

@@ -5,8 +5,9 @@ import { summarize } from './stats.js';
 import { failoverSummary } from './targets.js';
 
 /**
- * The report's sections on elections between processes: crash failover (3), graceful handover (3b),
- * a paused holder (9) and rolling deploys (10).
+ * The report's sections on elections between processes: crash failover (3) and a paused holder (9).
+ * Graceful handover (3b) and rolling deploys (10), measured under every configuration, are in
+ * report-profiles.ts.
  */
 
 export function renderFailover(results: BenchResults): string[] {
@@ -65,24 +66,6 @@ export function renderFailover(results: BenchResults): string[] {
   ];
 }
 
-export function renderHandover(results: BenchResults): string[] {
-  const ho = results.handover;
-  if (!ho) return sectionError(results, 'handover', '3b. Graceful handover');
-  const rows = ho.map((h) => {
-    if (h.trials.length === 0) return [h.label, '0', '–', '–', '–', h.skipped ?? h.error ?? 'no trials'];
-    const s = summarize(h.trials.map((t) => t.handoverMs));
-    return [h.label, String(h.trials.length), fmtMs(s.p50), fmtMs(s.p99), fmtMs(s.max), [h.note, disturbedNote(h.disturbances)].filter(Boolean).join('; ')];
-  });
-  return [
-    '## 3b. Graceful handover',
-    '',
-    'From `resign`/`release` (or `handoff`) returning in the leader\'s process to the next leader\'s `onElected` in ' +
-      'another process, at a random point of the leader\'s renewal cycle. Milliseconds.',
-    '',
-    ...table(['system', 'handovers', 'p50', 'p99', 'max', 'note'], rows, ['l', 'r', 'r', 'r', 'r', 'l']),
-  ];
-}
-
 export function renderPause(results: BenchResults): string[] {
   const pause = results.pause;
   if (!pause) return sectionError(results, 'pause', '9. A paused holder');
@@ -121,53 +104,5 @@ export function renderPause(results: BenchResults): string[] {
       'first reading after the thaw is already false; the others believe a flag that only a failed request clears ' +
       '(etcd: the keepalive, Redis: the compare-and-renew script, dynamodb-lock-client: the heartbeat put), so they ' +
       'believe until that request answers, and a process that checks its belief before acting may act on a lease that is not its own.',
-  ];
-}
-
-export function renderRollingDeploys(results: BenchResults): string[] {
-  const rolling = results.rolling;
-  if (!rolling) return sectionError(results, 'rolling', '10. Rolling deploy');
-  const rows = rolling.map((v) => {
-    const label = v.priorities ? 'with priorities (old 1, new 2)' : 'without priorities';
-    if (v.deploys.length === 0) return [label, '0', '–', '–', '–', '–', '–', disturbedNote(v.disturbances)];
-    const changes = v.deploys.map((d) => d.leaderChanges);
-    const histogram = [...new Set(changes)]
-      .sort((a, b) => a - b)
-      .map((n) => `${n}: ${changes.filter((c) => c === n).length}`)
-      .join(', ');
-    const gap = summarize(v.deploys.map((d) => d.noLeaderMs));
-    const viaOld = v.deploys.filter((d) => d.leaders.slice(1, -1).includes('old')).length;
-    return [
-      label,
-      String(v.deploys.length),
-      `${(changes.reduce((a, b) => a + b, 0) / changes.length).toFixed(2)} (${histogram})`,
-      `${fmtMs(gap.p50)} / ${fmtMs(gap.max)}`,
-      `${v.deploys.filter((d) => d.finalLeaderNew).length} of ${v.deploys.length}`,
-      `${viaOld} of ${v.deploys.length}`,
-      fmtInt(summarize(v.deploys.map((d) => d.durationMs)).p50),
-      disturbedNote(v.disturbances),
-    ];
-  });
-  return [
-    '## 10. Rolling deploy (five candidates replaced one by one)',
-    '',
-    `TTL ${fmtInt(rolling[0]?.ttlMs ?? 0)} ms, every candidate with the watch, the local server with the watch. Five candidates of ` +
-      'the old version run, one leading. In a random order each is replaced: a new-version candidate starts; once it has ' +
-      'its first answer and one renewal interval (a health check) has passed, the old one gets SIGTERM, stops its Leader and ' +
-      "exits. A deploy ends when the last old process has exited and someone leads. From the processes' own term records on one " +
-      'clock: **leader changes** (elections during the deploy, with how many deploys had each count), **time without a leader** ' +
-      '(total per deploy, p50 / max, ms), whether the **final leader runs the new version**, and in how many deploys leadership ' +
-      'passed through another old candidate on its way.',
-    '',
-    ...table(
-      ['candidates', 'deploys', 'leader changes per deploy, mean (count: deploys)', 'time without a leader, p50 / max', 'final leader new', 'led by another old candidate meanwhile', 'deploy p50 ms', 'note'],
-      rows,
-      ['l', 'r', 'l', 'r', 'r', 'r', 'r', 'l'],
-    ),
-    '',
-    'With priorities the first new candidate outranks the leader: its refused acquire records a claim, the watch pushes ' +
-      '`claimed` to the leader, which yields and hands the lease to it (one move, one handoff round trip without a leader); ' +
-      'the other old candidates are followers when they stop. Without priorities the leader keeps the lease until its own ' +
-      'SIGTERM, then releases it and every follower races for it, old and new alike.',
   ];
 }

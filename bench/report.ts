@@ -1,6 +1,6 @@
 import { renderBundle } from './bundle.js';
 import { table } from './format.js';
-import { renderFailover, renderHandover, renderPause, renderRollingDeploys } from './report-elections.js';
+import { renderFailover, renderPause } from './report-elections.js';
 import { renderEpochFencing } from './report-epoch.js';
 import { renderGroups } from './report-groups.js';
 import { renderColdStart, renderCost, renderLatency, renderPeers, renderScale } from './report-operations.js';

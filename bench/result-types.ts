@@ -20,3 +20,10 @@ export interface EpochFencingResult {
   postgresVersion?: string;
   rows: EpochFencingRow[];
 }
+
+/** One row of the report's targets: what is promised, what this run measured, and whether it holds (undefined: cannot tell). */
+export interface TargetCheck {
+  target: string;
+  measured: string;
+  met: boolean | undefined;
+}

@@ -1,5 +1,6 @@
 import type { BundleResult } from './bundle.js';
 import type { ColdStartRow } from './cold-start.js';
+import type { Configuration, Configured } from './configurations.js';
 import type { CostMeasurement } from './cost.js';
 import type { FailoverTrial, HandoverTrial } from './elections.js';
 import type { EpochFencingResult } from './result-types.js';
@@ -24,7 +25,8 @@ export interface FailoverSystem {
   error?: string;
 }
 
-export interface HandoverVariant {
+/** One variant of the handover section under one configuration, in one run (the configuration and run absent on rows that are not part of the dimension). */
+export interface HandoverVariant extends Configured {
   label: string;
   system: string;
   mode: 'resign' | 'handoff';
@@ -45,13 +47,14 @@ export interface PauseSystem {
   error?: string;
 }
 
-/** Section 10: rolling deploys of five candidates, with or without priorities. */
-export interface RollingDeployVariant {
+/** Section 10: rolling deploys of five candidates, with or without priorities, under one configuration, in one run. */
+export interface RollingDeployVariant extends Configured {
   priorities: boolean;
   ttlMs: number;
   candidates: number;
   deploys: RollingDeploy[];
   disturbances?: string[];
+  error?: string;
 }
 
 /** A section of this report that was measured by an earlier full run (`--only` carries the others over). */
@@ -70,6 +73,10 @@ export interface BenchResults {
   finishedAt?: string;
   durationSec?: number;
   command: string;
+  /** `--repeat`: how many runs of the handover, rolling and groups sections this one made (absent: 1). */
+  repeat?: number;
+  /** The configurations those sections were measured under (absent: local, stream only). */
+  configurations?: Configuration[];
   machine: MachineInfo;
   setup: string[];
   peers: { etcd?: string; redis?: string; lockClient?: string; skipped: string[]; installed: string[] };
@@ -85,8 +92,11 @@ export interface BenchResults {
   bundle?: BundleResult;
   pause?: PauseSystem[];
   rolling?: RollingDeployVariant[];
-  /** Section 11: a lease group of 64 partitions: start, join, kill, leave. */
-  groups?: GroupsResult;
+  /**
+   * Section 11: a lease group of 64 partitions: start, join, kill, leave; one entry per
+   * configuration and run (older results hold one object, read as a list of one: results-file.ts).
+   */
+  groups?: GroupsResult[];
   /** Section 12: one of three Regions down for 10 ttls: leases kept, renewals through another Region, a crash failover with the Region. */
   regions?: RegionsResult;
   /** Sections copied from the previous full run's JSON because this run measured only others. */

@@ -6,7 +6,7 @@ import type { CandidateConfig } from './workers/candidate.js';
 /**
  * Section 10: a rolling deploy. Five candidates of the old version run, one of them
  * leading, all with the watch. One by one, in a random order, each is replaced as a deploy tool
- * does it: a candidate of the new version starts; once it is up (its first answer from the
+ * does it: a candidate of the new version starts (its process was started ahead, idle); once it is up (its first answer from the
  * service) and one health-check interval has passed, the old one gets SIGTERM, stops its Leader
  * (`leader.stop()`: a release, or the claimant's handoff) and exits. With priorities the old
  * version runs at priority 1 and the new at 2; without, every candidate has the default.
@@ -89,7 +89,7 @@ export function uncoveredMs(spans: Array<{ from: number; to: number }>, from: nu
 
 let seq = 0;
 
-function spawn(options: RollingDeployOptions, name: string, version: 'old' | 'new'): Candidate {
+function spawn(options: RollingDeployOptions, name: string, version: 'old' | 'new', standby = false): Candidate {
   seq += 1;
   const config: CandidateConfig = {
     system: 'leasehold',
@@ -99,6 +99,7 @@ function spawn(options: RollingDeployOptions, name: string, version: 'old' | 'ne
     endpoint: options.endpoint,
     watch: 'sdk',
     ...(options.priorities ? { priority: version === 'old' ? 1 : 2 } : {}),
+    ...(standby ? { standby } : {}),
   };
   return { worker: new Worker(options.script, config), version };
 }
@@ -126,12 +127,17 @@ export async function measureRollingDeploys(options: RollingDeployOptions): Prom
         await Promise.all(old.map((c) => c.worker.waitFor(up, 20_000, 0, 'ready or elected (old version)')));
         const first = old.find((c) => c.worker.events.some((e) => e.ev === 'elected'));
         if (!first) await Promise.race(old.map((c) => c.worker.waitFor((e) => e.ev === 'elected', options.ttlMs * 3, 0, 'a first leader')));
+        // The new version's processes are started ahead, idle until told to start (as a deploy tool
+        // has the task's container up before its app starts), so no process start is on the clock.
+        const fresh = Array.from({ length: options.candidates }, () => spawn(options, name, 'new', true));
+        all.push(...fresh);
+        await Promise.all(fresh.map((c) => c.worker.waitFor((e) => e.ev === 'spawned', 20_000, 0, 'spawned (new version)')));
         const startAt = benchNowMs();
         // A random order of replacement, as a deploy tool's.
         const order = [...old].sort(() => options.random() - 0.5);
-        for (const outgoing of order) {
-          const incoming = spawn(options, name, 'new');
-          all.push(incoming);
+        for (const [i, outgoing] of order.entries()) {
+          const incoming = fresh[i] as Candidate;
+          incoming.worker.send({ cmd: 'start' });
           await incoming.worker.waitFor(up, 20_000, 0, 'ready or elected (new version)');
           await sleep(healthCheckMs);
           outgoing.worker.kill('SIGTERM');

@@ -4,7 +4,9 @@
  * `{"ready":true,"url":...}` and serves until SIGTERM.
  *
  * Environment: BENCH_DYNAMODB_ENDPOINT, BENCH_TABLE, BENCH_SUBSCRIPTION_TABLE (enables the watch),
- * BENCH_CLOCK_OFFSET_MS (the server's clock offset; the Regions of the regions section differ).
+ * BENCH_CLOCK_OFFSET_MS (the server's clock offset; the Regions of the regions section differ),
+ * BENCH_LATENCY (`local` or `aws`: the server's latency profile; default local), BENCH_WATCH_PUSH
+ * (`direct` or `stream`: how the watch learns of a release, a handoff or a revoke; default direct).
  */
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
 import { startLocalServer } from '../../local/server.js';
@@ -13,12 +15,12 @@ const endpoint = process.env.BENCH_DYNAMODB_ENDPOINT;
 const tableName = process.env.BENCH_TABLE;
 if (!endpoint || !tableName) throw new Error('BENCH_DYNAMODB_ENDPOINT and BENCH_TABLE are required');
 const subscriptionTableName = process.env.BENCH_SUBSCRIPTION_TABLE;
-const clockOffsetMs = Number(process.env.BENCH_CLOCK_OFFSET_MS ?? 0);
-
 const latency = process.env.BENCH_LATENCY ?? 'local';
 if (latency !== 'local' && latency !== 'aws') throw new Error(`BENCH_LATENCY: expected local or aws, got ${latency}`);
 const push = process.env.BENCH_WATCH_PUSH ?? 'direct';
 if (push !== 'direct' && push !== 'stream') throw new Error(`BENCH_WATCH_PUSH: expected direct or stream, got ${push}`);
+const clockOffsetMs = Number(process.env.BENCH_CLOCK_OFFSET_MS ?? 0);
+
 const server = await startLocalServer({
   port: 0,
   tableName,

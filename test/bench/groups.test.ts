@@ -117,7 +117,7 @@ describe('the groups targets', () => {
     errors: 0,
   };
   const met = (rounds: GroupRound[]) => {
-    const results = { groups: { partitions: 64, ttlMs: 2_000, rounds, disturbances: [] }, errors: {} } as unknown as BenchResults;
+    const results = { groups: [{ partitions: 64, ttlMs: 2_000, rounds, disturbances: [] }], errors: {} } as unknown as BenchResults;
     return checkTargets(results).map((c) => c.met);
   };
 
