@@ -141,7 +141,16 @@ describe('a Leader whose preferred endpoint dies mid-term', { timeout: 30_000 },
     const proxy = await proxyTo(regionB.url);
     const client = new LeaseClient({ endpoints: [proxy.url, regionC.url] });
     const events: LeaderEvent[] = [];
-    const leader: Leader = createLeader(client, { name: unique('leader'), holder: 'worker-1', ttlMs: 2_000, warnings: false, onEvent: (e) => void events.push(e) });
+    // A pause threshold of 1.5 s rather than 1 s: the test is about failover, and on a loaded machine
+    // a one-second stall of the event loop would otherwise end the term as `paused`.
+    const leader: Leader = createLeader(client, {
+      name: unique('leader'),
+      holder: 'worker-1',
+      ttlMs: 2_000,
+      pauseThresholdMs: 1_500,
+      warnings: false,
+      onEvent: (e) => void events.push(e),
+    });
     closers.push(() => leader.stop());
     const term = await leader.campaign();
     proxy.blackhole();
