@@ -24,6 +24,7 @@ import {
 } from './lease-service-props.js';
 import { acknowledgeWildcardResource } from './nag.js';
 import { createServiceAlarms, type LeaseServiceAlarms } from './service-alarms.js';
+import { grantDirectPush } from './watch-direct-push.js';
 import { batchRouteThrottle, throttleRoutes } from './route-throttle.js';
 import { grantedRoutes, type GrantKind } from './grant-routes.js';
 import { BATCH_ROUTE_IDS, SEMAPHORE_ROUTE_IDS, createRouteFunctions, type FunctionId, type FunctionSizing } from './route-functions.js';
@@ -170,6 +171,8 @@ export class LeaseService extends Construct {
         })
       : undefined;
 
+    if (this.watch) grantDirectPush(this.watch, routeFunctions);
+
     this.alarms = createServiceAlarms(this, {
       accessLogs: this.accessLogs,
       httpApi: this.httpApi,
@@ -182,6 +185,7 @@ export class LeaseService extends Construct {
       semaphoreTable: this.semaphoreTable,
       watch: this.watch,
       metricsNamespace,
+      serviceName: props.serviceName ?? SERVICE_NAME,
       topic: props.alarmTopic,
     });
   }

@@ -7,6 +7,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { FilterPattern, type LogGroup } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
+import { PUSH_METRIC } from '../functions/watch/direct-push.js';
 import { WATCH_ITERATOR_AGE_ALARM_MS, type LeaseWatch } from './lease-watch.js';
 
 /** The alarms of a LeaseService, by what they watch. Their actions go to `alarmTopic` when one is given. */
@@ -27,7 +28,18 @@ export interface LeaseServiceAlarms {
   readonly watchFunctionErrors?: Alarm;
   /** `IteratorAge` of the stream consumer: lease events stuck or late. Only with the watch. */
   readonly watchIteratorAge?: Alarm;
+  /**
+   * The routes' direct push failing or running out of its budget (PUSH_METRIC), more than a cold
+   * start now and then: handovers fall back to the stream path's pace. Only with the watch.
+   */
+  readonly watchDirectPush?: Alarm;
 }
+
+/**
+ * Direct pushes failed or over budget in five minutes before the alarm fires: a function's cold
+ * start (new connections to DynamoDB and API Gateway) can take one push over its 50 ms now and then.
+ */
+export const WATCH_DIRECT_PUSH_ALARM_THRESHOLD = 5;
 
 /** What the alarms watch, from the LeaseService. */
 export interface ServiceAlarmParts {
@@ -44,6 +56,8 @@ export interface ServiceAlarmParts {
   semaphoreTable: ITable;
   watch: LeaseWatch | undefined;
   metricsNamespace: string;
+  /** The Powertools `service` dimension of the functions' own metrics. */
+  serviceName: string;
   topic: ITopic | undefined;
 }
 
@@ -160,6 +174,21 @@ export function createServiceAlarms(scope: Construct, parts: ServiceAlarmParts):
       'DynamoDB throttled semaphore table requests or returned internal errors (5xx); callers got 503.',
     ),
     ...(parts.watch ? createWatchAlarms(parts.watch, period, sumOf, alarmOn) : {}),
+    ...(parts.watch
+      ? {
+          watchDirectPush: alarmOn(
+            'WatchDirectPushAlarm',
+            sumOf(
+              'Direct pushes failed or over budget',
+              [PUSH_METRIC.failed, PUSH_METRIC.overBudget].map(
+                (metricName) => new Metric({ namespace: metricsNamespace, metricName, dimensionsMap: { service: parts.serviceName }, statistic: 'Sum', period }),
+              ),
+            ),
+            'the release, handoff and revoke routes could not push their changes to watchers in time (posts or lookups failing, or slower than the budget); watchers hear them later, from the stream.',
+            WATCH_DIRECT_PUSH_ALARM_THRESHOLD,
+          ),
+        }
+      : {}),
   };
 }
 

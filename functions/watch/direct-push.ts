@@ -1,7 +1,7 @@
 import type { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
-import type { LeaseEvent } from '../../client/src/protocol/index.js';
+import type { LeaseEvent, RouteId } from '../../client/src/protocol/index.js';
 import { mapBounded } from '../bounded.js';
 import type { LeaseRecord } from '../lease-record.js';
 import type { DeliveryLog } from './deliveries.js';
@@ -22,6 +22,9 @@ import type { SubscriptionStore } from './subscriptions.js';
  * abandoned, the route answers, and every connection not told is left to the stream path, which
  * stays the guarantee (and the only path for acquires, renewals, claims and expiries).
  */
+
+/** The routes whose handlers push (release, handoff and revoke, single and batched): the construct gives them the watch. */
+export const DIRECT_PUSH_ROUTES = ['release', 'handoff', 'handoff-batch', 'revoke'] as const satisfies readonly RouteId[];
 
 /** The time a route spends finding its change's watchers and posting to them, at most. */
 export const DIRECT_PUSH_BUDGET_MS = 50;

@@ -1,5 +1,6 @@
 import { BatchGetCommand, BatchWriteCommand, GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { WallClock } from '../clock.js';
+import { DELIVERY_PARTITION_PREFIX } from './deliveries.js';
 
 /**
  * Who listens to which lease, in a small DynamoDB table with a TTL.
@@ -56,6 +57,8 @@ export const SUBSCRIPTION_PARTITIONS = {
   /** `connection#<id>`: what a connection may watch, recorded at `$connect`. */
   connection: scopeKey('*'),
   markers: MARKER_EPOCH_KEY.pk,
+  /** `delivered#<lease>`: whom a route's direct push told of a change (deliveries.ts). */
+  delivered: `${DELIVERY_PARTITION_PREFIX}*`,
 } as const;
 /** BatchGetItem's limit of keys per request. */
 const BATCH_GET_MAX_KEYS = 100;

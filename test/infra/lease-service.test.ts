@@ -13,6 +13,8 @@ import { SUBSCRIPTION_TABLE_SCHEMA } from '../../functions/watch/subscriptions.j
 import { BATCH_ROUTE_IDS, DEFAULT_BURST_LIMIT, DEFAULT_RATE_LIMIT, LeaseService, SEMAPHORE_ROUTE_IDS, TABLE_ACTIONS_BY_ROUTE } from '../../infra/lease-service.js';
 import { batchRouteThrottle } from '../../infra/route-throttle.js';
 import { WATCH_ACCESS, WATCH_FUNCTION_IDS, WATCH_STAGE_NAME, type WatchFunctionId } from '../../infra/lease-watch.js';
+import { WATCH_DIRECT_PUSH_ALARM_THRESHOLD } from '../../infra/service-alarms.js';
+import { DIRECT_PUSH_ROUTE_IDS } from '../../infra/watch-direct-push.js';
 import { parseGrants } from '../../infra/leasehold-stack.js';
 import {
   ACCOUNT,
@@ -211,6 +213,10 @@ describe('LeaseService functions', () => {
       expect((props.Environment as { Variables: unknown }).Variables).toEqual({
         LEASE_TABLE_NAME: { Ref: tableId },
         ...(id.startsWith('LeasesSemaphore') ? { SEMAPHORE_TABLE_NAME: { Ref: semaphoreTableId(json) } } : {}),
+        // The routes that push their changes to watchers (watch-direct-push.test.ts) know the watch.
+        ...([...DIRECT_PUSH_ROUTE_IDS].some((route) => isFunctionOf(id, route))
+          ? { SUBSCRIPTION_TABLE_NAME: expect.anything(), WEBSOCKET_MANAGEMENT_ENDPOINT: expect.anything() }
+          : {}),
         POWERTOOLS_SERVICE_NAME: 'leasehold',
         POWERTOOLS_METRICS_NAMESPACE: 'Leasehold',
         POWERTOOLS_LOG_LEVEL: 'INFO',
@@ -223,7 +229,10 @@ describe('LeaseService functions', () => {
     const roles = functionRoles(json);
     for (const route of ROUTES) {
       const fn = [...roles.keys()].find((id) => id.toLowerCase().startsWith(`leases${pascal(route.id).toLowerCase()}function`));
-      const statements = withoutLogging(statementsOfRole(json, { logicalId: roles.get(fn as string) as string }));
+      // The direct push's grants on the watch (watch-direct-push.test.ts) are not on the route's table.
+      const statements = withoutLogging(statementsOfRole(json, { logicalId: roles.get(fn as string) as string })).filter(
+        (s) => !resourcesOf(s).some((arn) => arn.includes(subscriptionTableIdOf(json) as string) || arn.startsWith('arn:aws:execute-api')),
+      );
       const table = SEMAPHORE_ROUTE_IDS.has(route.id) ? semaphoreTableId(json) : tableId;
       // A group read queries the group index too (keys only), and nothing reaches any other index.
       const resources = route.id === 'group-describe' ? [`{${table}.Arn}`, `{${table}.Arn}/index/group-index`] : [`{${table}.Arn}`];
@@ -543,8 +552,9 @@ describe('LeaseService alarms', () => {
   });
 
   it('fires every count alarm on a single event and treats missing data as fine', () => {
-    expect(alarms).toHaveLength(11);
-    for (const alarm of alarms.filter((a) => a.MetricName !== 'IteratorAge')) {
+    expect(alarms).toHaveLength(12);
+    // The iterator age's threshold is an age; the direct push's a count of several (watch-direct-push.test.ts).
+    for (const alarm of alarms.filter((a) => a.MetricName !== 'IteratorAge' && a.Threshold !== WATCH_DIRECT_PUSH_ALARM_THRESHOLD)) {
       expect(alarm).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' });
     }
   });
@@ -560,7 +570,7 @@ describe('LeaseService alarms', () => {
     new LeaseService(stack, 'Leases', { alarmTopic: topic });
     const withTopic = Template.fromStack(stack);
     const topicRef = { Ref: Object.keys(withTopic.findResources('AWS::SNS::Topic'))[0] };
-    withTopic.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef], OKActions: [topicRef] }, 11);
+    withTopic.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef], OKActions: [topicRef] }, 12);
   });
 });
 
@@ -668,6 +678,8 @@ describe('LeaseService watch', () => {
         POWERTOOLS_METRICS_NAMESPACE: 'Leasehold',
         POWERTOOLS_LOG_LEVEL: 'INFO',
         NODE_OPTIONS: '--enable-source-maps',
+        // The stream consumer skips whom the routes' direct push told.
+        ...(id === 'watch-stream' ? { WATCH_DIRECT_PUSH: 'true' } : {}),
       });
     }
   });
