@@ -56,6 +56,18 @@ describe('leasehold with several --endpoint flags', { timeout: 60_000 }, () => {
     expect(result.stderr).toContain(`--endpoint ${regionB.url}/ is given twice.`);
   });
 
+  it('refuses a --watch that is not a ws:// URL without a fragment, and the same --watch twice', async () => {
+    const watch = `${regionB.url.replace('http://', 'ws://')}/v1/watch`;
+    const [fragment, twice] = await Promise.all([
+      cli(['run', 'x', '--endpoint', regionB.url, '--watch', `${watch}#top`, '--', 'true']),
+      cli(['run', 'x', '--endpoint', regionB.url, '--watch', watch, '--watch', watch, '--', 'true']),
+    ]);
+    expect(fragment.code).toBe(2);
+    expect(fragment.stderr).toContain(`--watch must be a ws:// or wss:// URL without a fragment (got "${watch}#top").`);
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toContain(`--watch ${watch} is given twice.`);
+  });
+
   it('leasehold run leads through the second endpoint and runs the command', async () => {
     const name = unique('run');
     const result = await cli(['run', name, '--ttl', '3s', '--endpoint', await down(), '--endpoint', regionB.url, '--', process.execPath, '-e', 'console.log("ran")']);

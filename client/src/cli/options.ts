@@ -207,15 +207,14 @@ function noDuplicates(urls: URL[], flag: string, command: string): void {
 export function watchFrom(values: string[] | undefined, connection: Connection, command: string, env: NodeJS.ProcessEnv = process.env): WatchClient | undefined {
   const urls = values ?? listFromEnv(env.LEASEHOLD_WATCH_URL);
   if (urls === undefined) return undefined;
-  for (const url of urls) {
-    if (!/^wss?:\/\/[^/\s]+/.test(url)) throw new UsageError(`--watch must be a ws:// or wss:// URL (got "${url}").`, command);
-  }
-  noDuplicates(
-    urls.map((url) => new URL(url)),
-    'watch',
-    command,
-  );
-  return createWatch({ urls: urls.map((url) => withRegion(new URL(url), connection.region)), ...(connection.signer ? { signer: connection.signer } : {}) });
+  const parsed = urls.map((url) => {
+    if (!/^wss?:\/\/[^/\s]+/.test(url) || !URL.canParse(url) || new URL(url).hash) {
+      throw new UsageError(`--watch must be a ws:// or wss:// URL without a fragment (got "${url}").`, command);
+    }
+    return new URL(url);
+  });
+  noDuplicates(parsed, 'watch', command);
+  return createWatch({ urls: parsed.map((url) => withRegion(url, connection.region)), ...(connection.signer ? { signer: connection.signer } : {}) });
 }
 
 function isTrue(value: string | undefined): boolean {
