@@ -132,7 +132,7 @@ export async function measureProfiledSections(ctx: ProfiledContext): Promise<voi
             if (run === 0 && first !== undefined && sameConfiguration(c, first)) variants.push([false, plan.rollingDeploysWithoutPriorities]);
             for (const [priorities, deploys] of variants) {
               if (deploys === 0) continue;
-              log(`  ${deploys} deploys of 5 candidates, ${priorities ? 'with priorities (old 1, new 2)' : 'without priorities'}…`);
+              log(`  ${deploys} deploys of 5 candidates, ${priorities ? 'with priorities (new one above old)' : 'without priorities'}…`);
               try {
                 const outcome = await measureRollingDeploys({ script: ctx.scripts.candidate, endpoint: server.url, ttlMs: ctx.ttlMs, deploys, candidates: 5, priorities, random: ctx.random, runId, log });
                 results.rolling?.push({ priorities, ttlMs: ctx.ttlMs, candidates: 5, ...outcome, ...tag(c, run) });

@@ -43,8 +43,13 @@ function notes(rows: ReadonlyArray<{ note?: string; disturbances?: string[]; err
   return [rows[0]?.note, disturbedNote(disturbed), ...errors.map((e) => `not measured in a run: ${e}`)].filter(Boolean).join('; ');
 }
 
-const RUNS_NOTE =
-  'With several runs, a headline number is the median over the runs of each run’s own, with the runs’ min–max in brackets; the other numbers are over every trial of every run.';
+/** What the numbers are when the rows come from several runs (read from the rows: a section carried over keeps its own runs). */
+function runsNote(rows: ReadonlyArray<{ run?: number }>): string {
+  const runs = new Set(rows.map((r) => r.run ?? 0)).size;
+  return runs > 1
+    ? `${runs} runs. With several runs, a headline number is the median over the runs of each run’s own, with the runs’ min–max in brackets; the other numbers are over every trial of every run.`
+    : '';
+}
 
 /** The profile and push columns of a handover row: none for the systems that do not use leasehold's server. */
 function handoverColumns(h: HandoverVariant): [string, string] {
@@ -75,7 +80,7 @@ export function renderHandover(results: BenchResults): string[] {
       'another process, at a random point of the leader\'s renewal cycle. leasehold under each latency profile of the local server ' +
       '(local; aws: the delays AWS adds) and with each way the watch learns of the release (direct: the release or handoff request ' +
       'pushes it; stream only: the stream path alone). Milliseconds. ' +
-      (results.repeat && results.repeat > 1 ? `${results.repeat} runs. ${RUNS_NOTE}` : ''),
+      runsNote(ho),
     '',
     ...table(['system', 'profile', 'push', 'handovers', 'p50', 'p99', 'max', 'note'], rows, ['l', 'l', 'l', 'r', 'r', 'r', 'r', 'l']),
   ];
@@ -92,7 +97,7 @@ export function renderRollingDeploys(results: BenchResults): string[] {
   const rows = groups.map((list) => {
     const v0 = list[0] as RollingDeployVariant;
     const c = configurationOf(v0);
-    const label = v0.priorities ? 'with priorities (old 1, new 2)' : 'without priorities';
+    const label = v0.priorities ? 'with priorities (new one above old)' : 'without priorities';
     const head = [label, c.latency, c.push === 'direct' ? 'direct' : 'stream only'];
     const deploys = list.flatMap((v) => v.deploys);
     if (deploys.length === 0) return [...head, '0', '–', '–', '–', '–', '–', '–', notes(list)];
@@ -121,11 +126,12 @@ export function renderRollingDeploys(results: BenchResults): string[] {
       'push. Five candidates of ' +
       'the old version run, one leading. In a random order each is replaced: a new-version candidate starts (its process started ahead, idle); once it has ' +
       'its first answer and one renewal interval (a health check) has passed, the old one gets SIGTERM, stops its Leader and ' +
-      "exits. A deploy ends when the last old process has exited and someone leads. From the processes' own term records on one " +
+      "exits. A deploy ends when the last old process has exited and someone leads. The deploys follow one another on one lease name, each " +
+      "deploy's new version the next one's old (with priorities one above it: 1 then 2, 2 then 3, …). From the processes' own term records on one " +
       'clock: **leader changes** (elections during the deploy, with how many deploys had each count), **time without a leader** ' +
       '(total per deploy: p50 over the deploys, and the worst deploy\'s), whether the **final leader runs the new version**, and in how many deploys leadership ' +
       'passed through another old candidate on its way. ' +
-      (results.repeat && results.repeat > 1 ? `${results.repeat} runs. ${RUNS_NOTE}` : ''),
+      runsNote(rolling),
     '',
     ...table(
       [

@@ -89,7 +89,9 @@ export function uncoveredMs(spans: Array<{ from: number; to: number }>, from: nu
 
 let seq = 0;
 
-function spawn(options: RollingDeployOptions, name: string, version: 'old' | 'new', standby = false): Candidate {
+/** A candidate process; `generation` counts the deploys its lease name has seen (its priority, with priorities, is generation + 1). */
+function spawn(options: RollingDeployOptions, name: string, generation: number, standby = false): Candidate {
+  const version = standby ? 'new' : 'old';
   seq += 1;
   const config: CandidateConfig = {
     system: 'leasehold',
@@ -98,7 +100,7 @@ function spawn(options: RollingDeployOptions, name: string, version: 'old' | 'ne
     ttlMs: options.ttlMs,
     endpoint: options.endpoint,
     watch: 'sdk',
-    ...(options.priorities ? { priority: version === 'old' ? 1 : 2 } : {}),
+    ...(options.priorities ? { priority: generation + 1 } : {}),
     ...(standby ? { standby } : {}),
   };
   return { worker: new Worker(options.script, config), version };
@@ -106,13 +108,20 @@ function spawn(options: RollingDeployOptions, name: string, version: 'old' | 'ne
 
 const up = (e: WorkerEvent) => e.ev === 'ready' || e.ev === 'elected';
 
-/** Runs `options.deploys` rolling deploys, each on a fresh lease name and fresh processes. */
+/**
+ * Runs `options.deploys` rolling deploys, one after the other on one lease name: the new version of
+ * one deploy is the old version of the next (with priorities, one above it: old 1 and new 2, then 2
+ * and 3, …), as a service deployed again and again. After a disturbance, fresh processes on a fresh name.
+ */
 export async function measureRollingDeploys(options: RollingDeployOptions): Promise<{ deploys: RollingDeploy[]; disturbances: string[] }> {
   const deploys: RollingDeploy[] = [];
   const disturbances: string[] = [];
   // A deploy tool's health check before it stops an old task: one renewal interval here.
   const healthCheckMs = Math.round(options.ttlMs / 3);
   let all: Candidate[] = [];
+  let running: Candidate[] = [];
+  let name = '';
+  let generation = 0;
   const stopAll = async () => {
     for (const c of all) c.worker.kill();
     await Promise.all(all.map((c) => c.worker.closed));
@@ -121,16 +130,20 @@ export async function measureRollingDeploys(options: RollingDeployOptions): Prom
   try {
     while (deploys.length < options.deploys) {
       try {
-        const name = `bench-${options.runId}-rolling-${options.priorities ? 'p' : 'n'}-${deploys.length}-${disturbances.length}`;
-        const old = Array.from({ length: options.candidates }, () => spawn(options, name, 'old'));
-        all = [...old];
-        await Promise.all(old.map((c) => c.worker.waitFor(up, 20_000, 0, 'ready or elected (old version)')));
-        const first = old.find((c) => c.worker.events.some((e) => e.ev === 'elected'));
-        if (!first) await Promise.race(old.map((c) => c.worker.waitFor((e) => e.ev === 'elected', options.ttlMs * 3, 0, 'a first leader')));
+        if (running.length === 0) {
+          name = `bench-${options.runId}-rolling-${options.priorities ? 'p' : 'n'}-${deploys.length}-${disturbances.length}`;
+          generation = 0;
+          running = Array.from({ length: options.candidates }, () => spawn(options, name, generation));
+          all = [...running];
+          await Promise.all(running.map((c) => c.worker.waitFor(up, 20_000, 0, 'ready or elected (old version)')));
+          const first = running.find((c) => c.worker.events.some((e) => e.ev === 'elected'));
+          if (!first) await Promise.race(running.map((c) => c.worker.waitFor((e) => e.ev === 'elected', options.ttlMs * 3, 0, 'a first leader')));
+        }
+        const old = running;
         // The new version's processes are started ahead, idle until told to start (as a deploy tool
         // has the task's container up before its app starts), so no process start is on the clock.
-        const fresh = Array.from({ length: options.candidates }, () => spawn(options, name, 'new', true));
-        all.push(...fresh);
+        const fresh = Array.from({ length: options.candidates }, () => spawn(options, name, generation + 1, true));
+        all = [...old, ...fresh];
         await Promise.all(fresh.map((c) => c.worker.waitFor((e) => e.ev === 'spawned', 20_000, 0, 'spawned (new version)')));
         const startAt = benchNowMs();
         // A random order of replacement, as a deploy tool's.
@@ -165,9 +178,13 @@ export async function measureRollingDeploys(options: RollingDeployOptions): Prom
         });
         const d = deploys.at(-1) as RollingDeploy;
         options.log(`    deploy ${d.deploy + 1}: ${d.leaderChanges} leader change(s) (${d.leaders.join(' → ')}), ${d.noLeaderMs} ms without a leader`);
-        await stopAll();
+        // The next deploy replaces this one's new version, which is then the old one.
+        running = fresh.map((c) => ({ worker: c.worker, version: 'old' as const }));
+        all = [...running];
+        generation += 1;
       } catch (error) {
         await recordDisturbance(error, undefined, disturbances, options.log, stopAll);
+        running = [];
       }
     }
   } finally {

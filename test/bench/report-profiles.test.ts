@@ -176,8 +176,8 @@ describe('the handover section, side by side', () => {
 describe('the rolling-deploy section, side by side', () => {
   it('has a row per configuration with the worst deploy of each run as a median and its spread', () => {
     const lines = renderRollingDeploys(fixture());
-    expect(line(lines, '| with priorities (old 1, new 2) | aws | direct |')).toBe(
-      '| with priorities (old 1, new 2) | aws | direct | 3 × 2 | 1.00 (1: 6) | 110 | 140 (120–160) | 6 of 6 | 0 of 6 | 5,000 |  |',
+    expect(line(lines, '| with priorities (new one above old) | aws | direct |')).toBe(
+      '| with priorities (new one above old) | aws | direct | 3 × 2 | 1.00 (1: 6) | 110 | 140 (120–160) | 6 of 6 | 0 of 6 | 5,000 |  |',
     );
     expect(line(lines, '| without priorities | local | direct |')).toContain('| 1 | 1.00 (1: 1) | 137 | 137 |');
     expect(lines.filter((l) => l.startsWith('| with priorities')).map((l) => l.split(' | ').slice(1, 3).join('/'))).toEqual(['local/direct', 'aws/direct', 'aws/stream only']);
