@@ -52,7 +52,7 @@ async function synthApp(context: Record<string, string> = {}, env: Record<string
 function replicaRegionsOf(assembly: Assembly): string[][] {
   return Object.values(assembly.template('Leasehold-tables').Resources)
     .filter((r) => r.Type === 'AWS::DynamoDB::GlobalTable')
-    .map((r) => ((r.Properties ?? {}).Replicas as Array<{ Region: string }>).map((replica) => replica.Region).sort());
+    .map((r) => (r.Properties!.Replicas as Array<{ Region: string }>).map((replica) => replica.Region).sort());
 }
 
 describe('infra/multi-region-app.ts', { timeout: 180_000 }, () => {
