@@ -366,4 +366,17 @@ describe('a Leader with several endpoints', () => {
     expect(t.leader.isLeader()).toBe(false);
     await stop(t);
   });
+
+  it('names every endpoint in its warning when none can be reached', async () => {
+    const t = regions();
+    for (const origin of [A, B, C]) t.goDown(origin, 'refuse');
+    const warnings: string[] = [];
+    const leader = createLeader(t.client(), { name: 'jobs', holder: 'me', clock: t.clock, random: () => 0.5, warnings: (message) => void warnings.push(message) });
+    leader.start();
+    await t.clock.advance(2_000);
+    expect(warnings[0]).toBe(`leasehold: could not reach ${A}, ${B} or ${C} (ECONNREFUSED); still trying to lead jobs`);
+    const stopped = leader.stop();
+    await t.clock.advance(60_000);
+    await stopped;
+  });
 });

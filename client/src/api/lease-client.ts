@@ -122,6 +122,8 @@ export interface SemaphoreApi {
   releasePermit(name: string, permit: PermitRef, call?: CallOptions): Promise<PublicSemaphore>;
   /** Where requests go, for messages (`warnings`). LeaseClient has it. */
   readonly endpoint?: string | undefined;
+  /** Every endpoint, the preferred one first, for messages. LeaseClient has it. */
+  readonly endpoints?: readonly string[] | undefined;
 }
 
 /** What renew and release need from a grant; a whole Grant may be passed. */
@@ -143,6 +145,8 @@ export interface LeaseApi {
   readonly signer?: RequestSigner | undefined;
   /** Where requests go, for messages (`warnings`). LeaseClient has it. */
   readonly endpoint?: string | undefined;
+  /** Every endpoint, the preferred one first, for messages. LeaseClient has it. */
+  readonly endpoints?: readonly string[] | undefined;
 }
 
 /**

@@ -19,6 +19,7 @@ export function batchingRenewals(client: LeaseGroupApi, prefix: string, clock: M
   return {
     signer: client.signer,
     endpoint: client.endpoint,
+    endpoints: client.endpoints,
     acquire: (name, request, call) => client.acquire(name, request, call),
     renew: (name, request, call) => batcher.renew(name, request, call),
     release: (name, grant, call) => client.release(name, grant, call),

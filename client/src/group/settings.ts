@@ -1,7 +1,7 @@
 import { systemClock } from '../time/clock.js';
 import { validateHolder } from '../protocol/index.js';
 import { createTermContext, type TermContext, type TermOptions } from '../term/context.js';
-import { WaitNotices } from '../term/wait-notices.js';
+import { WaitNotices, endpointsLabel } from '../term/wait-notices.js';
 import { expectPositive } from '../time/timing.js';
 import { watchFromOption, type WatchClient } from '../watch/watch.js';
 import { memberIdFor, memberLeaseName, validateGroupLayout } from './names.js';
@@ -53,7 +53,7 @@ export function resolveGroupSettings(client: LeaseGroupApi, options: LeaseGroupO
   const api = batchingRenewals(client, `${group}.`, options.clock ?? systemClock);
   const termOptions: TermOptions = { ...options, onEvent: emit, warnings: false };
   const memberCtx = createTermContext(api, memberLeaseName(group, memberId), termOptions);
-  const notices = WaitNotices.from(options.warnings, memberCtx.clock, 'member', client.endpoint, memberCtx.name);
+  const notices = WaitNotices.from(options.warnings, memberCtx.clock, 'member', endpointsLabel(client), memberCtx.name);
   const balanceEveryMs = options.balanceEveryMs ?? Math.round(memberCtx.timing.ttlMs / 2);
   expectPositive('balanceEveryMs', balanceEveryMs);
   const resolved = watchFromOption(options.watch, { signer: client.signer, clock: memberCtx.clock, random: memberCtx.random });

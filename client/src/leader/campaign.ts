@@ -8,7 +8,7 @@ import { InvocationGate } from '../time/lambda-deadline.js';
 import type { AcquireResult } from '../api/lease-client.js';
 import type { Grant, LeaseEvent } from '../protocol/index.js';
 import { releaseQuietly, type TermContext } from '../term/context.js';
-import type { NoticeRole } from '../term/wait-notices.js';
+import { endpointsLabel, type NoticeRole } from '../term/wait-notices.js';
 import { backoffMs, followerWaitMs } from '../time/timing.js';
 import type { LeaderWatch } from './watching.js';
 
@@ -48,7 +48,7 @@ export class CampaignLoop {
     private readonly fence: Fence | undefined,
     private readonly watch: LeaderWatch | undefined,
   ) {
-    this.waiters = new CampaignWaiters(ctx.name, ctx.clock, role, ctx.client.endpoint);
+    this.waiters = new CampaignWaiters(ctx.name, ctx.clock, role, endpointsLabel(ctx.client));
     this.gate = InvocationGate.of(ctx, (error) => this.end(error));
   }
 

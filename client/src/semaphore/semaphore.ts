@@ -188,6 +188,7 @@ export function permitsAsLeases(client: SemaphoreApi, limit: number, metadata: u
   if (metadata !== undefined) validateMetadata(metadata, 'metadata', LIMITS.permitMetadataMaxBytes);
   const adapter: LeaseApi & { lastFull?: { limit: number; holders: PermitHolder[] } } = {
     endpoint: client.endpoint,
+    endpoints: client.endpoints,
     async acquire(name, request, call): Promise<AcquireResult> {
       const result = await client.acquirePermit(
         name,

@@ -15,7 +15,7 @@ import {
 } from '../protocol/index.js';
 import type { LeaderEvent } from './events.js';
 import { FOLLOWER_SERVER_WAIT_MS, resolveTiming, type Timing, type TimingOptions } from '../time/timing.js';
-import { WaitNotices, type NoticeRole, type WarningsOption } from './wait-notices.js';
+import { WaitNotices, endpointsLabel, type NoticeRole, type WarningsOption } from './wait-notices.js';
 
 /**
  * What every term of one leader or job shares: the client, the name and holder, the resolved
@@ -96,7 +96,7 @@ export function createTermContext(client: LeaseApi, name: string, options: TermO
     options.random ?? Math.random,
     options.onEvent,
     invocation,
-    WaitNotices.from(options.warnings, clock, role, client.endpoint),
+    WaitNotices.from(options.warnings, clock, role, endpointsLabel(client)),
   );
 }
 

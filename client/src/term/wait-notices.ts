@@ -162,6 +162,16 @@ export class WaitNotices {
 }
 
 /**
+ * Where a client's requests go, for messages: its endpoint, or with several (`endpoints`, one per
+ * Region) all of them, `A, B or C`, since a request that failed went through each in turn.
+ */
+export function endpointsLabel(api: { readonly endpoint?: unknown; readonly endpoints?: unknown }): string | undefined {
+  const list = Array.isArray(api.endpoints) ? api.endpoints.filter((e): e is string => typeof e === 'string') : [];
+  if (list.length > 1) return `${list.slice(0, -1).join(', ')} or ${list.at(-1)}`;
+  return typeof api.endpoint === 'string' ? api.endpoint : undefined;
+}
+
+/**
  * What went wrong with a request, in a few words, from the error's code and fields (never parsed
  * back out of its message): `could not reach http://127.0.0.1:8788 (ECONNREFUSED)`.
  */
