@@ -15,8 +15,9 @@ export const HELP = `Usage: npm run bench -- [--quick] [--only SECTIONS] [--late
                    sections: local (loopback, DynamoDB Local), aws (the delays AWS adds, local/latency/);
                    each runs with the watch's direct push and with the stream path alone, side by side
                    (default: local,aws; the other sections always run under local)
-  --repeat N       measure the chosen sections N times in this run; the report gives each headline
-                   number's median over the runs and their min–max (default: 1)
+  --repeat N       measure the ${PROFILED_SECTIONS.join(', ')} sections N times in this run (the
+                   others once); the report gives each headline number's median over the runs and
+                   their min–max (default: 1)
   --trials N       kills per system in the failover section (default: 32 full, 6 quick)
   --seed N         seed of the random kill and handover points (default: random)
   --scale-leases L only these rows of the scale section, by lease count (e.g. 100000), each count
