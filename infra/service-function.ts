@@ -40,6 +40,11 @@ export interface ServiceFunctionOptions {
   readonly timeout: Duration;
   readonly logRetention: RetentionDays;
   readonly environment: Record<string, string>;
+  /**
+   * Why the function needs no dead-letter queue, when it is invoked asynchronously (a schedule).
+   * @default invoked synchronously or by a stream, which a dead-letter queue never sees
+   */
+  readonly noDeadLetterQueueReason?: string;
 }
 
 export function createServiceFunction(scope: Construct, options: ServiceFunctionOptions): NodejsFunction {
@@ -80,7 +85,7 @@ export function createServiceFunction(scope: Construct, options: ServiceFunction
       forceDockerBundling: false,
     },
   });
-  acknowledgeFunctionFindings(fn);
+  acknowledgeFunctionFindings(fn, options.noDeadLetterQueueReason);
   return fn;
 }
 
@@ -88,12 +93,13 @@ export function createServiceFunction(scope: Construct, options: ServiceFunction
  * The cdk-nag findings every leasehold function (and the construct's custom resource function)
  * has by design, acknowledged next to it with the reason.
  */
-export function acknowledgeFunctionFindings(fn: Construct): void {
+export function acknowledgeFunctionFindings(fn: Construct, noDeadLetterQueueReason?: string): void {
   Validations.of(fn).acknowledge({
     id: 'Serverless-LambdaDLQ',
     reason:
+      noDeadLetterQueueReason ??
       'Invoked synchronously (API Gateway, CloudFormation) or by a stream event source mapping; a dead-letter queue ' +
-      'only ever receives failed asynchronous invocations, which never happen here.',
+        'only ever receives failed asynchronous invocations, which never happen here.',
   });
   Validations.of(fn).acknowledge({
     id: 'Serverless-LambdaTracing',

@@ -59,16 +59,13 @@ export class TableSweeper extends Construct {
         [ENV.semaphoreTable]: props.semaphoreTable.tableName,
         [ENV.serviceName]: props.serviceName ?? SERVICE_NAME,
       },
+      noDeadLetterQueueReason:
+        'Invoked asynchronously by a daily schedule: a failed sweep leaves the idle items where they are, and the next ' +
+        'run (or another Region\'s) deletes them; a dead-letter queue would hold nothing worth replaying.',
     });
     this.function.addToRolePolicy(
       new PolicyStatement({ actions: [...SWEEPER_TABLE_ACTIONS], resources: [props.leaseTable.tableArn, props.semaphoreTable.tableArn] }),
     );
-    Validations.of(this.function).acknowledge({
-      id: 'Serverless-LambdaDLQ',
-      reason:
-        'Invoked asynchronously by a daily schedule: a failed sweep leaves the idle items where they are, and the next ' +
-        'run (or another Region\'s) deletes them; a dead-letter queue would hold nothing worth replaying.',
-    });
     this.rule = new Rule(this, 'Schedule', {
       description: 'leasehold: the daily table sweep',
       schedule: Schedule.cron({ minute: '17', hour: String(props.hourUtc) }),
