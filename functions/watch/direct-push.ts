@@ -28,8 +28,11 @@ export const DIRECT_PUSH_ROUTES = ['release', 'handoff', 'handoff-batch', 'revok
 
 /** The time a route spends finding its change's watchers and posting to them, at most. */
 export const DIRECT_PUSH_BUDGET_MS = 50;
-/** The time for recording whom it told, after the posts; a record not written costs a second post, which the SDK drops. */
-export const DELIVERY_RECORD_BUDGET_MS = 25;
+/**
+ * The time for recording whom it told, after the posts: half the push's budget (25 ms by default).
+ * A record not written costs a second post of the change, which the SDK drops.
+ */
+export const DELIVERY_RECORD_BUDGET_MS = DIRECT_PUSH_BUDGET_MS / 2;
 /** Posts in flight at once: a lease's watchers are usually a handful. */
 const POST_CONCURRENCY = 16;
 
@@ -115,7 +118,7 @@ export function createDirectPush(options: DirectPushOptions): DirectPush {
         clearTimeout(timer);
       }
       const overBudget = deadline.signal.aborted;
-      await recordTold(options.deliveries, told, logger);
+      await recordTold(options.deliveries, told, logger, budgetMs / 2);
       metrics.addMetric(PUSH_METRIC.pushed, MetricUnit.Count, posted);
       if (overBudget) metrics.addMetric(PUSH_METRIC.overBudget, MetricUnit.Count, 1);
       if (failed > 0) metrics.addMetric(PUSH_METRIC.failed, MetricUnit.Count, failed);
@@ -125,10 +128,10 @@ export function createDirectPush(options: DirectPushOptions): DirectPush {
   };
 }
 
-/** Records whom the push told, within DELIVERY_RECORD_BUDGET_MS; never throws. */
-async function recordTold(deliveries: DeliveryLog, told: ReadonlyMap<LeaseEvent, ReadonlySet<string>>, logger: Logger): Promise<void> {
+/** Records whom the push told, within `budgetMs`; never throws. */
+async function recordTold(deliveries: DeliveryLog, told: ReadonlyMap<LeaseEvent, ReadonlySet<string>>, logger: Logger, budgetMs: number): Promise<void> {
   if (told.size === 0) return;
-  const signal = AbortSignal.timeout(DELIVERY_RECORD_BUDGET_MS);
+  const signal = AbortSignal.timeout(budgetMs);
   try {
     await deliveries.record([...told].map(([event, connections]) => ({ event, connections: [...connections] })), signal);
   } catch (error) {

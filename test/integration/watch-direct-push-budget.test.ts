@@ -110,9 +110,9 @@ describe(`the direct push's budget (default ${DIRECT_PUSH_BUDGET_MS} ms)`, () =>
     const tookMs = performance.now() - started;
 
     expect(outcome).toEqual({ posted: 1, failed: 0, overBudget: true });
-    // The budget, plus the delivery record's own bound (25 ms), plus this loaded machine's slack.
+    // The budget, plus the delivery record's own bound (half the budget), plus this loaded machine's slack.
     expect(tookMs).toBeGreaterThanOrEqual(BUDGET_MS - 1);
-    expect(tookMs).toBeLessThan(BUDGET_MS + 25 + 250);
+    expect(tookMs).toBeLessThan(BUDGET_MS * 1.5 + 250);
     expect(api.posted).toEqual([{ to: fast, events: [expect.objectContaining({ type: 'released', name, holder: 'worker-a', token: grant.lease.token })] }]);
 
     // The stream's record of the release: its consumer skips the connection the route told.
