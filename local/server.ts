@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
@@ -38,6 +38,7 @@ import { createStreamHandler } from '../functions/watch/stream-handler.js';
 import { createConnectHandler, createDisconnectHandler, createSubscribeHandler } from '../functions/watch/socket-handlers.js';
 import { passesSkipRenewals } from '../functions/watch/stream-filter.js';
 import { LOCAL_WATCH_CREDENTIALS, localWatchDeps, type WatchPush } from './local-watch.js';
+import { answerHeaders, listen } from './listen.js';
 
 /**
  * Serves the Lambda handler modules over plain HTTP, the way API Gateway (HTTP API, payload 2.0)
@@ -427,22 +428,6 @@ function parseQuery(raw: string): Record<string, string> {
 
 function send(res: ServerResponse, result: APIGatewayProxyStructuredResultV2): void {
   if (res.headersSent) return;
-  res.writeHead(result.statusCode ?? 200, normalizeHeaders(result.headers));
+  res.writeHead(result.statusCode ?? 200, answerHeaders(result.headers));
   res.end(result.body ?? '');
-}
-
-function normalizeHeaders(headers: APIGatewayProxyStructuredResultV2['headers']): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(headers ?? {})) out[key] = String(value);
-  return out;
-}
-
-function listen(server: Server, port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
 }

@@ -1,3 +1,5 @@
+import { fnv1a, sfc32 } from '../../local/latency/sampler.js';
+
 /**
  * A small seeded PRNG (sfc32, seeded through splitmix32), so a nemesis schedule is a pure function
  * of its seed: the same seed and options give the same faults at the same offsets, on any machine.
@@ -20,28 +22,7 @@ export interface Random {
 }
 
 export function seededRandom(seed: number | string): Random {
-  let h = typeof seed === 'number' ? seed >>> 0 : hashString(seed);
-  const split = () => {
-    h = (h + 0x9e3779b9) >>> 0;
-    let z = h;
-    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
-    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
-    return (z ^ (z >>> 16)) >>> 0;
-  };
-  let a = split();
-  let b = split();
-  let c = split();
-  let d = split();
-  const next = (): number => {
-    const t = (((a + b) >>> 0) + d) >>> 0;
-    d = (d + 1) >>> 0;
-    a = b ^ (b >>> 9);
-    b = (c + (c << 3)) >>> 0;
-    c = ((c << 21) | (c >>> 11)) >>> 0;
-    c = (c + t) >>> 0;
-    return t / 4294967296;
-  };
-  for (let i = 0; i < 12; i += 1) next();
+  const next = sfc32(typeof seed === 'number' ? seed : fnv1a(seed));
 
   const random: Random = {
     next,
@@ -71,13 +52,4 @@ export function seededRandom(seed: number | string): Random {
     fork: (label) => seededRandom(`${Math.floor(next() * 4294967296)}:${label}`),
   };
   return random;
-}
-
-function hashString(text: string): number {
-  let h = 2166136261;
-  for (let i = 0; i < text.length; i += 1) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 16777619) >>> 0;
-  }
-  return h >>> 0;
 }

@@ -23,7 +23,15 @@ export type Uniform = () => number;
  * independent hops, so adding draws to one hop does not shift another's.
  */
 export function seededStream(seed: number, label: string): Uniform {
-  let h = hash(`${seed >>> 0}:${label}`);
+  return sfc32(fnv1a(`${seed >>> 0}:${label}`));
+}
+
+/**
+ * The generator itself: sfc32 with its four words drawn by splitmix32 from `state`, warmed by 12
+ * draws. The chaos harness's nemesis schedules draw from it too (chaos/harness/random.ts).
+ */
+export function sfc32(state: number): Uniform {
+  let h = state >>> 0;
   const split = () => {
     h = (h + 0x9e3779b9) >>> 0;
     let z = h;
@@ -67,7 +75,8 @@ function standardNormal(next: Uniform): number {
   return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
 }
 
-function hash(text: string): number {
+/** FNV-1a: a string seed as the generator's 32-bit state. */
+export function fnv1a(text: string): number {
   let h = 2166136261;
   for (let i = 0; i < text.length; i += 1) {
     h ^= text.charCodeAt(i);

@@ -1,6 +1,7 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createConnection, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { answerHeaders, listen } from '../listen.js';
 
 /**
  * The front door of one local Region: a TCP listener on the Region's public port that passes bytes
@@ -64,7 +65,7 @@ export async function openRegionGate(options: RegionGateOptions): Promise<Region
     req.resume();
     const answer = options.unavailable();
     // Closed after the answer, so no client keeps it for a request after up().
-    res.writeHead(answer.statusCode ?? 503, { ...headersOf(answer), connection: 'close' }).end(answer.body ?? '');
+    res.writeHead(answer.statusCode ?? 503, { ...answerHeaders(answer.headers), connection: 'close' }).end(answer.body ?? '');
   });
   unavailableServer.on('upgrade', (_req: IncomingMessage, socket: Socket) => {
     socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
@@ -207,21 +208,7 @@ class Passage {
   }
 }
 
-function headersOf(answer: APIGatewayProxyStructuredResultV2): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(answer.headers ?? {})) out[key] = String(value);
-  return out;
-}
 
-function listen(server: Server, port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-}
 
 function stopListening(server: Server): Promise<void> {
   if (!server.listening) return Promise.resolve();
