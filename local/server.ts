@@ -23,7 +23,7 @@ import { canonicalPathError } from '../functions/http/canonical-path.js';
 import { nameOutsideAlphabetError } from '../functions/http/name-in-path.js';
 import { ROUTE_HANDLERS } from '../functions/http/route-handlers.js';
 import { matchRoute } from '../functions/http/routes.js';
-import { createDeps } from '../functions/runtime.js';
+import { createDeps, type PushFactory } from '../functions/runtime.js';
 import { createHostPolicy, type HostPolicy } from './host-policy.js';
 import { createLatencyHooks, type LatencyDelay, type LatencyHooks, type LatencyProfileName } from './latency/hooks.js';
 import { lambdaContext } from './lambda-context.js';
@@ -34,6 +34,8 @@ import { createRouteAuthorizer, type RouteAuthorizer } from './route-grants.js';
 import { TokenBucket, type ThrottleOptions } from './throttle.js';
 import { startStreamPoller, type StreamPoller } from './stream-poller.js';
 import { createWebSocketGateway, refuseUpgrade, type WebSocketGateway } from './websocket-gateway.js';
+import type { DeliveryLog } from '../functions/watch/deliveries.js';
+import { createDirectPush } from '../functions/watch/direct-push.js';
 import { createStreamHandler } from '../functions/watch/stream-handler.js';
 import { createConnectHandler, createDisconnectHandler, createSubscribeHandler } from '../functions/watch/socket-handlers.js';
 import { passesSkipRenewals } from '../functions/watch/stream-filter.js';
@@ -137,6 +139,10 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   const watchDeps = options.watch
     ? localWatchDeps({ ...options.watch, region: options.region ?? 'us-east-1', dynamodbEndpoint: options.dynamodbEndpoint, credentials: options.credentials, sigv4: options.sigv4, clock }, () => gateway)
     : undefined;
+  const localPush =
+    (deliveries: DeliveryLog): PushFactory =>
+    (shared) =>
+      createDirectPush({ subscriptions: watchDeps!.subscriptions, deliveries, management: watchDeps!.management, budgetMs: options.watch?.pushBudgetMs, ...shared });
   const deps: HandlerDeps = createDeps({
     tableName: options.tableName,
     semaphoreTableName: options.semaphoreTableName,
@@ -144,9 +150,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     dynamodbEndpoint: options.dynamodbEndpoint,
     ...(options.credentials ? { credentials: options.credentials } : {}),
     clock,
-    ...(watchDeps?.deliveries
-      ? { push: { subscriptions: watchDeps.subscriptions, deliveries: watchDeps.deliveries, management: watchDeps.management, budgetMs: options.watch?.pushBudgetMs } }
-      : {}),
+    ...(watchDeps?.deliveries ? { push: localPush(watchDeps.deliveries) } : {}),
   });
   options.configureDynamoDB?.(deps.store.client);
   const latency = createLatencyHooks(options.latency ?? 'local', { seed: options.latencySeed, delay: options.latencyDelay, nowMs: () => clock.nowMs() });

@@ -10,7 +10,7 @@ import type { LeaseRecord } from '../lease-record.js';
 import { answerEach } from '../http/batch.js';
 import { jsonResponse } from '../http/responses.js';
 import { OUTCOME, leaseRoute, type HandlerDeps } from '../http/route.js';
-import { lambdaEntry } from '../runtime.js';
+import { pushingLambdaEntry } from '../runtime-push.js';
 
 /**
  * POST /v1/prefixes/{prefix}/handoff — many handoffs in one request (a lease group
@@ -41,4 +41,4 @@ export function createHandoffBatchHandler(deps: HandlerDeps) {
   });
 }
 
-export const handler = lambdaEntry(createHandoffBatchHandler);
+export const handler = pushingLambdaEntry(createHandoffBatchHandler);

@@ -3,7 +3,7 @@ import { validateHandoffRequest, type HandoffResponse } from '../../client/src/p
 import type { LeaseRecord } from '../lease-record.js';
 import { jsonResponse } from '../http/responses.js';
 import { OUTCOME, countingLoss, leaseName, leaseRoute, type HandlerDeps } from '../http/route.js';
-import { lambdaEntry } from '../runtime.js';
+import { pushingLambdaEntry } from '../runtime-push.js';
 
 /** POST /v1/leases/{name}/handoff */
 export function createHandoffHandler(deps: HandlerDeps) {
@@ -20,4 +20,4 @@ export function createHandoffHandler(deps: HandlerDeps) {
   });
 }
 
-export const handler = lambdaEntry(createHandoffHandler);
+export const handler = pushingLambdaEntry(createHandoffHandler);

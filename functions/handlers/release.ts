@@ -3,7 +3,7 @@ import { validateReleaseRequest } from '../../client/src/protocol/index.js';
 import type { LeaseRecord } from '../lease-record.js';
 import { jsonResponse } from '../http/responses.js';
 import { OUTCOME, countingLoss, leaseName, leaseRoute, type HandlerDeps } from '../http/route.js';
-import { lambdaEntry } from '../runtime.js';
+import { pushingLambdaEntry } from '../runtime-push.js';
 
 /** POST /v1/leases/{name}/release */
 export function createReleaseHandler(deps: HandlerDeps) {
@@ -19,4 +19,4 @@ export function createReleaseHandler(deps: HandlerDeps) {
   });
 }
 
-export const handler = lambdaEntry(createReleaseHandler);
+export const handler = pushingLambdaEntry(createReleaseHandler);

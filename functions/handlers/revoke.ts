@@ -4,7 +4,7 @@ import { callerPrincipal, publicPrincipal } from '../http/principal.js';
 import type { LeaseRecord } from '../lease-record.js';
 import { jsonResponse } from '../http/responses.js';
 import { OUTCOME, leaseName, leaseRoute, type HandlerDeps } from '../http/route.js';
-import { lambdaEntry } from '../runtime.js';
+import { pushingLambdaEntry } from '../runtime-push.js';
 
 /** POST /v1/leases/{name}/revoke — an operator's route: `grantAdmin`, never `grantLeases`. */
 export function createRevokeHandler(deps: HandlerDeps) {
@@ -25,4 +25,4 @@ export function createRevokeHandler(deps: HandlerDeps) {
   });
 }
 
-export const handler = lambdaEntry(createRevokeHandler);
+export const handler = pushingLambdaEntry(createRevokeHandler);
