@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
-import type { WatchMessage } from '../../client/src/protocol/index.js';
 import { createAwsProfile } from '../../local/latency/aws-profile.js';
 import { sleep, type LatencyHop } from '../../local/latency/hooks.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
+import { openWatchSocket } from '../support/watch-socket.js';
 
 /**
  * The local server under `latency: 'aws'`, with a delay that records each hop it is asked for and
@@ -35,23 +34,7 @@ async function post(path: string, body: unknown) {
 
 /** A watch connection whose messages are awaited in order. */
 async function watch(names: string[]) {
-  const ws = new WebSocket(`${server!.url.replace('http', 'ws')}/v1/watch`);
-  const queue: WatchMessage[] = [];
-  const waiters: Array<(m: WatchMessage) => void> = [];
-  ws.on('message', (data) => {
-    const message = JSON.parse(data.toString()) as WatchMessage;
-    const waiter = waiters.shift();
-    if (waiter) waiter(message);
-    else queue.push(message);
-  });
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  const next = (): Promise<WatchMessage> => {
-    const queued = queue.shift();
-    return queued ? Promise.resolve(queued) : new Promise((resolve) => waiters.push(resolve));
-  };
+  const { ws, next } = await openWatchSocket(`${server!.url.replace('http', 'ws')}/v1/watch`);
   ws.send(JSON.stringify({ action: 'subscribe', names }));
   expect(await next()).toMatchObject({ type: 'subscribed', names });
   return { ws, next };

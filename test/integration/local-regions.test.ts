@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { connect as connectTcp, createServer, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { LIMITS, type LeaseEvent, type WatchMessage } from '../../client/src/protocol/index.js';
+import { LIMITS, type LeaseEvent, } from '../../client/src/protocol/index.js';
 import { defaultDriftMarginMs } from '../../client/src/time/timing.js';
 import { DEFAULT_CLOCK_OFFSETS_MS, REGION_NAMES, startLocalRegions, type LocalRegion, type LocalRegions } from '../../local/regions/regions.js';
 import { localDynamoConfig } from '../support/dynamodb.js';
+import { openWatchSocket } from '../support/watch-socket.js';
 
 /**
  * Three local Regions over the suite's one DynamoDB Local: one logical store (as an MRSC global
@@ -91,23 +92,7 @@ async function openConnection(region: LocalRegion): Promise<{ socket: Socket; re
 
 /** A watch connection that queues what the server pushes, so tests await messages, not time. */
 async function watch(region: LocalRegion, names: string[]) {
-  const ws = new WebSocket(region.watchUrl as string);
-  const queue: WatchMessage[] = [];
-  const waiters: Array<(m: WatchMessage) => void> = [];
-  ws.on('message', (data) => {
-    const message = JSON.parse(data.toString()) as WatchMessage;
-    const waiter = waiters.shift();
-    if (waiter) waiter(message);
-    else queue.push(message);
-  });
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  const next = (): Promise<WatchMessage> => {
-    const queued = queue.shift();
-    return queued ? Promise.resolve(queued) : new Promise((resolve) => waiters.push(resolve));
-  };
+  const { ws, next } = await openWatchSocket(region.watchUrl as string);
   ws.send(JSON.stringify({ action: 'subscribe', names }));
   expect(await next()).toMatchObject({ type: 'subscribed', names });
   const nextEvent = async (): Promise<LeaseEvent> => {

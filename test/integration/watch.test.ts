@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import type { LeaseEvent, WatchMessage } from '../../client/src/protocol/index.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
+import { openWatchSocket } from '../support/watch-socket.js';
 
 let server: TestServer;
 let seq = 0;
@@ -22,23 +22,7 @@ function uniqueName(label: string): string {
 
 /** A watch connection that queues what the server pushes, so tests await messages, not time. */
 async function connect(to: TestServer = server, query = '') {
-  const ws = new WebSocket(`${to.url.replace('http', 'ws')}/v1/watch${query}`);
-  const queue: WatchMessage[] = [];
-  const waiters: Array<(m: WatchMessage) => void> = [];
-  ws.on('message', (data) => {
-    const message = JSON.parse(data.toString()) as WatchMessage;
-    const waiter = waiters.shift();
-    if (waiter) waiter(message);
-    else queue.push(message);
-  });
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  const next = (): Promise<WatchMessage> => {
-    const queued = queue.shift();
-    return queued ? Promise.resolve(queued) : new Promise((resolve) => waiters.push(resolve));
-  };
+  const { ws, next } = await openWatchSocket(`${to.url.replace('http', 'ws')}/v1/watch${query}`);
   const nextEvent = async (): Promise<LeaseEvent> => {
     const message = await next();
     if (message.type !== 'event') throw new Error(`expected an event, got ${JSON.stringify(message)}`);
