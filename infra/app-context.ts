@@ -1,5 +1,6 @@
 import type { App } from 'aws-cdk-lib';
 import type { LeaseWatchOptions } from './lease-watch.js';
+import { parseProvisionedConcurrency, validateProvisionedConcurrency, type ProvisionedConcurrency } from './provisioned-concurrency.js';
 
 /**
  * How the CDK apps (app.ts, multi-region-app.ts) read their settings from CDK context (`-c key=value`
@@ -10,8 +11,9 @@ export function contextOf(app: App): (key: string) => unknown {
 }
 
 /**
- * The service settings both apps take: `rateLimit`, `burstLimit`, `watch`, `watchRenewedEvents`
- * and `watchAccessLogs`.
+ * The service settings both apps take: `rateLimit`, `burstLimit`, `watch`, `watchRenewedEvents`,
+ * `watchAccessLogs` and `provisionedConcurrency` ("handover" or `route=count,…` with `-c`; an
+ * object in cdk.json).
  */
 export function serviceSettings(context: (key: string) => unknown) {
   return {
@@ -22,7 +24,14 @@ export function serviceSettings(context: (key: string) => unknown) {
       optionalBoolean(context('watchRenewedEvents'), 'watchRenewedEvents'),
       optionalBoolean(context('watchAccessLogs'), 'watchAccessLogs'),
     ),
+    provisionedConcurrency: optionalProvisionedConcurrency(context('provisionedConcurrency')),
   };
+}
+
+function optionalProvisionedConcurrency(value: unknown): ProvisionedConcurrency | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  const option = 'leasehold:provisionedConcurrency';
+  return typeof value === 'string' ? parseProvisionedConcurrency(value, option) : validateProvisionedConcurrency(value, option);
 }
 
 function watchSetting(

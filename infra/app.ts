@@ -15,6 +15,9 @@ import { LeaseholdStack, parseGrants } from './leasehold-stack.js';
  *                            nothing (default true)
  *   leasehold:watchAccessLogs  true: access logs on the watch's WebSocket stage; needs the account's API
  *                            Gateway CloudWatch role in this region (default false)
+ *   leasehold:provisionedConcurrency  "handover", or route=count pairs (acquire=2,release=1,handoff=1):
+ *                            provisioned environments per route function, billed by the hour
+ *                            (default none; docs/deploy.md)
  */
 const app = new App();
 const context = contextOf(app);

@@ -5,6 +5,7 @@ import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { AttributeType, BillingMode, ProjectionType, StreamViewType, Table, TableEncryption, type ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { Grant, type IGrantable } from 'aws-cdk-lib/aws-iam';
+import type { Alias } from 'aws-cdk-lib/aws-lambda';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -23,6 +24,7 @@ import {
   type LeaseTables,
 } from './lease-service-props.js';
 import { acknowledgeWildcardResource } from './nag.js';
+import { validateProvisionedConcurrency } from './provisioned-concurrency.js';
 import { createServiceAlarms, type LeaseServiceAlarms } from './service-alarms.js';
 import { grantDirectPush } from './watch-direct-push.js';
 import { batchRouteThrottle, throttleRoutes } from './route-throttle.js';
@@ -35,7 +37,8 @@ export { DEFAULT_BURST_LIMIT, DEFAULT_MEMORY_SIZE_MB, DEFAULT_RATE_LIMIT, DEFAUL
 /** The name of the API's only stage: the URL has no stage segment. */
 export const STAGE_NAME = '$default';
 
-export { BATCH_ROUTE_IDS, SEMAPHORE_ROUTE_IDS, TABLE_ACTIONS_BY_ROUTE, type FunctionId } from './route-functions.js';
+export { BATCH_ROUTE_IDS, PROVISIONED_ALIAS_NAME, SEMAPHORE_ROUTE_IDS, TABLE_ACTIONS_BY_ROUTE, type FunctionId } from './route-functions.js';
+export { HANDOVER_PROVISIONED_CONCURRENCY, MAX_PROVISIONED_PER_ROUTE, type ProvisionedConcurrency } from './provisioned-concurrency.js';
 
 /** One line of JSON per request. `status` is unquoted (always a number) so a metric filter can compare it. */
 const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
@@ -80,6 +83,11 @@ export class LeaseService extends Construct {
   readonly accessLogs: LogGroup;
   /** One function per route, plus `fallback` on the `$default` route. */
   readonly functions: Readonly<Record<FunctionId, NodejsFunction>>;
+  /**
+   * The `live` alias of each route given provisioned concurrency (`provisionedConcurrency`), which
+   * its API route invokes: e.g. for `addAutoScaling`. Empty by default.
+   */
+  readonly aliases: Readonly<Partial<Record<RouteId, Alias>>>;
   /** The watch's resources; undefined when the `watch` prop is false. */
   readonly watch: LeaseWatch | undefined;
   /** The alarms, by what they watch. Their actions go to `alarmTopic` when one is given. */
@@ -90,6 +98,7 @@ export class LeaseService extends Construct {
     const rateLimit = props.rateLimit ?? DEFAULT_RATE_LIMIT;
     const burstLimit = props.burstLimit ?? DEFAULT_BURST_LIMIT;
     validateThrottle(rateLimit, burstLimit);
+    const provisionedConcurrency = props.provisionedConcurrency === undefined ? undefined : validateProvisionedConcurrency(props.provisionedConcurrency);
     const memorySize = props.memorySize ?? DEFAULT_MEMORY_SIZE_MB;
     const timeout = props.timeout ?? DEFAULT_TIMEOUT;
     const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
@@ -135,14 +144,16 @@ export class LeaseService extends Construct {
     const tableEnvironment = { [ENV.leaseTable]: this.table.tableName, ...powertoolsEnvironment };
     const semaphoreEnvironment = { ...tableEnvironment, [ENV.semaphoreTable]: this.semaphoreTable.tableName };
     const sizing = { memorySize, timeout, logRetention };
-    const { functions: routeFunctions, batchRoutes } = createRouteFunctions(this, {
+    const { functions: routeFunctions, batchRoutes, aliases } = createRouteFunctions(this, {
       httpApi: this.httpApi,
       authorizer: iam,
       tables: { leases: this.table, semaphores: this.semaphoreTable },
       environments: { leases: tableEnvironment, semaphores: semaphoreEnvironment },
       encryptionKey: props.encryptionKey,
       sizing,
+      provisionedConcurrency,
     });
+    this.aliases = aliases;
     // One batch request is up to LIMITS.batchMaxGrants writes: the batch routes get a throttle of
     // their own, so a caller cannot turn the stage's request rate into a hundred times the writes.
     throttleRoutes(this.stage, batchRoutes, batchRouteThrottle({ rateLimit, burstLimit }));

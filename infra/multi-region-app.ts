@@ -20,7 +20,8 @@ import { createMultiRegionLeasehold } from './multi-region.js';
  *                            semaphore table is this with "-semaphores")
  *   leasehold:deletionProtection  false to leave the replicas unprotected (default true)
  *   leasehold:alarmTopicName an SNS topic of this name in each replica Region, for its alarms
- *   leasehold:grants, rateLimit, burstLimit, watch, watchRenewedEvents, watchAccessLogs
+ *   leasehold:grants, rateLimit, burstLimit, watch, watchRenewedEvents, watchAccessLogs,
+ *   leasehold:provisionedConcurrency
  *                            as for the single-Region app (infra/app.ts), applied in every Region
  */
 const app = new App();

@@ -4,11 +4,13 @@ import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
+import type { Alias, IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { ROUTES, type Route, type RouteId } from '../client/src/protocol/index.js';
 import { LEASE_TABLE_SCHEMA } from '../functions/lease-table.js';
+import type { ProvisionedConcurrency } from './provisioned-concurrency.js';
 import { createServiceFunction, grantTableKey, pascal } from './service-function.js';
 
 /**
@@ -54,18 +56,26 @@ export interface RouteFunctionsOptions {
   environments: Readonly<Record<Route['table'], Record<string, string>>>;
   encryptionKey: IKey | undefined;
   sizing: FunctionSizing;
+  /** Provisioned environments per route (validated by the caller); absent or 0: on demand. */
+  provisionedConcurrency?: ProvisionedConcurrency | undefined;
 }
+
+/** The alias a route's API integration invokes when the route has provisioned concurrency. */
+export const PROVISIONED_ALIAS_NAME = 'live';
 
 export interface RouteFunctions {
   functions: Record<RouteId, NodejsFunction>;
   /** The batch routes, with their keys: they get a throttle of their own. */
   batchRoutes: Array<{ route: HttpRoute; key: HttpRouteKey }>;
+  /** The `live` alias of each route with provisioned concurrency, which its API route invokes. */
+  aliases: Partial<Record<RouteId, Alias>>;
 }
 
 /** Creates each registry route's function and API route in `scope`, in the registry's order. */
 export function createRouteFunctions(scope: Construct, options: RouteFunctionsOptions): RouteFunctions {
   const functions = {} as Record<RouteId, NodejsFunction>;
   const batchRoutes: RouteFunctions['batchRoutes'] = [];
+  const aliases: RouteFunctions['aliases'] = {};
   const groupIndex = LEASE_TABLE_SCHEMA.groupIndex;
   for (const route of ROUTES) {
     const table = options.tables[route.table];
@@ -81,15 +91,25 @@ export function createRouteFunctions(scope: Construct, options: RouteFunctionsOp
     const resources = actions.includes('dynamodb:Query') ? [table.tableArn, `${table.tableArn}/index/${groupIndex.indexName}`] : [table.tableArn];
     fn.addToRolePolicy(new PolicyStatement({ actions: [...actions], resources }));
     grantTableKey(options.encryptionKey, fn.role as IRole, actions.includes('dynamodb:UpdateItem'));
+    // Provisioned concurrency is configured on a version or an alias and serves only the calls to
+    // it, never those to $LATEST: such a route's API integration (and its invoke permission) is on
+    // the alias. `currentVersion` is only touched here, so a route without it gains no Version.
+    const provisioned = options.provisionedConcurrency?.[route.id] ?? 0;
+    let target: IFunction = fn;
+    if (provisioned > 0) {
+      const alias = fn.addAlias(PROVISIONED_ALIAS_NAME, { provisionedConcurrentExecutions: provisioned });
+      aliases[route.id] = alias;
+      target = alias;
+    }
     const key = HttpRouteKey.with(route.path, HttpMethod[route.method]);
     const httpRoute = new HttpRoute(scope, `${pascal(route.id)}Route`, {
       httpApi: options.httpApi,
       routeKey: key,
-      integration: new HttpLambdaIntegration(`${pascal(route.id)}Integration`, fn),
+      integration: new HttpLambdaIntegration(`${pascal(route.id)}Integration`, target),
       authorizer: options.authorizer,
     });
     if (BATCH_ROUTE_IDS.has(route.id)) batchRoutes.push({ route: httpRoute, key });
     functions[route.id] = fn;
   }
-  return { functions, batchRoutes };
+  return { functions, batchRoutes, aliases };
 }

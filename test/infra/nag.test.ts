@@ -7,7 +7,7 @@ import { Key } from 'aws-cdk-lib/aws-kms';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LeaseService, type LeaseServiceProps } from '../../infra/lease-service.js';
+import { HANDOVER_PROVISIONED_CONCURRENCY, LeaseService, type LeaseServiceProps } from '../../infra/lease-service.js';
 import { LeaseholdStack } from '../../infra/leasehold-stack.js';
 import { ACCOUNT, REGION } from './synth-support.js';
 
@@ -107,6 +107,10 @@ describe('cdk-nag (AwsSolutions and Serverless packs)', { timeout: 120_000 }, ()
         stack.service.grantRead(new User(stack, 'Operator'));
       }).violations,
     ).toEqual([]);
+  });
+
+  it('finds nothing unacknowledged with provisioned concurrency on the handover routes (their aliases and versions)', () => {
+    expect(nag(leaseholdApp({ provisionedConcurrency: HANDOVER_PROVISIONED_CONCURRENCY })).violations).toEqual([]);
   });
 
   it('fails synthesis on a finding nobody acknowledged (the managed basic execution role the functions no longer use)', () => {
