@@ -27,12 +27,14 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 process.env.POWERTOOLS_LOG_LEVEL ??= 'WARN';
 
-const HELP = `Usage: npm start -- [--port N] [--data DIR] [--latency local|aws] [--watch-push direct|stream] [--quiet]
+const HELP = `Usage: npm start -- [--port N] [--data DIR] [--latency local|aws] [--provisioned-concurrency SET] [--watch-push direct|stream] [--quiet]
 
   --port N     listen on 127.0.0.1:N (default: $PORT or 8787)
   --data DIR   keep DynamoDB Local's data in DIR instead of memory
   --latency P  aws: add the delays AWS adds (API Gateway and Lambda, the stream's polls, the
                watch's posts; docs/performance.md); local: none (the default)
+  --provisioned-concurrency SET  with --latency aws: the routes kept warm, as the construct's
+               provisionedConcurrency (docs/deploy.md): "handover", or route=count,... (acquire=2,handoff=1)
   --watch-push M  direct: a release, handoff or forced revoke tells its watchers in the
                request, the stream the rest (the default); stream: the stream alone (docs/watch.md)
   --regions N  serve N local Regions over one store (3, or 2 and a witness): their APIs on ports
@@ -114,7 +116,12 @@ async function main(): Promise<void> {
       semaphoreTableName,
       subscriptionTableName,
       watch: { renewedEvents, ...(values.watchPush ? { push: values.watchPush } : {}) },
-      server: { logRequests: !values.quiet, allowedHosts: parseAllowedHosts(process.env[ALLOWED_HOSTS_ENV]), ...(values.latency ? { latency: values.latency } : {}) },
+      server: {
+        logRequests: !values.quiet,
+        allowedHosts: parseAllowedHosts(process.env[ALLOWED_HOSTS_ENV]),
+        ...(values.latency ? { latency: values.latency } : {}),
+        ...(values.provisionedConcurrency ? { provisionedConcurrency: values.provisionedConcurrency } : {}),
+      },
     });
     console.log(`${regions.describe(backend)}\n\n${stopHint()}`);
     return;
@@ -129,6 +136,7 @@ async function main(): Promise<void> {
     ...(credentials ? { credentials } : {}),
     logRequests: !values.quiet,
     ...(values.latency ? { latency: values.latency } : {}),
+    ...(values.provisionedConcurrency ? { provisionedConcurrency: values.provisionedConcurrency } : {}),
     allowedHosts: parseAllowedHosts(process.env[ALLOWED_HOSTS_ENV]),
     // The watch reads the table's stream; against real DynamoDB that is the cloud's job (Lambda).
     // WATCH_RENEWED_EVENTS=false is the construct's `watch: { renewedEvents: false }`, as in Lambda.

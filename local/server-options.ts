@@ -1,5 +1,6 @@
 import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
+import { parseProvisionedConcurrency, validateProvisionedConcurrency, type ProvisionedConcurrency } from '../infra/provisioned-concurrency.js';
 import { LATENCY_PROFILES, type LatencyProfileName } from './latency/hooks.js';
 import { REGION_COUNTS } from './regions/region-set.js';
 
@@ -20,6 +21,7 @@ export interface CheckedOptions {
   publicPort?: unknown;
   configureDynamoDB?: unknown;
   latencyDelay?: unknown;
+  provisionedConcurrency?: unknown;
 }
 
 /**
@@ -57,6 +59,7 @@ export function validateLocalServerOptions(options: CheckedOptions): void {
   if (options.configureDynamoDB !== undefined) check(typeof options.configureDynamoDB === 'function', 'configureDynamoDB', 'a function (client) => void', options.configureDynamoDB);
   if (latencySeed !== undefined) check(isInteger(latencySeed) && latencySeed >= 0 && latencySeed < 2 ** 32, 'latencySeed', 'an integer from 0 to 2^32 - 1', latencySeed);
   if (latencyDelay !== undefined) check(typeof latencyDelay === 'function', 'latencyDelay', 'a function (hop, ms, signal) => Promise<void>', latencyDelay);
+  if (options.provisionedConcurrency !== undefined) validateProvisionedConcurrency(options.provisionedConcurrency);
 }
 
 /** The latency profile rule, also for `npm start`'s `--latency` (named by `option`). */
@@ -126,6 +129,8 @@ export interface StartOptions {
   regions?: number;
   /** `--watch-push`; absent means the server's default ('direct'). */
   watchPush?: 'direct' | 'stream';
+  /** `--provisioned-concurrency`; only with `--latency aws`, whose cold starts it removes. */
+  provisionedConcurrency?: ProvisionedConcurrency;
 }
 
 /** The options `npm start` takes, as `parseArgs` reads them. */
@@ -135,12 +140,13 @@ const START_OPTIONS = {
   latency: { type: 'string' },
   regions: { type: 'string' },
   'watch-push': { type: 'string' },
+  'provisioned-concurrency': { type: 'string' },
   quiet: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
 /** The valued options npm may swallow when they are written before `--`. */
-const VALUED_OPTIONS = ['port', 'data', 'latency', 'watch-push', 'regions'] as const;
+const VALUED_OPTIONS = ['port', 'data', 'latency', 'watch-push', 'regions', 'provisioned-concurrency'] as const;
 
 /**
  * Reads `npm start`'s arguments and `PORT` before anything starts. Each refusal says how to fix it.
@@ -165,6 +171,10 @@ export function readStartOptions(args: string[], env: NodeJS.ProcessEnv): StartO
   if (positionals.length > 0) {
     throw new TypeError(`Unexpected argument '${positionals[0]}': npm start takes only options, after \`--\` (npm start -- --port N). The options: npm start -- --help`);
   }
+  const provisioned = values['provisioned-concurrency'];
+  if (provisioned !== undefined && values.latency !== 'aws') {
+    throw new TypeError('`--provisioned-concurrency` removes the cold starts of the AWS-shaped profile: give it with `--latency aws`.');
+  }
   const portText = values.port ?? env.PORT;
   const port = portText === undefined ? 8787 : validatePort(/^\d+$/.test(portText) ? Number(portText) : portText, values.port === undefined ? 'PORT' : '--port');
   return {
@@ -175,6 +185,7 @@ export function readStartOptions(args: string[], env: NodeJS.ProcessEnv): StartO
     ...(values.latency === undefined ? {} : { latency: validateLatency(values.latency, '--latency') }),
     ...(values.regions === undefined ? {} : { regions: validateRegionCount(values.regions) }),
     ...(values['watch-push'] === undefined ? {} : { watchPush: validateWatchPush(values['watch-push'], '--watch-push') }),
+    ...(provisioned === undefined ? {} : { provisionedConcurrency: parseProvisionedConcurrency(provisioned) }),
   };
 }
 

@@ -25,6 +25,7 @@ import { ROUTE_HANDLERS } from '../functions/http/route-handlers.js';
 import { matchRoute } from '../functions/http/routes.js';
 import { createDeps, type PushFactory } from '../functions/runtime.js';
 import { createHostPolicy, type HostPolicy } from './host-policy.js';
+import type { ProvisionedConcurrency } from '../infra/provisioned-concurrency.js';
 import { createLatencyHooks, type LatencyDelay, type LatencyHooks, type LatencyProfileName } from './latency/hooks.js';
 import { lambdaContext } from './lambda-context.js';
 import { validateLocalServerOptions } from './server-options.js';
@@ -100,6 +101,11 @@ export interface LocalServerOptions {
   latencySeed?: number;
   /** How the 'aws' profile waits (tests record the hops). Default: a timer. */
   latencyDelay?: LatencyDelay;
+  /**
+   * Under the 'aws' profile: the deployment's provisioned concurrency per route (the construct's
+   * `provisionedConcurrency`), whose invocations up to that many at once are never cold. Default: none.
+   */
+  provisionedConcurrency?: ProvisionedConcurrency;
 }
 
 export interface LocalServer {
@@ -153,7 +159,12 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     ...(watchDeps?.deliveries ? { push: localPush(watchDeps.deliveries) } : {}),
   });
   options.configureDynamoDB?.(deps.store.client);
-  const latency = createLatencyHooks(options.latency ?? 'local', { seed: options.latencySeed, delay: options.latencyDelay, nowMs: () => clock.nowMs() });
+  const latency = createLatencyHooks(options.latency ?? 'local', {
+    seed: options.latencySeed,
+    delay: options.latencyDelay,
+    nowMs: () => clock.nowMs(),
+    ...(options.provisionedConcurrency ? { provisioned: options.provisionedConcurrency } : {}),
+  });
   const handlers = Object.fromEntries(ROUTES.map((route) => [route.id, ROUTE_HANDLERS[route.id](deps)])) as Record<RouteId, RouteHandler>;
   const verify = options.sigv4 ? createSigV4Verifier({ nowMs: () => clock.nowMs(), ...options.sigv4 }) : undefined;
   const authorize = options.sigv4 ? createRouteAuthorizer(options.sigv4.credentials) : undefined;
@@ -379,8 +390,13 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
     ...(body.length > 0 ? { body } : {}),
     isBase64Encoded: false,
   };
-  if (ctx.latency) await ctx.latency.request();
-  const result = await ctx.handlers[match.route.id](event, lambdaContext({ functionName: `leasehold-local-${match.route.id}`, awsRequestId: requestId }));
+  const invocationEnded = ctx.latency ? await ctx.latency.request(match.route.id) : undefined;
+  let result;
+  try {
+    result = await ctx.handlers[match.route.id](event, lambdaContext({ functionName: `leasehold-local-${match.route.id}`, awsRequestId: requestId }));
+  } finally {
+    invocationEnded?.();
+  }
   send(res, result ?? jsonResponse(500, { error: new InternalError().toBody() }));
   ctx.answered(match.route);
 }

@@ -1,4 +1,6 @@
 import { randomInt } from 'node:crypto';
+import type { RouteId } from '../../client/src/protocol/index.js';
+import type { ProvisionedConcurrency } from '../../infra/provisioned-concurrency.js';
 import { createAwsProfile, type LatencyProfile } from './aws-profile.js';
 
 /**
@@ -27,8 +29,11 @@ export interface StreamSchedule {
 
 export interface LatencyHooks {
   readonly profile: LatencyProfile;
-  /** Before an HTTP request's handler. */
-  request(): Promise<void>;
+  /**
+   * Before an HTTP request's handler for `route`. Resolves with what to call once the handler has
+   * answered: the invocation holds its environment until then.
+   */
+  request(route: RouteId): Promise<() => void>;
   readonly stream: StreamSchedule;
   /** Before each management API call (PostToConnection and the others). */
   managementPost(): Promise<void>;
@@ -41,6 +46,12 @@ export interface LatencyHookOptions {
   delay?: LatencyDelay;
   /** The server's clock, in ms: where the poll cycle's instants fall. */
   nowMs: () => number;
+  /**
+   * The deployment's provisioned concurrency per route (infra/provisioned-concurrency.ts): while no
+   * more than that many of a route's invocations run at once, each is served by an initialized
+   * environment and never cold. Default: none (every route on demand).
+   */
+  provisioned?: ProvisionedConcurrency;
 }
 
 /** The hooks of the named profile: none for 'local'. */
@@ -51,9 +62,22 @@ export function createLatencyHooks(name: LatencyProfileName, options: LatencyHoo
   const interval = profile.pollIntervalMs;
   // One poll cycle for the poller: DynamoDB Local's stream has one open shard at a time.
   const cycleStartMs = options.nowMs() + profile.pollPhaseMs();
+  const provisioned = options.provisioned ?? {};
+  const running = new Map<RouteId, number>();
   return {
     profile,
-    request: () => delay('request', profile.requestMs()),
+    request: async (route) => {
+      const inFlight = (running.get(route) ?? 0) + 1;
+      running.set(route, inFlight);
+      let done = false;
+      const finished = () => {
+        if (done) return;
+        done = true;
+        running.set(route, (running.get(route) ?? 1) - 1);
+      };
+      await delay('request', profile.requestMs(inFlight <= (provisioned[route] ?? 0)));
+      return finished;
+    },
     stream: {
       nextPoll: (signal) => {
         const intoCycle = (((options.nowMs() - cycleStartMs) % interval) + interval) % interval;

@@ -9,6 +9,7 @@ import {
   LAMBDA_COLD_START_RATE,
   createAwsProfile,
 } from '../../local/latency/aws-profile.js';
+import { HANDOVER_PROVISIONED_CONCURRENCY } from '../../infra/provisioned-concurrency.js';
 import { createLatencyHooks, type LatencyHop } from '../../local/latency/hooks.js';
 import { sample, seededStream, type Distribution } from '../../local/latency/sampler.js';
 import { readStartOptions, validateLocalServerOptions } from '../../local/server-options.js';
@@ -135,8 +136,8 @@ describe('the latency hooks (local/latency/hooks.ts)', () => {
     const { asked, delay } = recorder();
     const hooks = createLatencyHooks('aws', { seed: 11, nowMs: () => 0, delay })!;
     const same = createAwsProfile(11);
-    await hooks.request();
-    await hooks.request();
+    await hooks.request('acquire');
+    await hooks.request('renew');
     await hooks.managementPost();
     await hooks.stream.delivery(new AbortController().signal);
     expect(asked).toEqual([
@@ -145,6 +146,34 @@ describe('the latency hooks (local/latency/hooks.ts)', () => {
       { hop: 'management-post', ms: same.managementPostMs() },
       { hop: 'stream-delivery', ms: same.deliveryMs() },
     ]);
+  });
+
+  it("provisioned concurrency: a route's invocations up to its count at once are never cold, the ones beyond it may be", async () => {
+    const { asked, delay } = recorder();
+    const hooks = createLatencyHooks('aws', { seed: 3, nowMs: () => 0, delay, provisioned: { acquire: 2 } })!;
+    const same = createAwsProfile(3);
+    const expected: number[] = [];
+    for (let i = 0; i < 600; i += 1) {
+      // Two acquires at once (within the two environments), then a third beside them (on demand).
+      const endings = [await hooks.request('acquire'), await hooks.request('acquire'), await hooks.request('acquire')];
+      expected.push(same.requestMs(true), same.requestMs(true), same.requestMs(false));
+      for (const ended of endings) ended();
+      endings[2]!(); // a second call of the same ending counts once
+    }
+    expect(asked.map((a) => a.ms)).toEqual(expected);
+    const provisioned = asked.filter((_, i) => i % 3 !== 2).map((a) => a.ms);
+    const onDemand = asked.filter((_, i) => i % 3 === 2).map((a) => a.ms);
+    expect(Math.max(...provisioned)).toBeLessThan(150);
+    // 600 on-demand invocations at 1 %: this seed draws cold starts among them.
+    expect(onDemand.filter((ms) => ms > 150).length).toBeGreaterThan(0);
+  });
+
+  it('a route without provisioned concurrency draws its cold starts as before: routes do not share environments', async () => {
+    const { asked, delay } = recorder();
+    const hooks = createLatencyHooks('aws', { seed: 3, nowMs: () => 0, delay, provisioned: { handoff: 1 } })!;
+    const same = createAwsProfile(3);
+    for (let i = 0; i < 300; i += 1) (await hooks.request('acquire'))();
+    expect(asked.map((a) => a.ms)).toEqual(Array.from({ length: 300 }, () => same.requestMs()));
   });
 
   it('polls fall on one 250 ms cycle at the seeded phase, however late the poller asks', async () => {
@@ -185,6 +214,19 @@ describe('choosing the profile', () => {
 
   it('npm start refuses --latency bogus, naming the values it takes', () => {
     expect(() => readStartOptions(['--latency', 'bogus'], {})).toThrow(new TypeError('Expected `--latency` to be one of local, aws, got "bogus".'));
+  });
+
+  it('the local server refuses a provisioned concurrency naming no route of the registry', () => {
+    expect(() => validateLocalServerOptions({ tableName: 'leases', provisionedConcurrency: { nope: 1 } })).toThrow(/Expected `provisionedConcurrency` to name routes of the registry/);
+  });
+
+  it('npm start reads --provisioned-concurrency with --latency aws: the handover preset, or route=count pairs', () => {
+    expect(readStartOptions(['--latency', 'aws', '--provisioned-concurrency', 'handover'], {})).toMatchObject({ provisionedConcurrency: HANDOVER_PROVISIONED_CONCURRENCY });
+    expect(readStartOptions(['--latency', 'aws', '--provisioned-concurrency', 'acquire=2,handoff=1'], {})).toMatchObject({ provisionedConcurrency: { acquire: 2, handoff: 1 } });
+  });
+
+  it('npm start refuses --provisioned-concurrency without --latency aws, whose cold starts it is about', () => {
+    expect(() => readStartOptions(['--provisioned-concurrency', 'handover'], {})).toThrow(/give it with `--latency aws`/);
   });
 
   it('npm start names the -- when npm kept `--latency aws` for itself', () => {
