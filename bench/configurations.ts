@@ -10,7 +10,13 @@ import { median } from './stats.js';
  * test/bench.
  */
 
-export const LATENCY_PROFILES = ['local', 'aws'] as const;
+/**
+ * `aws-provisioned`: the aws profile for a deployment with the construct's
+ * HANDOVER_PROVISIONED_CONCURRENCY (infra/provisioned-concurrency.ts), whose route invocations up to
+ * that many at once are never cold. Measured with the direct push only: the stream path's poll
+ * dwarfs a cold start's share.
+ */
+export const LATENCY_PROFILES = ['local', 'aws', 'aws-provisioned'] as const;
 export type LatencyProfile = (typeof LATENCY_PROFILES)[number];
 
 export const WATCH_PUSHES = ['direct', 'stream'] as const;
@@ -37,22 +43,27 @@ export function sameConfiguration(a: Configuration, b: Configuration): boolean {
   return a.latency === b.latency && a.push === b.push;
 }
 
-/** "aws, direct push" */
+/** "aws, direct push"; "aws + provisioned concurrency, direct push" */
 export function configurationLabel(c: Configuration): string {
-  return `${c.latency}, ${c.push === 'direct' ? 'direct push' : 'stream only'}`;
+  const profile = c.latency === 'aws-provisioned' ? 'aws + provisioned concurrency' : c.latency;
+  return `${profile}, ${c.push === 'direct' ? 'direct push' : 'stream only'}`;
 }
 
-/** Every profile asked for, each with the direct push first: the order of the report's rows. */
+/** Every profile asked for, each with the direct push first (aws-provisioned with it alone): the order of the report's rows. */
 export function configurationsOf(latencies: readonly LatencyProfile[]): Configuration[] {
-  return LATENCY_PROFILES.filter((l) => latencies.includes(l)).flatMap((latency) => WATCH_PUSHES.map((push) => ({ latency, push })));
+  return LATENCY_PROFILES.filter((l) => latencies.includes(l)).flatMap((latency) =>
+    (latency === 'aws-provisioned' ? (['direct'] as const) : WATCH_PUSHES).map((push) => ({ latency, push })),
+  );
 }
 
 /**
  * The configuration the issue's targets are about, measured with the full counts: the aws profile
- * with the direct push, or the local one when aws is not measured.
+ * with provisioned concurrency on the handover routes and the direct push, else on demand, else the
+ * local profile when aws is not measured.
  */
 export function headlineOf(configurations: readonly Configuration[]): Configuration | undefined {
   return (
+    configurations.find((c) => c.latency === 'aws-provisioned' && c.push === 'direct') ??
     configurations.find((c) => c.latency === 'aws' && c.push === 'direct') ??
     configurations.find((c) => c.latency === 'local' && c.push === 'direct') ??
     configurations[0]

@@ -12,9 +12,11 @@ export const HELP = `Usage: npm run bench -- [--quick] [--only SECTIONS] [--late
   --only LIST      comma-separated sections: ${SECTIONS.join(', ')}; a full run copies the other
                    sections from bench/results/latest.json and says so in the report
   --latency LIST   comma-separated latency profiles of the local server for the ${PROFILED_SECTIONS.join(', ')}
-                   sections: local (loopback, DynamoDB Local), aws (the delays AWS adds, local/latency/);
-                   each runs with the watch's direct push and with the stream path alone, side by side
-                   (default: local,aws; the other sections always run under local)
+                   sections: local (loopback, DynamoDB Local), aws (the delays AWS adds, local/latency/),
+                   aws-provisioned (aws, with the construct's HANDOVER_PROVISIONED_CONCURRENCY: no cold
+                   start on the handover routes); each runs with the watch's direct push and with the
+                   stream path alone, side by side (aws-provisioned with the direct push only)
+                   (default: local,aws,aws-provisioned; the other sections always run under local)
   --repeat N       measure the ${PROFILED_SECTIONS.join(', ')} sections N times in this run (the
                    others once); the report gives each headline number's median over the runs and
                    their min–max (default: 1)

@@ -5,6 +5,7 @@ import {
   sameConfiguration,
   type Configuration,
 } from './configurations.js';
+import { HANDOVER_PROVISIONED_CONCURRENCY } from '../infra/provisioned-concurrency.js';
 import { measureHandover, type ElectionTarget } from './elections.js';
 import { measureGroups } from './groups.js';
 import type { Plan, Section } from './plan.js';
@@ -74,7 +75,8 @@ export function profiledSetup(plan: Plan, configurations: readonly Configuration
   ].filter(Boolean);
   return (
     `Handover, rolling deploys and the lease group ran under ${configurations.length} configuration(s) (${configurations.map(configurationLabel).join('; ')}): ` +
-    'the latency profile of the local server (local: loopback and DynamoDB Local as they are; aws: the delays AWS adds, local/latency/aws-profile.ts) ' +
+    'the latency profile of the local server (local: loopback and DynamoDB Local as they are; aws: the delays AWS adds, local/latency/aws-profile.ts; ' +
+    `aws + provisioned concurrency: the same for a deployment with the construct's HANDOVER_PROVISIONED_CONCURRENCY, infra/provisioned-concurrency.ts, whose invocations up to ${Object.entries(HANDOVER_PROVISIONED_CONCURRENCY).map(([route, n]) => `${n} at once on ${route}`).join(', ')} are never cold) ` +
     'and how the watch learns of a release, a handoff or a revoke (direct push: in the request that made the change, the stream telling the rest; ' +
     'stream only: the stream path alone, as before the direct push). Each configuration has a local server of its own, one at a time, on one DynamoDB Local. ' +
     `${repeat > 1 ? `The sections were measured ${repeat} times in this run, each configuration once per run, in an order rotated by one each run; ` : ''}` +

@@ -5,9 +5,11 @@
  *
  * Environment: BENCH_DYNAMODB_ENDPOINT, BENCH_TABLE, BENCH_SUBSCRIPTION_TABLE (enables the watch),
  * BENCH_CLOCK_OFFSET_MS (the server's clock offset; the Regions of the regions section differ),
- * BENCH_LATENCY (`local` or `aws`: the server's latency profile; default local), BENCH_WATCH_PUSH
+ * BENCH_LATENCY (`local`, `aws`, or `aws-provisioned`: the aws profile with the construct's
+ * HANDOVER_PROVISIONED_CONCURRENCY; the server's latency profile, default local), BENCH_WATCH_PUSH
  * (`direct` or `stream`: how the watch learns of a release, a handoff or a revoke; default direct).
  */
+import { HANDOVER_PROVISIONED_CONCURRENCY } from '../../infra/provisioned-concurrency.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
 import { startLocalServer } from '../../local/server.js';
 
@@ -16,7 +18,7 @@ const tableName = process.env.BENCH_TABLE;
 if (!endpoint || !tableName) throw new Error('BENCH_DYNAMODB_ENDPOINT and BENCH_TABLE are required');
 const subscriptionTableName = process.env.BENCH_SUBSCRIPTION_TABLE;
 const latency = process.env.BENCH_LATENCY ?? 'local';
-if (latency !== 'local' && latency !== 'aws') throw new Error(`BENCH_LATENCY: expected local or aws, got ${latency}`);
+if (latency !== 'local' && latency !== 'aws' && latency !== 'aws-provisioned') throw new Error(`BENCH_LATENCY: expected local, aws or aws-provisioned, got ${latency}`);
 const push = process.env.BENCH_WATCH_PUSH ?? 'direct';
 if (push !== 'direct' && push !== 'stream') throw new Error(`BENCH_WATCH_PUSH: expected direct or stream, got ${push}`);
 const clockOffsetMs = Number(process.env.BENCH_CLOCK_OFFSET_MS ?? 0);
@@ -29,7 +31,8 @@ const server = await startLocalServer({
   credentials: LOCAL_CREDENTIALS,
   logRequests: false,
   ...(clockOffsetMs !== 0 ? { clockOffsetMs } : {}),
-  latency,
+  latency: latency === 'local' ? 'local' : 'aws',
+  ...(latency === 'aws-provisioned' ? { provisionedConcurrency: HANDOVER_PROVISIONED_CONCURRENCY } : {}),
   ...(subscriptionTableName ? { watch: { subscriptionTableName, push } } : {}),
 });
 process.stdout.write(`${JSON.stringify({ ready: true, url: server.url })}\n`);

@@ -5,8 +5,8 @@ const settings = (...argv: string[]) => runSettings(parseBenchArgs(argv));
 const labels = (argv: string[]) => settings(...argv).configurations.map((c) => `${c.latency}/${c.push}`);
 
 describe('npm run bench: --latency', () => {
-  it('measures both profiles by default, each with the direct push and with the stream path alone', () => {
-    expect(labels([])).toEqual(['local/direct', 'local/stream', 'aws/direct', 'aws/stream']);
+  it('measures every profile by default, each with the direct push and with the stream path alone, aws-provisioned with the direct push only', () => {
+    expect(labels([])).toEqual(['local/direct', 'local/stream', 'aws/direct', 'aws/stream', 'aws-provisioned/direct']);
   });
 
   it('takes a comma-separated list of profiles, in any order, the report keeping local before aws', () => {
@@ -15,7 +15,7 @@ describe('npm run bench: --latency', () => {
   });
 
   it('refuses an unknown, empty or repeated profile, naming the flag', () => {
-    expect(() => settings('--latency', 'azure')).toThrow(/^--latency: expected a comma-separated list of local, aws, got "azure"$/);
+    expect(() => settings('--latency', 'azure')).toThrow(/^--latency: expected a comma-separated list of local, aws, aws-provisioned, got "azure"$/);
     expect(() => settings('--latency', '')).toThrow(/^--latency: /);
     expect(() => settings('--latency', 'local,')).toThrow(/^--latency: /);
     expect(() => parseLatencies('aws,aws')).toThrow(/^--latency: each profile at most once/);

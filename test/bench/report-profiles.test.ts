@@ -222,6 +222,23 @@ describe('the targets under each profile', () => {
     expect(leave?.measured).toContain('median 300 ms (250–420) over 3 runs, within the bound in 2 of 3');
   });
 
+  it('are read on the aws profile with provisioned concurrency when it was measured, the on-demand and stream-only rows beside it', () => {
+    const results = fixture();
+    const provisioned = <T extends { latency?: string; push?: string }>(rows: T[] | undefined): T[] =>
+      (rows ?? []).filter((r) => r.latency === 'aws' && r.push === 'direct').map((r) => ({ ...structuredClone(r), latency: 'aws-provisioned' }));
+    results.handover = [...(results.handover ?? []), ...provisioned(results.handover)];
+    results.rolling = [...(results.rolling ?? []), ...provisioned(results.rolling)];
+    results.groups = [...(results.groups ?? []), ...provisioned(results.groups)];
+    const all = checkTargets(results);
+    const handover = all.find((c) => c.target.startsWith('Under the aws profile with provisioned concurrency on the handover routes and the direct push: handover'));
+    expect(handover?.measured).toBe(
+      'median 70.0 ms (60.0–80.0) over 3 runs, within the bound in 3 of 3; aws, direct push: median 70.0 ms (60.0–80.0) over 3 runs, within the bound in 3 of 3; aws, stream only: median 250 ms (200–300) over 3 runs, within the bound in 0 of 3',
+    );
+    expect(all.filter((c) => c.target.startsWith('Under the aws profile with the direct push'))).toEqual([]);
+    const rolling = all.find((c) => c.target.startsWith('Under the aws profile with provisioned concurrency on the handover routes and the direct push: a rolling deploy'));
+    expect(rolling?.measured).toContain('deploys: 2, 2, 2 per run, 1 of 6 over the bound');
+  });
+
   it('fail when the median over the runs is past the bound', () => {
     const results = fixture();
     for (const h of results.handover ?? []) if (h.latency === 'aws' && h.push === 'direct') h.trials = h.trials.map((t) => ({ ...t, handoverMs: t.handoverMs + 50 }));
