@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { type Duration, Validations } from 'aws-cdk-lib';
+import { type Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { Role, ServicePrincipal, type IRole } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
@@ -65,6 +65,10 @@ export function createServiceFunction(scope: Construct, options: ServiceFunction
     timeout: options.timeout,
     role,
     logGroup,
+    // A function with provisioned concurrency publishes a Version on each code change (its alias
+    // points at it); the Version the alias left is deleted rather than kept against the account's
+    // code-storage quota. A function without an alias publishes none.
+    currentVersionOptions: { removalPolicy: RemovalPolicy.DESTROY },
     environment: {
       ...options.environment,
       // Stack traces in the logs point at the TypeScript sources (the map is read lazily, on

@@ -103,6 +103,12 @@ describe('provisionedConcurrency', () => {
     expect(Object.values(integrationTargets(BY_DEFAULT)).every((target) => target.endsWith('.Arn}'))).toBe(true);
   });
 
+  it('deletes the Version an alias leaves behind on the next code change, instead of keeping it against the code-storage quota', () => {
+    const template = synth({ provisionedConcurrency: { release: 2 } });
+    const versions = Object.values((template.Resources ?? {}) as Record<string, { Type: string; DeletionPolicy?: string }>).filter((r) => r.Type === 'AWS::Lambda::Version');
+    expect(versions.map((v) => v.DeletionPolicy)).toEqual(['Delete']);
+  });
+
   it('deploys a route given 0 as on demand, exactly as a route left out', () => {
     const template = synth({ provisionedConcurrency: { acquire: 0, release: 2 } });
     expect(Object.keys(aliasesByRoute(template))).toEqual(['release']);
