@@ -28,6 +28,7 @@ const INTEGRATION_IN_UNIT_FOLDERS = [
   'test/bench/lock-client.test.ts', // DynamoDB Local
   'test/bench/raw-dynamodb.test.ts', // DynamoDB Local
   'test/chaos/harness-jobs.test.ts', // DynamoDB Local
+  'test/chaos/harness-database.test.ts', // DynamoDB Local of its own, stopped and started
   'test/chaos/proxy.test.ts', // real sockets through the fault proxy
   'test/chaos/checker-cli.test.ts', // the checker as a process
   'test/chaos/checker-groups.test.ts', // the checker as a process, once

@@ -17,7 +17,8 @@ import { seededRandom, type Random } from './random.js';
  *   later) for 0.5–2 × ttl: lost answers.
  * - `restart-api`: SIGKILL one API instance, start it again 0.1–0.75 × ttl later.
  * - `clock-offset`: restart one API instance (SIGTERM) with a new clock offset within the bound.
- * - `restart-db`: kill -9 DynamoDB Local (on-disk data) and start it again at once.
+ * - `restart-db`: DynamoDB Local refuses every client, then stops (SIGTERM, on-disk data) and
+ *   starts again at once (DatabaseNode.outageAndRestart in cluster.ts).
  * - `revoke`: the harness, as an operator, revokes a lease that a worker leads (through one API
  *   instance, directly), forced or safe at random. Safe: the holder can no longer renew and the
  *   lease is free at its expiry. Forced: free at once, while the old holder may still believe it
