@@ -74,12 +74,21 @@ function runHarness(args: string[]): Promise<HarnessRun> {
   });
 }
 
-describe('a bounded chaos run with a fixed seed', () => {
-  let run: HarnessRun;
+/**
+ * The harness run of a describe block: made once before its tests, its output folder removed after
+ * them. Returned at once and filled in when the run ends, so the tests read it as a plain value.
+ */
+function harnessRunOnce(args: string[]): HarnessRun {
+  const run = {} as HarnessRun;
   beforeAll(async () => {
-    run = await runHarness(['--duration', '50s', '--seed', '20251122']);
+    Object.assign(run, await runHarness(args));
   }, RUN_TIMEOUT_MS);
-  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+  afterAll(() => rmSync(run.out ?? '', { recursive: true, force: true }));
+  return run;
+}
+
+describe('a bounded chaos run with a fixed seed', () => {
+  const run = harnessRunOnce(['--duration', '50s', '--seed', '20251122']);
 
   it('ends with exit status 0 and the verdict PASS', () => {
     expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
@@ -111,12 +120,8 @@ describe('a bounded chaos run with a fixed seed', () => {
 });
 
 describe('a chaos run whose workers write without the fence (--unsafe-no-fence)', () => {
-  let run: HarnessRun;
-  beforeAll(async () => {
-    // Partitions of leaders are what leave a charge in flight while a successor charges the same job.
-    run = await runHarness(['--duration', '25s', '--seed', '20251122', '--unsafe-no-fence', '--faults', 'partition', '--fault-every', '2s']);
-  }, RUN_TIMEOUT_MS);
-  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+  // Partitions of leaders are what leave a charge in flight while a successor charges the same job.
+  const run = harnessRunOnce(['--duration', '25s', '--seed', '20251122', '--unsafe-no-fence', '--faults', 'partition', '--fault-every', '2s']);
 
   it('ends with exit status 1 and the verdict VIOLATIONS', () => {
     expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 1, verdict: 'VIOLATIONS' });
@@ -133,12 +138,8 @@ describe('a chaos run whose workers write without the fence (--unsafe-no-fence)'
 });
 
 describe('a bounded chaos run with epoch fencing (--fence epoch)', () => {
-  let run: HarnessRun;
-  beforeAll(async () => {
-    // Every term claims its lease's epoch before it begins; charges are epoch transactions.
-    run = await runHarness(['--duration', '25s', '--seed', '20251123', '--fence', 'epoch']);
-  }, RUN_TIMEOUT_MS);
-  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+  // Every term claims its lease's epoch before it begins; charges are epoch transactions.
+  const run = harnessRunOnce(['--duration', '25s', '--seed', '20251123', '--fence', 'epoch']);
 
   it('ends with exit status 0 and the verdict PASS', () => {
     expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
@@ -156,12 +157,8 @@ describe('a bounded chaos run with epoch fencing (--fence epoch)', () => {
 });
 
 describe('a bounded chaos run with batched renewals (--batch)', () => {
-  let run: HarnessRun;
-  beforeAll(async () => {
-    // Workers renew through POST /v1/prefixes/{prefix}/renew; each entry is recorded as its own renew.
-    run = await runHarness(['--duration', '25s', '--seed', '20261125', '--batch']);
-  }, RUN_TIMEOUT_MS);
-  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+  // Workers renew through POST /v1/prefixes/{prefix}/renew; each entry is recorded as its own renew.
+  const run = harnessRunOnce(['--duration', '25s', '--seed', '20261125', '--batch']);
 
   it('ends with exit status 0 and the verdict PASS', () => {
     expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
@@ -178,17 +175,15 @@ describe('a bounded chaos run with batched renewals (--batch)', () => {
 });
 
 describe('a bounded chaos run with revokes and a semaphore', () => {
-  let run: HarnessRun;
+  // Seed 20261143 plans two safe and two forced revokes of leaders among kills, stops and a
+  // partition; meanwhile every worker takes turns at the two permits of the semaphore.
+  const run = harnessRunOnce(['--duration', '20s', '--seed', '20261143', '--faults', 'revoke,stop,partition,kill', '--fault-every', '2s', '--semaphore-limit', '2']);
   let history: LocatedRecord[];
   const ops = (kind: OpKind, outcome: OpRecord['outcome']): OpRecord[] =>
     history.flatMap((e) => (e.record.type === 'op' && e.record.op === kind && e.record.outcome === outcome ? [e.record] : []));
   beforeAll(async () => {
-    // Seed 20261143 plans two safe and two forced revokes of leaders among kills, stops and a
-    // partition; meanwhile every worker takes turns at the two permits of the semaphore.
-    run = await runHarness(['--duration', '20s', '--seed', '20261143', '--faults', 'revoke,stop,partition,kill', '--fault-every', '2s', '--semaphore-limit', '2']);
     history = await readHistory(join(run.out, 'history.jsonl'));
-  }, RUN_TIMEOUT_MS);
-  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+  });
 
   it('ends with exit status 0 and the verdict PASS: every invariant, the semaphore ones included, checked and none violated', () => {
     expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
@@ -223,16 +218,14 @@ describe('a bounded chaos run with revokes and a semaphore', () => {
 });
 
 describe('a bounded chaos run with priorities (--priorities)', () => {
-  let run: HarnessRun;
+  // Seeded priorities per worker incarnation (some equal), all fault kinds: the start-up race and
+  // the faults hand leases to lower priorities, whose holders then yield to the higher claimants.
+  const run = harnessRunOnce(['--duration', '20s', '--seed', '20261171', '--priorities']);
   let history: LocatedRecord[];
   const ops = (kind: OpKind): OpRecord[] => history.flatMap((e) => (e.record.type === 'op' && e.record.op === kind ? [e.record] : []));
   beforeAll(async () => {
-    // Seeded priorities per worker incarnation (some equal), all fault kinds: the start-up race and
-    // the faults hand leases to lower priorities, whose holders then yield to the higher claimants.
-    run = await runHarness(['--duration', '20s', '--seed', '20261171', '--priorities']);
     history = await readHistory(join(run.out, 'history.jsonl'));
-  }, RUN_TIMEOUT_MS);
-  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+  });
 
   it('ends with exit status 0 and the verdict PASS: every invariant checked and none violated', () => {
     expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
@@ -276,17 +269,15 @@ describe('a bounded chaos run with priorities (--priorities)', () => {
 });
 
 describe('a bounded chaos run with revokes, priorities and handoffs together', () => {
-  let run: HarnessRun;
+  // The revokes run's fault plan (seed 20261143: safe and forced revokes of leaders among kills,
+  // stops and a partition) with seeded priorities: operators revoke leases that claims and
+  // handoffs are moving, so the model judges revokes against reservations and claims.
+  const run = harnessRunOnce(['--duration', '20s', '--seed', '20261143', '--faults', 'revoke,stop,partition,kill', '--fault-every', '2s', '--priorities']);
   let history: LocatedRecord[];
   const ops = (kind: OpKind): OpRecord[] => history.flatMap((e) => (e.record.type === 'op' && e.record.op === kind ? [e.record] : []));
   beforeAll(async () => {
-    // The revokes run's fault plan (seed 20261143: safe and forced revokes of leaders among kills,
-    // stops and a partition) with seeded priorities: operators revoke leases that claims and
-    // handoffs are moving, so the model judges revokes against reservations and claims.
-    run = await runHarness(['--duration', '20s', '--seed', '20261143', '--faults', 'revoke,stop,partition,kill', '--fault-every', '2s', '--priorities']);
     history = await readHistory(join(run.out, 'history.jsonl'));
-  }, RUN_TIMEOUT_MS);
-  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+  });
 
   it('ends with exit status 0 and the verdict PASS: every invariant checked and none violated', () => {
     expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
@@ -309,11 +300,7 @@ describe('a bounded chaos run with revokes, priorities and handoffs together', (
 });
 
 describe('a chaos run with epoch claims whose charges skip the epoch check (--fence epoch --unsafe-no-fence)', () => {
-  let run: HarnessRun;
-  beforeAll(async () => {
-    run = await runHarness(['--duration', '20s', '--seed', '20251122', '--fence', 'epoch', '--unsafe-no-fence', '--faults', 'partition', '--fault-every', '2s']);
-  }, RUN_TIMEOUT_MS);
-  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+  const run = harnessRunOnce(['--duration', '20s', '--seed', '20251122', '--fence', 'epoch', '--unsafe-no-fence', '--faults', 'partition', '--fault-every', '2s']);
 
   it('is caught: a deposed leader\'s charge held by a partition landed after its successor charged the job', () => {
     expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 1, verdict: 'VIOLATIONS' });
@@ -326,18 +313,16 @@ describe('a chaos run with epoch claims whose charges skip the epoch check (--fe
 const SEED_GROUPS = '20261901';
 
 describe('a bounded chaos run of a lease group (--groups)', () => {
-  let run: HarnessRun;
+  // Five members share 8 partitions of the group "chaos" while the nemesis pauses, kills and cuts
+  // them off (aiming at partitions' owners), restarts the API and the database, and revokes.
+  const run = harnessRunOnce(['--duration', '20s', '--seed', SEED_GROUPS, '--groups']);
   let ownership: OwnershipLog;
   let history: LocatedRecord[];
   const groups = () => run.summary.groups!;
   beforeAll(async () => {
-    // Five members share 8 partitions of the group "chaos" while the nemesis pauses, kills and cuts
-    // them off (aiming at partitions' owners), restarts the API and the database, and revokes.
-    run = await runHarness(['--duration', '20s', '--seed', SEED_GROUPS, '--groups']);
     ownership = readOwnership(join(run.out, 'ownership.jsonl'));
     history = await readHistory(join(run.out, 'history.jsonl'));
-  }, RUN_TIMEOUT_MS);
-  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+  });
 
   it('ends with exit status 0 and the verdict PASS: G1, G2 and every other invariant checked, none violated', () => {
     expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
@@ -383,16 +368,14 @@ describe('a bounded chaos run of a lease group (--groups)', () => {
 const SEED_REGIONS = '20261141';
 
 describe('a bounded chaos run over three Regions (--regions 3)', () => {
-  let run: HarnessRun;
+  // Three Regions' APIs over the one table; every worker's SDK has all three as endpoints, its
+  // preferred Region first; one Region refuses or blackholes everyone for 3-5 ttls among the other faults.
+  const run = harnessRunOnce(['--regions', '3', '--duration', '30s', '--seed', SEED_REGIONS]);
   let history: LocatedRecord[];
   const regions = () => run.summary.regions!;
   beforeAll(async () => {
-    // Three Regions' APIs over the one table; every worker's SDK has all three as endpoints, its
-    // preferred Region first; one Region refuses or blackholes everyone for 3-5 ttls among the other faults.
-    run = await runHarness(['--regions', '3', '--duration', '30s', '--seed', SEED_REGIONS]);
     history = await readHistory(join(run.out, 'history.jsonl'));
-  }, RUN_TIMEOUT_MS);
-  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+  });
 
   it('ends with exit status 0 and the verdict PASS: every invariant checked and none violated', () => {
     expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
@@ -423,11 +406,7 @@ describe('a bounded chaos run over three Regions (--regions 3)', () => {
 });
 
 describe('a chaos run over three Regions whose workers write without the fence (--regions 3 --unsafe-no-fence)', () => {
-  let run: HarnessRun;
-  beforeAll(async () => {
-    run = await runHarness(['--regions', '3', '--duration', '25s', '--seed', '20251122', '--unsafe-no-fence', '--faults', 'partition,region-outage', '--fault-every', '2s']);
-  }, RUN_TIMEOUT_MS);
-  afterAll(() => rmSync(run?.out ?? '', { recursive: true, force: true }));
+  const run = harnessRunOnce(['--regions', '3', '--duration', '25s', '--seed', '20251122', '--unsafe-no-fence', '--faults', 'partition,region-outage', '--fault-every', '2s']);
 
   it('is caught by I5: a stale leader\'s charge landed while the workers failed over between Regions', () => {
     expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 1, verdict: 'VIOLATIONS' });
