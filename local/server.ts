@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import {
   InternalError,
   LIMITS,
@@ -24,6 +24,7 @@ import { nameOutsideAlphabetError } from '../functions/http/name-in-path.js';
 import { ROUTE_HANDLERS } from '../functions/http/route-handlers.js';
 import { matchRoute } from '../functions/http/routes.js';
 import { createDeps, type PushFactory } from '../functions/runtime.js';
+import { flattenHeaders, gatewayEvent } from './gateway-event.js';
 import { createHostPolicy, type HostPolicy } from './host-policy.js';
 import type { ProvisionedConcurrency } from '../infra/provisioned-concurrency.js';
 import { createLatencyHooks, type LatencyDelay, type LatencyHooks, type LatencyProfileName } from './latency/hooks.js';
@@ -356,40 +357,8 @@ async function serve(req: IncomingMessage, res: ServerResponse, ctx: ServeContex
     }
   }
 
-  const routeKey = `${match.route.method} ${match.route.path}`;
-  const now = ctx.clock.nowMs();
   const requestId = randomUUID();
-  const event: APIGatewayProxyEventV2 = {
-    version: '2.0',
-    routeKey,
-    rawPath,
-    rawQueryString,
-    headers,
-    ...(rawQueryString ? { queryStringParameters: parseQuery(rawQueryString) } : {}),
-    ...(Object.keys(match.pathParameters).length ? { pathParameters: match.pathParameters } : {}),
-    requestContext: {
-      accountId: 'local',
-      apiId: 'local',
-      domainName: headers.host ?? 'localhost',
-      domainPrefix: 'localhost',
-      http: {
-        method,
-        path: rawPath,
-        protocol: `HTTP/${req.httpVersion}`,
-        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
-        userAgent: headers['user-agent'] ?? '',
-      },
-      requestId,
-      routeKey,
-      stage: '$default',
-      time: new Date(now).toISOString(),
-      timeEpoch: now,
-      // As API Gateway's IAM authorization: who signed (locally, only the access key is known).
-      ...(caller ? { authorizer: { iam: { accessKey: caller.accessKeyId } } } : {}),
-    } as APIGatewayProxyEventV2['requestContext'],
-    ...(body.length > 0 ? { body } : {}),
-    isBase64Encoded: false,
-  };
+  const event = gatewayEvent(req, { route: match.route, rawPath, rawQueryString, headers, pathParameters: match.pathParameters, body, caller, nowMs: ctx.clock.nowMs(), requestId });
   const invocationEnded = ctx.latency ? await ctx.latency.request(match.route.id) : undefined;
   let result;
   try {
@@ -425,25 +394,6 @@ function readBody(req: IncomingMessage, maxBytes: number): Promise<string> {
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
   });
-}
-
-function flattenHeaders(req: IncomingMessage): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const [key, value] of Object.entries(req.headers)) {
-    if (value === undefined) continue;
-    headers[key.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
-  }
-  return headers;
-}
-
-/** API Gateway joins repeated query parameters with commas; so do we. */
-function parseQuery(raw: string): Record<string, string> {
-  // No prototype, own keys only: `__proto__` or `constructor` are parameters like any other.
-  const out: Record<string, string> = Object.create(null);
-  for (const [key, value] of new URLSearchParams(raw)) {
-    out[key] = Object.hasOwn(out, key) ? `${out[key]},${value}` : value;
-  }
-  return out;
 }
 
 function send(res: ServerResponse, result: APIGatewayProxyStructuredResultV2): void {
