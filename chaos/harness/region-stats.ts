@@ -19,6 +19,11 @@ export interface RegionOutageStats {
   preferring: string[];
   /** Renewals (leases and permits) by those processes, sent while it was down and answered ok through another Region. */
   renewedElsewhere: number;
+  /**
+   * Every operation of those processes sent while it was down and answered ok through another
+   * Region: their renewals, and the acquires of those that held nothing then.
+   */
+  servedElsewhere: number;
   /** Operations sent to the lost Region while it was down and answered ok before it came back: 0 when the fault holds. */
   answeredWhileDown: number;
 }
@@ -45,13 +50,15 @@ export function regionStats(records: readonly HistoryRecord[], preferredRegionOf
       const toMs = back?.atMs ?? endMs;
       const during = ops.filter((o) => o.via !== undefined && o.invokeMs >= fromMs && o.invokeMs < toMs);
       const preferring = during.filter((o) => preferredRegionOf(o.process) === region);
+      const elsewhere = preferring.filter((o) => o.outcome === 'ok' && o.via !== region);
       return {
         region,
         mode: String(start.detail?.mode ?? 'unknown'),
         fromMs,
         toMs,
         preferring: [...new Set(preferring.map((o) => o.process))].sort(),
-        renewedElsewhere: preferring.filter((o) => (o.op === 'renew' || o.op === 'permit-renew') && o.outcome === 'ok' && o.via !== region).length,
+        renewedElsewhere: elsewhere.filter((o) => o.op === 'renew' || o.op === 'permit-renew').length,
+        servedElsewhere: elsewhere.length,
         answeredWhileDown: during.filter((o) => o.via === region && o.outcome === 'ok' && o.completeMs !== null && o.completeMs < toMs).length,
       };
     });
@@ -67,8 +74,8 @@ export function renderRegionStats(stats: RegionStats): string[] {
   const lines = [`regions: operations answered ok by ${answers || 'no Region'}`];
   for (const o of stats.outages) {
     lines.push(
-      `  ${o.region} down (${o.mode}) for ${((o.toMs - o.fromMs) / 1000).toFixed(1)} s: ${o.renewedElsewhere} renewals by the workers preferring it ` +
-        `(${o.preferring.join(', ') || 'none active'}) answered through another Region; ${o.answeredWhileDown} answers from it while down`,
+      `  ${o.region} down (${o.mode}) for ${((o.toMs - o.fromMs) / 1000).toFixed(1)} s: ${o.servedElsewhere} operations (${o.renewedElsewhere} renewals) by the workers ` +
+        `preferring it (${o.preferring.join(', ') || 'none active'}) answered through another Region; ${o.answeredWhileDown} answers from it while down`,
     );
   }
   return lines;

@@ -48,9 +48,9 @@ describe('the Regions of a chaos run, from its history', () => {
     expect(regionStats(history, preferred).okByRegion).toEqual({ 'region-1': 2, 'region-2': 3, 'region-3': 3 });
   });
 
-  it('finds each outage with its end, the workers preferring the lost Region, and their renewals answered elsewhere', () => {
+  it('finds each outage with its end, the workers preferring the lost Region, and their renewals and other operations answered elsewhere', () => {
     expect(regionStats(history, preferred).outages).toEqual([
-      { region: 'region-2', mode: 'blackhole', fromMs: 1_000, toMs: 7_000, preferring: ['w2', 'w5r2'], renewedElsewhere: 2, answeredWhileDown: 0 },
+      { region: 'region-2', mode: 'blackhole', fromMs: 1_000, toMs: 7_000, preferring: ['w2', 'w5r2'], renewedElsewhere: 2, servedElsewhere: 3, answeredWhileDown: 0 },
     ]);
   });
 
@@ -62,6 +62,6 @@ describe('the Regions of a chaos run, from its history', () => {
   it('reports the answers by Region and one line per outage', () => {
     const lines = renderRegionStats(regionStats(history, preferred));
     expect(lines[0]).toBe('regions: operations answered ok by region-1 2, region-2 3, region-3 3');
-    expect(lines[1]).toBe('  region-2 down (blackhole) for 6.0 s: 2 renewals by the workers preferring it (w2, w5r2) answered through another Region; 0 answers from it while down');
+    expect(lines[1]).toBe('  region-2 down (blackhole) for 6.0 s: 3 operations (2 renewals) by the workers preferring it (w2, w5r2) answered through another Region; 0 answers from it while down');
   });
 });

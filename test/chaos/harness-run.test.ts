@@ -393,9 +393,11 @@ describe('a bounded chaos run over three Regions (--regions 3)', () => {
     for (const outage of regions().outages) expect(outage.answeredWhileDown, JSON.stringify(outage)).toBe(0);
   });
 
-  it('had the workers preferring the lost Region renew through another while it was down', () => {
-    const renewed = regions().outages.reduce((n, o) => n + o.renewedElsewhere, 0);
-    expect(renewed, JSON.stringify(regions().outages)).toBeGreaterThanOrEqual(1);
+  it('had the workers preferring the lost Region answered through another while it was down', () => {
+    // Renewals when they held a lease or a permit then, acquires when they held nothing (as happens
+    // in some runs of this seed: which worker leads depends on real-time races).
+    const served = regions().outages.reduce((n, o) => n + o.servedElsewhere, 0);
+    expect(served, JSON.stringify(regions().outages)).toBeGreaterThanOrEqual(1);
   });
 
   it('charges every job it enqueued exactly once', () => {
