@@ -42,9 +42,10 @@ export {
   type FenceClaimOptions,
   type FencingOptions,
 } from './fence/fence.js';
-export { createLeaseGroup, type GroupEvent, type LeaseGroup, type LeaseGroupApi, type LeaseGroupOptions } from './group/lease-group.js';
+export { createLeaseGroup, type GroupEvent, type LeaseGroup, type LeaseGroupApi, type LeaseGroupOptions, type PartitionTermInfo } from './group/lease-group.js';
 export { MAX_GROUP_PARTITIONS, memberIdFor, memberLeaseName, partitionLeaseName } from './group/names.js';
 export { planBalance, type GroupMember, type GroupMove, type GroupPlan, type GroupView } from './group/plan.js';
+export { DEFAULT_WEIGHTED_POLICY, planWeighted, type WeightedMember, type WeightedMemberPlan, type WeightedPlan, type WeightedPolicy, type WeightedView } from './group/weighted-plan.js';
 export { observe, type LeaderChange, type ObserveOptions } from './watch/observe.js';
 export {
   createWatch,

@@ -31,6 +31,7 @@
  * term of a grant the server made by a conditional write, and a term ends at its local deadline,
  * which is before the server's expiry.
  */
+import type { Fence } from '../fence/fence.js';
 import type { LossReason } from '../term/events.js';
 import type { Term } from '../term/term.js';
 import type { WatchSubscription } from '../watch/watch.js';
@@ -44,10 +45,14 @@ import { resolveGroupSettings, type GroupSettings } from './settings.js';
 import { PartitionTaker } from './taker.js';
 import type { GroupEvent, LeaseGroup, LeaseGroupApi, LeaseGroupOptions } from './types.js';
 
-export type { GroupEvent, LeaseGroup, LeaseGroupApi, LeaseGroupOptions } from './types.js';
+export type { GroupEvent, LeaseGroup, LeaseGroupApi, LeaseGroupOptions, PartitionTermInfo } from './types.js';
 
-/** Creates a member of a lease group; validates its settings at once. Nothing is sent until `start()`. */
-export function createLeaseGroup(client: LeaseGroupApi, options: LeaseGroupOptions): LeaseGroup {
+/**
+ * Creates a member of a lease group; validates its settings at once. Nothing is sent until `start()`.
+ * With `fence`, each partition's ownership begins only once its token is claimed in that partition's
+ * epoch (`epoch-fence.ts`).
+ */
+export function createLeaseGroup<F extends Fence | undefined = Fence | undefined>(client: LeaseGroupApi, options: LeaseGroupOptions<F>): LeaseGroup {
   return new LeaseGroupImpl(client, options);
 }
 

@@ -4,6 +4,7 @@ import { createTermContext, type TermContext, type TermOptions } from '../term/c
 import { WaitNotices, endpointsLabel } from '../term/wait-notices.js';
 import { expectPositive } from '../time/timing.js';
 import { watchFromOption, type WatchClient } from '../watch/watch.js';
+import { PartitionFences } from './epoch-fence.js';
 import { memberIdFor, memberLeaseName, validateGroupLayout } from './names.js';
 import { batchingRenewals } from './renewals.js';
 import type { GroupEvent, LeaseGroupApi, LeaseGroupOptions } from './types.js';
@@ -38,6 +39,8 @@ export interface GroupSettings {
   readonly ownsWatch: boolean;
   /** The `warnings` of the whole member (its terms' contexts have none of their own). */
   readonly notices: WaitNotices | undefined;
+  /** With `fence`: every partition's epoch store, each won token claimed there before its ownership begins. */
+  readonly fences: PartitionFences | undefined;
 }
 
 /** Validates the client and the options (throws at once) and resolves everything a member needs. Sends nothing. */
@@ -50,6 +53,7 @@ export function resolveGroupSettings(client: LeaseGroupApi, options: LeaseGroupO
   const memberId = options.memberId ?? memberIdFor(holder);
   const layout = validateGroupLayout(options.group, memberId, options.partitions);
   const group = layout.group;
+  const fences = PartitionFences.from(options.fence, layout.partitions);
   const api = batchingRenewals(client, `${group}.`, options.clock ?? systemClock);
   const termOptions: TermOptions = { ...options, onEvent: emit, warnings: false };
   const memberCtx = createTermContext(api, memberLeaseName(group, memberId), termOptions);
@@ -72,5 +76,6 @@ export function resolveGroupSettings(client: LeaseGroupApi, options: LeaseGroupO
     watch: resolved.watch,
     ownsWatch: resolved.owned,
     notices,
+    fences,
   };
 }

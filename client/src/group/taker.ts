@@ -93,6 +93,15 @@ export class PartitionTaker {
       await releaseQuietly(ctx, result.lease);
       return;
     }
+    // With a fence, the ownership begins only once its token is claimed there (epoch-fence.ts).
+    const fences = core.settings.fences;
+    if (fences !== undefined) {
+      if (!(await fences.claim(core, ctx, partition, result.lease, sendTimeMs))) return;
+      if (core.isStopped() || core.ownerships.isOwner(partition)) {
+        await releaseQuietly(ctx, result.lease);
+        return;
+      }
+    }
     const term = Term.begin(ctx, result.lease, sendTimeMs, core);
     if (term === undefined) {
       await releaseQuietly(ctx, result.lease);
@@ -100,6 +109,7 @@ export class PartitionTaker {
     }
     core.adopt(partition, term);
     core.emit({ type: 'elected', name: ctx.name, holder, token: term.token });
-    core.callHook('onAssigned', () => core.settings.options.onAssigned?.(partition, term.info()));
+    const info = Object.assign(term.info(), { fence: fences?.of(partition) });
+    core.callHook('onAssigned', () => core.settings.options.onAssigned?.(partition, info));
   }
 }

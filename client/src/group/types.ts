@@ -1,4 +1,5 @@
 import type { LeaseApi } from '../api/lease-client.js';
+import type { Fence } from '../fence/fence.js';
 import type { BatchHandoffEntry, BatchHandoffResult, BatchRenewEntry, BatchRenewResult, GroupResponse } from '../protocol/index.js';
 import type { TermOptions } from '../term/context.js';
 import type { LeaderEvent, LossReason, TermInfo } from '../term/events.js';
@@ -15,7 +16,17 @@ export interface LeaseGroupApi extends LeaseApi {
   handoffBatch?(prefix: string, handoffs: readonly BatchHandoffEntry[], call?: CallOptions): Promise<BatchHandoffResult[]>;
 }
 
-export interface LeaseGroupOptions extends Omit<TermOptions, 'lambdaContext' | 'lambdaMarginMs' | 'priority' | 'metadata' | 'lockDelayMs'> {
+/** What `onAssigned` gets: the partition's term, and its fence when the group has one. */
+export interface PartitionTermInfo<F extends Fence | undefined = Fence | undefined> extends TermInfo {
+  /**
+   * The partition's epoch store from the `fence` option (`dynamodbEpoch`'s `write(token, items)`,
+   * `postgresEpoch`'s `transaction(token, fn)`), whose epoch is already this term's `token`: write
+   * through it with that token. Undefined when the group has no `fence`.
+   */
+  fence: F;
+}
+
+export interface LeaseGroupOptions<F extends Fence | undefined = Fence | undefined> extends Omit<TermOptions, 'lambdaContext' | 'lambdaMarginMs' | 'priority' | 'metadata' | 'lockDelayMs'> {
   /** The group's name (the lease-name alphabet, at most 198 characters). Required. */
   group: string;
   /** How many partitions (named "0" … "P-1"), or their names (the lease-name alphabet). Required. */
@@ -35,9 +46,21 @@ export interface LeaseGroupOptions extends Omit<TermOptions, 'lambdaContext' | '
   balanceEveryMs?: number;
   /**
    * Called when this member starts owning a partition: its fencing `token`, a `signal` that aborts
-   * when the ownership ends, and the grant. Errors are reported as `error` events.
+   * when the ownership ends, and the grant (with `fence`: once its token is claimed, and the
+   * partition's epoch store as `fence`). Errors are reported as `error` events.
    */
-  onAssigned?: (partition: string, term: TermInfo) => void | Promise<void>;
+  onAssigned?(partition: string, term: PartitionTermInfo<F>): void | Promise<void>;
+  /**
+   * Epoch fencing per partition: returns the epoch store of `partition`, one per partition, keyed by
+   * its lease name (e.g. `(p) => dynamodbEpoch(db, { tableName, key: { pk: \`epoch#${partitionLeaseName(group, p)}\` } })`
+   * or `(p) => postgresEpoch(pool, { name: partitionLeaseName(group, p) })`). Called once per
+   * partition when the member is created. Each won grant's token is claimed in its partition's
+   * epoch, within the grant's local deadline, before the ownership begins (`onAssigned`, `isOwner`,
+   * `token`, `signal` all wait for it); a claim that fails releases the partition, which a later
+   * read plans again. `onAssigned` gets the store as `term.fence`. Default: none (per-item fencing
+   * with the token only).
+   */
+  fence?: (partition: string) => F;
   /**
    * Called when an ownership ends, with why: `released` (handed to another member to rebalance),
    * `stopped` (`stop()`), or a Leader's loss reasons (`expired`, `superseded`, `paused`, `revoked`, …).
