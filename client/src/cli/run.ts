@@ -11,13 +11,13 @@ import {
   checkHolder,
   connect,
   defaultHolder,
-  parseCommandLine,
   parseDuration,
   parsePriority,
   parseTtl,
   requireName,
   watchFrom,
 } from './options.js';
+import { RUN_FORM, parseRunCommandLine } from './run-args.js';
 import { runTiming } from './run-timing.js';
 import { Runner } from './runner.js';
 
@@ -92,9 +92,7 @@ function parseLimit(text: string): number {
 }
 
 export const runCommand: Command = async (argv) => {
-  const split = argv.indexOf('--');
-  const commandLine = split === -1 ? [] : argv.slice(split + 1);
-  const { values, positionals } = parseCommandLine('run', split === -1 ? argv : argv.slice(0, split), {
+  const { values, positionals, commandLine } = parseRunCommandLine(argv, {
     ...CONNECTION_OPTIONS,
     ttl: { type: 'string' },
     grace: { type: 'string' },
@@ -110,7 +108,7 @@ export const runCommand: Command = async (argv) => {
   const name = requireName(positionals, 'run');
   const [command, ...args] = commandLine;
   if (command === undefined || command === '') {
-    throw new UsageError('the command to run is missing: put it after --, e.g. leasehold run my-app:cron -- ./nightly.sh', 'run');
+    throw new UsageError(`the command to run is missing: put it after -- (${RUN_FORM}), e.g. leasehold run my-app:cron -- ./nightly.sh`, 'run');
   }
   const holder = values.holder === undefined ? defaultHolder('run') : checkHolder(values.holder, 'run');
   const timing = runTiming(parseTtl(values.ttl ?? '15s', 'run'), values.grace === undefined ? undefined : parseDuration(values.grace, 'grace', 'run'));
