@@ -88,12 +88,19 @@ export const CLAIM_SET = [
 ] as const;
 
 // revoke: a grant that is held right now (granted, not released, not past expiry) and not revoked
-// yet; a forced revoke also upgrades a safe one, whether or not its holder has released since.
-// Revoking again otherwise changes nothing.
+// yet; a forced revoke also upgrades a safe one, whether or not its holder has released since, and
+// frees a lease a handoff reserved (no holder, the reservation not lapsed: a handoff of a revoked
+// grant is refused, so such an item has no revoke record). Revoking again otherwise changes nothing.
 //   held ── revoke ──▶ expiresAt = availableAt (no lock-delay) ── anyone ──▶
 //   held ── revoke, force ──▶ available at once, no reservation, no claim (the next grant gets token + 1)
 export const grantIsRevocable = 'attribute_exists(holder) AND expiresAt >= :now AND attribute_not_exists(revokedAt)';
-export const grantIsRevocableByForce = `(${grantIsRevocable}) OR (attribute_exists(revokedAt) AND revokedForce = :false)`;
+export const reservationIsRevocable = 'attribute_not_exists(holder) AND reservedUntil >= :now';
+export const grantIsRevocableByForce = `(${grantIsRevocable}) OR (attribute_exists(revokedAt) AND revokedForce = :false) OR (${reservationIsRevocable})`;
+
+// A revoke that names its grant (`expectedToken`, the token the operator saw) acts on that grant
+// only: one delivered late, after the lease moved on to another grant, changes nothing.
+//   describe(token 7) ── revoke(expectedToken 7) … ── release, acquire(token 8) ── revoke lands ✗
+export const revokeTargetsToken = '#token = :expectedToken';
 
 /** What every revoke sets: the record, and the end of any lock-delay. */
 export const REVOKE_SET = [
@@ -101,6 +108,7 @@ export const REVOKE_SET = [
   'revokedBy = :by',
   'revokedReason = :reason',
   'revokedForce = :force',
+//   handed off ── reserved for `to` ── revoke, force ──▶ the same: available at once to anyone
   'expireItemAt = :expireItemAt',
   `${LAST_OP_ATTRIBUTE} = :lastOp`,
 ] as const;

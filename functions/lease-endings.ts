@@ -2,6 +2,7 @@ import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamod
 import {
   LIMITS,
   LeaseLostError,
+  LeaseLostReason,
   LeaseNotFoundError,
   LeaseNotHeldError,
   type PublicLease,
@@ -22,6 +23,7 @@ import {
   grantIsCurrentAndUnrevoked,
   grantIsRevocable,
   grantIsRevocableByForce,
+  revokeTargetsToken,
 } from './lease-conditions.js';
 import { leaseLostReason, revokedRecord, toPublicLease, type LastOp, type LeaseRecord } from './lease-record.js';
 
@@ -116,12 +118,15 @@ export async function endGrant(
  * holder can no longer renew or hand off (it may still release), and the lease becomes available
  * at the grant's own expiry, after the holder's fail-closed deadline, with no lock-delay. `force`:
  * the grant ends now, with any handoff reservation and any claim on the lease, so the lease is
- * available at once (fencing keeps the old holder's late writes out). `by` is the caller's
- * identity as shown publicly, decided by the handler.
+ * available at once (fencing keeps the old holder's late writes out); on a lease a handoff
+ * reserved (no grant held), it ends the reservation and its claim the same way. `by` is the
+ * caller's identity as shown publicly, decided by the handler.
  *
+ * With `expectedToken`, only that grant is revoked: a lease that moved on to another grant is
+ * LEASE_LOST (`superseded`, or `mismatch` for a token it never reached), and nothing changes.
  * Revoking a grant already revoked answers its record unchanged, except that `force` upgrades a
- * safe revoke (also after its holder released). A lease nobody holds is LEASE_NOT_HELD; a name
- * never acquired LEASE_NOT_FOUND.
+ * safe revoke (also after its holder released). A lease nobody holds (and, forced, nobody reserved)
+ * is LEASE_NOT_HELD; a name never acquired LEASE_NOT_FOUND.
  */
 export async function revokeGrant(
   w: LeaseWriter,
@@ -145,13 +150,17 @@ export async function revokeGrant(
     values[':false'] = false;
     values[':noHolder'] = null;
   }
+  const revocable = force ? grantIsRevocableByForce : grantIsRevocable;
+  const expected = request.expectedToken;
+  if (expected !== undefined) values[':expectedToken'] = expected;
   try {
     const out = await w.client.send(
       new UpdateCommand({
         TableName: w.tableName,
         Key: { pk: name },
         UpdateExpression: `SET ${set.join(', ')}${force ? ` ${FORCED_REVOKE_REMOVE}` : ''}`,
-        ConditionExpression: force ? grantIsRevocableByForce : grantIsRevocable,
+        ConditionExpression: expected === undefined ? revocable : `${revokeTargetsToken} AND (${revocable})`,
+        ...(expected === undefined ? {} : { ExpressionAttributeNames: { '#token': 'token' } }),
         ExpressionAttributeValues: values,
         ReturnValues: 'ALL_NEW',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -164,10 +173,20 @@ export async function revokeGrant(
     const current = conflictItem(error);
     const at = w.clock.nowMs();
     if (current === undefined) throw new LeaseNotFoundError(name);
+    if (expected !== undefined && current.token !== expected) throw movedOn(name, toPublicLease(current, at), expected);
     // Already revoked (this grant: the next acquire clears the record): the same answer again.
     if (current.revokedAt !== undefined) return withRevoked(toPublicLease(current, at));
     throw new LeaseNotHeldError(toPublicLease(current, at));
   }
+}
+
+/** A revoke that named a grant the lease no longer holds: refused, as the grant it meant is gone. */
+function movedOn(name: string, lease: PublicLease, expectedToken: number): LeaseLostError {
+  const reason = lease.token > expectedToken ? LeaseLostReason.superseded : LeaseLostReason.mismatch;
+  const why = reason === LeaseLostReason.superseded ? 'the lease moved on to a later grant' : 'the lease never reached that token';
+  return new LeaseLostError(name, lease, reason, {
+    message: `Lease "${name}" was not revoked: its latest grant has token ${lease.token}, not the expected ${expectedToken} (${why}); describe it again before deciding.`,
+  });
 }
 
 function withRevoked(lease: PublicLease): PublicLease & { revoked: RevokedRecord } {

@@ -305,15 +305,18 @@ export class LeaseClient implements LeaseApi, SemaphoreApi {
    * An operator takes the current grant away, with a `reason` (1-256 printable characters) that is
    * kept on the lease with who revoked it. Safe by default: the holder cannot renew, and the lease
    * becomes available at its current expiry. `force: true` makes it available at once (relies on
-   * fencing). Needs the construct's `grantAdmin`. Revoking again answers the same record (retried
-   * like a renew); rejects with LeaseNotHeldError if nobody holds the lease, LeaseNotFoundError if
-   * it was never acquired.
+   * fencing), also when a handoff left it reserved. Needs the construct's `grantAdmin`. Pass
+   * `expectedToken` (the token a describe showed): only that grant is revoked, a lease that moved
+   * on rejects with LeaseLostError (`superseded`), and the call is retried and failed over like a
+   * renew, since a repeat answers the same record. Without it the revoke acts on whatever grant is
+   * current when it lands, so it is sent once, to one endpoint, never repeated. Rejects with
+   * LeaseNotHeldError if nobody holds the lease, LeaseNotFoundError if it was never acquired.
    */
   async revoke(name: string, request: RevokeRequest, call?: CallOptions): Promise<RevokeResponse['lease']> {
     validateName(name);
     const body = validateRevokeRequest(pickFields(request, REQUEST_FIELDS.revoke));
     const out = (await this.transport.send(
-      { operation: 'revoke', ...routeRequest('revoke', name), body, leaseName: name, idempotent: true },
+      { operation: 'revoke', ...routeRequest('revoke', name), body, leaseName: name, idempotent: body.expectedToken !== undefined },
       call,
     )) as RevokeResponse;
     return out.lease;

@@ -144,7 +144,7 @@ export const REQUEST_FIELDS = {
   renew: ['leaseId', 'token', 'ttlMs', 'metadata'],
   release: ['leaseId', 'token'],
   handoff: ['leaseId', 'token', 'to', 'windowMs'],
-  revoke: ['reason', 'force'],
+  revoke: ['reason', 'force', 'expectedToken'],
   'renew-batch': ['grants'],
   'handoff-batch': ['handoffs'],
   'semaphore-acquire': ['holder', 'ttlMs', 'limit', 'metadata', 'requestId'],
@@ -342,6 +342,7 @@ export function validatePermitId(value: unknown, field = 'permitId'): string {
   return requireString(value, field, LEASE_ID_PATTERN, 'must be the 32 hex characters returned by acquire', SECRET);
 }
 
+  if (input.expectedToken !== undefined) request.expectedToken = validateToken(input.expectedToken, 'expectedToken');
 export function validateSemaphoreAcquireRequest(body: unknown): Checked<SemaphoreAcquireRequest> {
   const input = requireObject(body, REQUEST_FIELDS['semaphore-acquire']);
   const request: SemaphoreAcquireRequest = {

@@ -156,6 +156,14 @@ export interface BatchHandoffResponse {
 export interface RevokeRequest {
   reason: string;
   force?: boolean;
+  /**
+   * The token of the grant the operator means (as a describe showed it). With it, a revoke that
+   * arrives after the lease moved on to another grant is refused (409 LEASE_LOST, reason
+   * `superseded`, or `mismatch` for a token the lease never reached) and changes nothing, so it is
+   * safe to retry and to send to another endpoint. Without it, the revoke acts on whatever grant is
+   * current when it lands, and the SDK never repeats it.
+   */
+  expectedToken?: number;
 }
 
 export interface RevokeResponse {
