@@ -9,3 +9,5 @@ export * from './rules.js';
 export * from './query-rules.js';
 export * from './routes.js';
 export * from './watch.js';
+export * from './rwlock.js';
+export * from './rwlock-errors.js';
