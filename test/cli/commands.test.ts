@@ -158,6 +158,28 @@ describe('leasehold errors and exit codes', { timeout: 60_000 }, () => {
     expect(noReason.stderr).toContain('--reason is required');
   });
 
+  it('revoke acts on the grant describe shows or --token names: a lease that moved on past --token exits 4 and keeps its holder', async () => {
+    const name = unique('revoke-token');
+    const first = JSON.parse((await cli(['acquire', name, '--holder', 'h1', '--ttl', '30s', '--json', ...at()])).stdout).lease;
+    await cli(['release', name, '--lease-id', first.leaseId, '--token', String(first.token), ...at()]);
+    const second = JSON.parse((await cli(['acquire', name, '--holder', 'h2', '--ttl', '30s', '--json', ...at()])).stdout).lease;
+
+    const stale = await cli(['revoke', name, '--reason', 'meant h1', '--force', '--token', String(first.token), ...at()]);
+    expect(stale.code).toBe(4);
+    expect(stale.stderr).toContain(`not the expected ${first.token}`);
+    expect(stale.stderr).toContain('Nothing was revoked');
+    const described = JSON.parse((await cli(['describe', name, '--json', ...at()])).stdout).lease;
+    expect(described).toMatchObject({ holder: 'h2', token: second.token });
+    expect(described.revoked).toBeUndefined();
+
+    const current = await cli(['revoke', name, '--reason', 'h2 now', '--json', ...at()]);
+    expect(current.code).toBe(0);
+    expect(JSON.parse(current.stdout).lease).toMatchObject({ holder: 'h2', token: second.token, revoked: { reason: 'h2 now' } });
+    const badToken = await cli(['revoke', name, '--reason', 'x', '--token', 'seven', ...at()]);
+    expect(badToken.code).toBe(2);
+    expect(badToken.stderr).toContain('--token must be the positive integer printed by describe');
+  });
+
   it('bad input exits 2 with a message naming the flag', async () => {
     const results = await Promise.all([
       cli(['acquire', 'x', '--holder', 'has space', ...at()]),

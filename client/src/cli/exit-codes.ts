@@ -16,7 +16,7 @@ export const ExitCode = {
   INVALID: 2,
   /** The lease is held by someone else, or the semaphore is full (acquire lost the race; `run --wait` gave up). */
   HELD: 3,
-  /** The grant is no longer current (renew/release answered LEASE_LOST; `run` lost leadership), or revoke found no grant (LEASE_NOT_HELD). */
+  /** The grant is no longer current (renew/release answered LEASE_LOST; `run` lost leadership), or revoke found no grant (LEASE_NOT_HELD) or another than its token (LEASE_LOST). */
   LOST: 4,
   /** The lease was never acquired (describe answered LEASE_NOT_FOUND). */
   NOT_FOUND: 5,
@@ -37,7 +37,7 @@ export const EXIT_CODE_HELP = `Exit codes:
   3  held: the lease is held by someone else, or the semaphore is full (acquire lost the race;
      run --wait gave up)
   4  lost: the grant is no longer current (renew/release); run lost leadership and killed its command;
-     revoke: nobody holds the lease (409 LEASE_NOT_HELD)
+     revoke: nobody holds the lease (409 LEASE_NOT_HELD), or it moved on past --token (LEASE_LOST)
   5  not found: the lease was never acquired (describe)
   6  unreachable: network error or timeout, 503 UNAVAILABLE, 429 THROTTLED after retries,
      or the endpoint is not a leasehold v1 API (404 ROUTE_NOT_FOUND, 405)
@@ -121,7 +121,13 @@ const LEASE_LOST_HINT_BY_REASON: Record<KnownLeaseLostReason, string> = {
   not_found: 'The lease does not exist (never acquired, or its record was cleaned up): check the name, then acquire it.',
 };
 
-export function hintFor(error: LeaseholdError): string {
+/** A revoke answered LEASE_LOST named a grant (its token) that the lease no longer holds: nothing was revoked. */
+const REVOKE_MOVED_ON_HINT =
+  'Nothing was revoked: the lease holds another grant than the token it named. Describe it again, and revoke that grant (--token) only if it is also one to stop.';
+
+/** What to do about `error`; `command` is the subcommand that met it, when its answer means something else there. */
+export function hintFor(error: LeaseholdError, command?: string): string {
+  if (command === 'revoke' && isLeaseLostError(error)) return REVOKE_MOVED_ON_HINT;
   if (isLeaseLostError(error) && isKnownLeaseLostReason(error.serverReason)) return LEASE_LOST_HINT_BY_REASON[error.serverReason];
   return HINT_BY_CODE[error.code];
 }

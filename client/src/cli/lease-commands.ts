@@ -221,21 +221,27 @@ export const releaseCommand: Command = async (argv) => {
   return ExitCode.OK;
 };
 
-export const REVOKE_HELP = `Usage: leasehold revoke NAME --reason TEXT [--force] [--json]
+export const REVOKE_HELP = `Usage: leasehold revoke NAME --reason TEXT [--force] [--token N] [--json]
 
 For operators: takes the current grant away from its holder (one that renews but no longer works),
 and records who did it, when and why on the lease until it is next granted (describe shows it).
 Needs the construct's grantAdmin (grantLeases does not allow it).
 
+It revokes one grant by its fencing token: the one describe shows first (or --token), so a revoke
+that reaches the service late, after the lease moved on to another holder, ends nothing (exit 4,
+reason superseded). That is also what makes it safe to retry and to send on to another endpoint.
+
   --reason TEXT   why, 1-${LIMITS.revokeReasonMaxLength} printable characters (required; kept on the lease and in the log)
   --force         make the lease available at once. Without it (safe): the holder can no longer
                   renew and the lease becomes available at its current expiry, after the holder's
                   own deadline. Forced relies on fencing: the old holder may believe it leads until
-                  its deadline, and only fenced writes keep its late work out.
+                  its deadline, and only fenced writes keep its late work out. A lease a handoff
+                  left reserved (nobody holds it) is freed too: reservation and claim end.
+  --token N       the grant to revoke, by the token describe printed (default: describe it now)
   --json          print the API's answer {"lease": {..., "revoked": {...}}} on one line
 
 Revoking again answers the same record (--force upgrades a safe revoke). Exits 4 if nobody holds the
-lease, 5 if it was never acquired.
+lease or it moved on past --token, 5 if it was never acquired.
 
 Example:
   $ leasehold revoke my-app:cron-leader --reason "stuck since 02:10, INC-4411"
@@ -245,11 +251,15 @@ ${CONNECTION_HELP}
 ${EXIT_CODE_HELP}`;
 
 export const revokeCommand: Command = async (argv) => {
-  const { values, positionals } = parseCommandLine('revoke', argv, { ...CONNECTION_OPTIONS, ...JSON_OPTION, reason: { type: 'string' }, force: { type: 'boolean' } });
+  const options = { ...CONNECTION_OPTIONS, ...JSON_OPTION, reason: { type: 'string' }, force: { type: 'boolean' }, token: { type: 'string' } } as const;
+  const { values, positionals } = parseCommandLine('revoke', argv, options);
   const name = requireName(positionals, 'revoke');
   if (values.reason === undefined) throw new UsageError('--reason is required: say why the lease is revoked (it is kept on the lease).', 'revoke');
+  const given = values.token === undefined ? undefined : parseToken(values.token, 'revoke', 'describe');
   const { client } = connect(values, 'revoke');
-  const lease = await client.revoke(name, { reason: values.reason, ...(values.force ? { force: true } : {}) });
+  // The grant the operator acts on is the one they saw: a revoke that lands after it ended is refused.
+  const expectedToken = given ?? (await client.describe(name)).token;
+  const lease = await client.revoke(name, { reason: values.reason, expectedToken, ...(values.force ? { force: true } : {}) });
   if (values.json) printJson({ lease });
   else {
     const when = lease.revoked.force ? 'available now' : `available in ${formatMs(lease.remainingMs)} (at its expiry)`;
@@ -282,10 +292,10 @@ async function grantFrom(
   return { leaseId: values['lease-id'], token: parseToken(values.token, command) };
 }
 
-function parseToken(value: string, command: string): number {
+function parseToken(value: string, command: string, printedBy = 'acquire'): number {
   const token = Number(value);
   if (!/^[0-9]+$/.test(value) || !Number.isSafeInteger(token) || token < 1) {
-    throw new UsageError(`--token must be the positive integer printed by acquire (got "${value}").`, command);
+    throw new UsageError(`--token must be the positive integer printed by ${printedBy} (got "${value}").`, command);
   }
   return token;
 }

@@ -86,7 +86,7 @@ function report(error: unknown, command: string | undefined, json: boolean): num
     const where = error.command ?? command;
     process.stderr.write(`leasehold${where ? ` ${where}` : ''}: ${error.message}\nRun \`leasehold ${where ? `${where} ` : ''}--help\` for usage.\n`);
   } else if (isLeaseholdError(error)) {
-    const hint = hintFor(error);
+    const hint = hintFor(error, command);
     process.stderr.write(`leasehold: ${error.message}\n  ${hint}\n`);
     // LEASE_LOST carries the server's reason as data, for scripts that branch on it.
     const reason = isLeaseLostError(error) ? error.serverReason : undefined;
