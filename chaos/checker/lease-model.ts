@@ -27,10 +27,12 @@ export type { LeaseModelOptions, LeaseOp, LeaseState, Revoked } from './lease-ty
  *   availableAt = expiresAt (no lock-delay). Forced: the grant ends as by a release (availableAt =
  *   s, no holder) and clears any handoff reservation and claim: anyone may be granted the lease
  *   next, and no claim shows until one is recorded on a new grant (claims are recorded only on held
- *   leases). While the grant's revoke record is there (until the next acquire), any revoke that
+ *   leases). A forced revoke also takes effect on a lease a handoff reserved (nobody holds it, the
+ *   reservation not lapsed): the reservation and claim end and the lease is free at once, as
+ *   above. While the grant's revoke record is there (until the next acquire), any revoke that
  *   does not upgrade answers that record unchanged; otherwise a revoke of a lease nobody holds
- *   (released, handed off and reserved, or expired) is LEASE_NOT_HELD, of a name never acquired
- *   LEASE_NOT_FOUND. A revoked grant is never returned again to a retried acquire.
+ *   (released, expired, or — safe — handed off and reserved) is LEASE_NOT_HELD, of a name never
+ *   acquired LEASE_NOT_FOUND. A revoked grant is never returned again to a retried acquire.
  *
  * ## Clocks
  * The checker sees harness times (invoke, complete) and, sometimes, the server's own time. Each
@@ -276,8 +278,10 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
     if (op.effect === 'rejected') {
       if (op.error === ErrorCode.LEASE_NOT_FOUND) return s.exists ? [] : [s];
       if (op.error !== ErrorCode.LEASE_NOT_HELD) return [];
-      // No revoke record on the item, and nobody held it at the decision time.
+      // No revoke record on the item, and nobody held it at the decision time (nor, when forced,
+      // was it reserved then: a forced revoke frees a reserved lease).
       if (!s.exists || s.revoked !== 'no' || !(s.holder === null || s.expLo < w.hi)) return [];
+      if (op.force && s.holder === null && s.reservedFor !== null && s.resLo >= w.hi) return [];
       return keep(bindToken(s, op.token));
     }
     const out: LeaseState[] = [];
@@ -300,6 +304,10 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
           const pinned = op.serverExpiresAtMs === null ? noDelay : pinExpiry(noDelay, op.serverExpiresAtMs);
           if (pinned) out.push({ ...pinned, revoked: 'safe', availLo: pinned.expLo, availHi: pinned.expHi });
         }
+      } else if (op.force && s.revoked === 'no' && current.holder === null && current.reservedFor !== null && current.resHi >= at.lo) {
+        // It took effect on a lease a handoff reserved (reservedUntil ≥ the decision time): the
+        // reservation and the claim end, and the lease is free at once.
+        out.push({ ...current, ...NO_RESERVATION, requestId: null, revoked: 'forced', availLo: at.lo, availHi: Math.min(at.hi, current.resHi) });
       }
     }
     // A repeat: the grant's record was there already, and this revoke does not upgrade it.

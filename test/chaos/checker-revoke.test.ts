@@ -187,8 +187,17 @@ describe('a revoke against handoffs, releases and claims (the operator’s decis
     expect(failing(unchanged)).toContain('I1');
   });
 
-  it('a forced revoke of a lease handed off (nobody holds it, no revoke record) is LEASE_NOT_HELD, and the reservation stands', () => {
-    const records = [...claimedAndHandedOff(), revokeRefused([500, 510], true, 'LEASE_NOT_HELD', { token: 5 }), acquireHeld('c', [600, 610], { token: 5 })];
+  it('a forced revoke of a lease handed off (nobody holds it, the reservation live) ends the reservation: anyone is granted the lease at once, with the next token', () => {
+    const ended = [...claimedAndHandedOff(), revokeOk([500, 510], 5, true, { revokedAtMs: 505, serverExpiresAtMs: 505 }), acquireOk('c', [600, 610], 6, { serverNowMs: 605, serverExpiresAtMs: 1_605 })];
+    expect(failing(ended)).toEqual([]);
+    // Refused LEASE_NOT_HELD while the reservation surely stood: not linearizable.
+    expect(failing([...claimedAndHandedOff(), revokeRefused([500, 510], true, 'LEASE_NOT_HELD', { token: 5 })])).toContain('I1');
+    // Once the reservation has surely lapsed, LEASE_NOT_HELD is the answer.
+    expect(failing([...claimedAndHandedOff(), revokeRefused([2_000, 2_010], true, 'LEASE_NOT_HELD', { token: 5 })])).toEqual([]);
+  });
+
+  it('a safe revoke of a lease handed off is LEASE_NOT_HELD, and the reservation stands', () => {
+    const records = [...claimedAndHandedOff(), revokeRefused([500, 510], false, 'LEASE_NOT_HELD', { token: 5 }), acquireHeld('c', [600, 610], { token: 5 })];
     expect(failing(records)).toEqual([]);
     // Answered ok instead, and followed by someone else's grant inside the reservation: not linearizable.
     const ended = [...claimedAndHandedOff(), revokeOk([500, 510], 5, true, { revokedAtMs: 505, serverExpiresAtMs: 505 }), acquireOk('c', [600, 610], 6, { serverNowMs: 605, serverExpiresAtMs: 1_605 })];
