@@ -19,6 +19,15 @@ export const leaseIsAvailable =
   '(attribute_not_exists(reservedFor) OR reservedUntil < :now OR (reservedFor = :holder AND ' +
   'NOT (claimHolder = reservedFor AND claimExpiresAt >= releasedAt AND attribute_exists(claimPrincipal) AND claimPrincipal <> :principal))))';
 
+// acquire with a requestId: the lease is available, and that request (its replay key, `:requestHash`)
+// did not produce the latest grant, or that grant ended — by expiry, or by a release, handoff or
+// forced revoke (`releasedAt`) — before `:spentBefore` (now − LIMITS.replayGuardMs). The grant's
+// end keeps its replay key on the item for this (the next grant replaces it), so a copy of the
+// acquire that a healed partition delivers late grants nothing.
+//   acquire(req) ── grant ── release ──┬── acquire(req) ✗ REQUEST_REPLAYED ──┬── replayGuardMs ──▶ acquire(req) is new
+export const leaseIsAvailableToNewRequest =
+  `(${leaseIsAvailable}) AND (attribute_not_exists(requestHash) OR requestHash <> :requestHash OR expiresAt < :spentBefore OR releasedAt < :spentBefore)`;
+
 // renew: only the current grant (same leaseId and token), not released, not yet expired — and
 // never older than the last write: a renew that read its clock before a later renew landed (an
 // SDK retry, a slow Lambda) must not move `expiresAt` back under the holder's newer deadline.
@@ -141,7 +150,8 @@ export const FORCED_REVOKE_ENDED_HOLDER_SET = 'endedHolder = if_not_exists(holde
 
 /** A release (a handoff adds the reservation to the SET). */
 export const RELEASE_SET = `SET ${GRANT_END_SET.join(', ')}, ${ENDED_HOLDER_SET}, expireItemAt = :expireItemAt, ${LAST_OP_ATTRIBUTE} = :lastOp`;
-export const RELEASE_REMOVE = 'REMOVE holder, requestHash, requestId';
+/** A release keeps the grant's replay key (requestHash): see leaseIsAvailableToNewRequest. */
+export const RELEASE_REMOVE = 'REMOVE holder, requestId';
 
 /** A forced revoke: the grant ends as by a release, and so do any reservation and claim on the lease. */
 export const FORCED_REVOKE_REMOVE = `${RELEASE_REMOVE}, ${RESERVATION_AND_CLAIM.join(', ')}`;

@@ -26,7 +26,9 @@ export interface LeaseRecord {
   /**
    * The latest grant's replay key: a hash of its acquire's requestId bound to the caller's
    * principal (functions/caller-keys.ts replayKey), so a retried acquire by the same principal
-   * gets the same grant back, and the item keeps no requestId in clear. Removed when the grant ends.
+   * gets the same grant back, and the item keeps no requestId in clear. Kept when the grant ends, so
+   * that a late copy of its acquire is refused for LIMITS.replayGuardMs (functions/replay-guard.ts);
+   * the next grant replaces or removes it.
    */
   requestHash?: string;
   /**

@@ -34,6 +34,7 @@ import { LOCAL_PRINCIPAL, principalKey, replayKey } from './caller-keys.js';
 import { readGroup } from './lease-groups.js';
 import { readLease, scanLeases, stringifyQuery } from './lease-reads.js';
 import { isConditionFailure, translate } from './dynamodb-errors.js';
+import { isSpentLeaseRequest, requestReplayed, spentBefore } from './replay-guard.js';
 import { MAX_HOLD_MS, conflictItem, endGrant, leaseLost, revokeGrant, type OnWritten } from './lease-endings.js';
 import {
   ACQUIRE_REMOVE,
@@ -45,7 +46,7 @@ import {
   claimIsWanted,
   grantIsCurrentAndLive,
   grantIsCurrentAndUnexpired,
-  leaseIsAvailable,
+  leaseIsAvailable, leaseIsAvailableToNewRequest,
 } from './lease-conditions.js';
 import {
   claimOf,
@@ -165,6 +166,7 @@ export class LeaseStoreCore {
     if (requestHash !== undefined) {
       set.push('requestHash = :requestHash');
       values[':requestHash'] = requestHash;
+      values[':spentBefore'] = spentBefore(now);
     } else {
       remove.push('requestHash');
     }
@@ -181,7 +183,7 @@ export class LeaseStoreCore {
           TableName: this.tableName,
           Key: { pk: name },
           UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
-          ConditionExpression: leaseIsAvailable,
+          ConditionExpression: requestHash === undefined ? leaseIsAvailable : leaseIsAvailableToNewRequest,
           ExpressionAttributeNames: { '#token': 'token', '#priority': 'priority' },
           ExpressionAttributeValues: values,
           ReturnValues: 'ALL_NEW',
@@ -196,6 +198,7 @@ export class LeaseStoreCore {
       if (isSameGrantRetry(current, request.holder, requestHash, at)) {
         return { acquired: true, lease: toGrant(current, at) };
       }
+      if (isSpentLeaseRequest(current, requestHash, now)) throw requestReplayed(name, 'lease');
       // Counted from the instant the condition was evaluated, not from now: the follower aims its next
       // acquire at `retryAfterMs` after its send (client/src/time/timing.ts followerWaitMs).
       const waitMs = retryAfterMs(current, request.holder, caller, now);

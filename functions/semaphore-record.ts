@@ -30,8 +30,9 @@ import {
  * through `r_<replayKey>` (a hash of the requestId bound to the caller's principal,
  * functions/caller-keys.ts), whose value is the permit's token (unique per permit, and no secret,
  * unlike its permitId): the acquire's write requires it absent, so a retry cannot issue a second
- * permit, and the item never holds a requestId in clear. It lives as long as the entry it names:
- * the sweep that removes the entry removes it.
+ * permit, and the item never holds a requestId in clear. It lives as long as the entry it names,
+ * and for LIMITS.replayGuardMs after that entry's permit ended (functions/replay-guard.ts): a sweep
+ * that removes the entry sooner leaves a marker, `-endedAtMs`, in its place.
  */
 export interface SemaphoreRecord {
   /** Partition key: the semaphore name. */
@@ -48,6 +49,7 @@ export interface SemaphoreRecord {
   expireItemAt: number;
   [attribute: `p_${string}`]: PermitEntry;
   [attribute: `t_${string}`]: number;
+  /** A replay index: the token of the permit its request produced, or `-endedAtMs` once swept. */
   [attribute: `r_${string}`]: number;
 }
 
@@ -89,15 +91,6 @@ export function permitTokenAttribute(permitId: string): `t_${string}` {
 
 export function replayAttribute(replayKey: string): `r_${string}` {
   return `${REPLAY_PREFIX}${replayKey}`;
-}
-
-/** The replay keys (without prefix) whose index names one of the permits with `tokens`. */
-export function replayKeysOf(record: SemaphoreRecord, tokens: ReadonlySet<number>): Array<{ replayKey: string; token: number }> {
-  const out: Array<{ replayKey: string; token: number }> = [];
-  for (const [key, value] of Object.entries(record)) {
-    if (key.startsWith(REPLAY_PREFIX) && typeof value === 'number' && tokens.has(value)) out.push({ replayKey: key.slice(REPLAY_PREFIX.length), token: value });
-  }
-  return out;
 }
 
 /** Every permit entry on the item (live, expired or released), oldest token first. */

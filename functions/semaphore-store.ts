@@ -36,6 +36,7 @@ import {
   semaphoreHasRoomForNewRequest,
 } from './semaphore-conditions.js';
 import { DEFAULT_CLEANUP_AFTER_MS } from './lease-store.js';
+import { isSpentPermitRequest, requestReplayed, sweptReplayIndexes } from './replay-guard.js';
 import {
   isLive,
   isSweepable,
@@ -46,7 +47,6 @@ import {
   permitTokenAttribute,
   permitsOf,
   replayAttribute,
-  replayKeysOf,
   replayedPermit,
   retryAfterMs,
   toPermit,
@@ -159,6 +159,7 @@ export class SemaphoreStoreCore {
     const names: Record<string, string> = { '#p': permitAttribute(permitId), '#pt': permitTokenAttribute(permitId), '#token': 'token', '#e': 'expiresAt', '#r': 'releasedAt', ...indexed.names };
     const pins: string[] = [];
     const removes: string[] = [];
+    const marks: string[] = [];
     const pinValues: Record<string, unknown> = {};
     sweep.forEach((permit, i) => {
       names[`#s${i}`] = permitAttribute(permit.permitId);
@@ -167,20 +168,24 @@ export class SemaphoreStoreCore {
       pins.push(entryIsAsSeen(`#s${i}`, permit.releasedAt !== undefined));
     });
     // The replay indexes of the swept entries go with them, each only while it still names that
-    // entry. This acquire's own index is written below instead.
-    replayKeysOf(record, new Set(sweep.map((p) => p.token)))
-      .filter((index) => index.replayKey !== replay)
-      .forEach((index, i) => {
-        names[`#x${i}`] = replayAttribute(index.replayKey);
-        pinValues[`:x${i}`] = index.token;
+    // entry, except that one whose permit ended within the replay guard stays as its marker; old
+    // markers go. This acquire's own index is written below instead.
+    sweptReplayIndexes(record, sweep, replay, now2, SWEEP_MAX - sweep.length).forEach((index, i) => {
+      names[`#x${i}`] = replayAttribute(index.replayKey);
+      pinValues[`:x${i}`] = index.seen;
+      pins.push(replayIndexStillNames(i));
+      if (index.marker === undefined) {
         removes.push(`#x${i}`);
-        pins.push(replayIndexStillNames(i));
-      });
+      } else {
+        marks.push(`#x${i} = :y${i}`);
+        pinValues[`:y${i}`] = index.marker;
+      }
+    });
     const swept = countEnded(sweep);
     if (request.limit !== record.permitLimit && record.held > swept.unreleased) {
       // Another limit needs every unreleased entry gone, and there were more than one write may
       // remove: sweep what fits now; the caller's retry finds fewer.
-      return this.sweepOnly(name, names, pins, removes, swept, { ...pinValues, ':now': now2 });
+      return this.sweepOnly(name, names, pins, removes, swept, { ...pinValues, ':now': now2 }, marks);
     }
     pins.push(permitIsNew);
     if (replay !== undefined) {
@@ -202,7 +207,7 @@ export class SemaphoreStoreCore {
       ':now': now2,
     };
     const second = await this.write(name, {
-      update: `SET ${[...ISSUE_SET, 'held = held + :heldDelta', 'dead = dead - :deadDelta', ...indexed.set].join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
+      update: `SET ${[...ISSUE_SET, 'held = held + :heldDelta', 'dead = dead - :deadDelta', ...indexed.set, ...marks].join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
       condition: [roomOnceSwept, ...pins].join(' AND '),
       names,
       values,
@@ -291,6 +296,7 @@ export class SemaphoreStoreCore {
     const at = this.clock.nowMs();
     const retried = replayedPermit(record, replay, request.holder, at);
     if (retried !== undefined) return { kind: 'answer', answer: { acquired: true, permit: toPermit(record, retried.permitId, at) } };
+    if (isSpentPermitRequest(record, replay, at)) throw requestReplayed(name, 'permit');
     const live = livePermits(record, at);
     if (live.length > 0 && record.permitLimit !== request.limit) throw new LimitMismatchError(name, record.permitLimit);
     if (live.length >= request.limit) {
@@ -308,9 +314,10 @@ export class SemaphoreStoreCore {
     removes: string[],
     swept: { unreleased: number; released: number },
     pinValues: Record<string, unknown>,
+    marks: readonly string[],
   ): Promise<never> {
     await this.write(name, {
-      update: `SET held = held - :unreleased, dead = dead - :released REMOVE ${removes.join(', ')}`,
+      update: `SET ${['held = held - :unreleased', 'dead = dead - :released', ...marks].join(', ')} REMOVE ${removes.join(', ')}`,
       condition: pins.join(' AND '),
       names,
       values: { ...pinValues, ':unreleased': swept.unreleased, ':released': swept.released },

@@ -18,6 +18,7 @@ export type { CallOptions, HeadersHook, RetryOptions } from './transport/http.js
 export { DEFAULT_ENDPOINT_COOL_OFF_MS, type EndpointInput } from './transport/endpoints.js';
 export type { BatchOptions } from './api/renew-batcher.js';
 export type { AwsCredentials, AwsCredentialsProvider, RequestSigner, SignableRequest, SigV4SignerOptions } from './transport/signing.js';
+export { CredentialsNotFoundError, isCredentialsNotFoundError, type CredentialsSource } from './transport/credentials-error.js';
 export { createLeader, type Leader, type LeaderOptions } from './leader/leader.js';
 export { LeadershipLostError, type LeaderEvent, type LossReason, type TermInfo } from './term/events.js';
 export type { TermOptions } from './term/context.js';

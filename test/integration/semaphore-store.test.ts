@@ -6,6 +6,7 @@ import { ManualClock } from '../../functions/clock.js';
 import { SemaphoreStore, TOMBSTONES_MAX, type SemaphoreAcquireResult } from '../../functions/semaphore-store.js';
 import {
   ErrorCode,
+  LIMITS,
   LimitMismatchError,
   type PermitLostError,
   SemaphoreNotFoundError,
@@ -189,13 +190,15 @@ describe('semaphore acquire', () => {
     expect(await store.describe(name)).toMatchObject({ available: 0, holders: [{ holder: 'nightly', token: p.token }] });
   });
 
-  it('a late retry after its permit was released gets a new permit, and the retry of that retry gets the new one back', async () => {
+  it('a late retry after its permit was released is refused within the replay guard, after it gets a new permit, and the retry of that retry gets the new one back', async () => {
     const { clock, store } = storeAt();
     const name = uniqueName('late-retry');
     const id = requestId(6);
     const p = await permit(store, name, 'a', 1, 10_000, { requestId: id });
     await store.release(name, p);
     clock.advance(1);
+    await expect(store.acquire(name, { holder: 'a', ttlMs: 10_000, limit: 1, requestId: id })).rejects.toMatchObject({ code: ErrorCode.REQUEST_REPLAYED });
+    clock.advance(LIMITS.replayGuardMs);
     const late = await permit(store, name, 'a', 1, 10_000, { requestId: id });
     expect(late.permitId).not.toBe(p.permitId);
     expect(late.token).toBe(p.token + 1);
@@ -215,15 +218,18 @@ describe('semaphore acquire', () => {
     await expect(store.acquire(name, { holder: 'next', ttlMs: 1_000, limit: 1 })).rejects.toMatchObject({ code: ErrorCode.UNAVAILABLE });
     const next = await permit(store, name, 'next', 1, 1_000);
     const item = (await rawItem(name)) as Record<string, unknown>;
-    expect(Object.keys(item).filter((key) => key.startsWith('r_'))).toEqual([]);
+    // Within the replay guard, each swept entry's index stays as its marker, -expiresAt.
+    const markers = Object.entries(item).filter(([key]) => key.startsWith('r_')).map(([, value]) => value as number);
+    expect(markers).toHaveLength(50);
+    expect(markers.every((value) => value < 0)).toBe(true);
     expect(Object.keys(item).filter((key) => key.startsWith('p_'))).toEqual([`p_${next.permitId}`]);
   });
 
-  it('removes the replay index of a permit swept after its expiry', async () => {
+  it('removes the replay index of a permit swept after its expiry once the replay guard has passed', async () => {
     const { clock, store } = storeAt();
     const name = uniqueName('swept-index');
     await permit(store, name, 'a', 1, 1_000, { requestId: requestId(7) });
-    clock.advance(1_001);
+    clock.advance(1_001 + LIMITS.replayGuardMs);
     const next = await permit(store, name, 'b', 1, 1_000);
     const item = (await rawItem(name)) as Record<string, unknown>;
     expect(Object.keys(item).filter((key) => key.startsWith('r_'))).toEqual([]);

@@ -12,7 +12,7 @@ import {
   LeaseLostError,
   LeaseNotFoundError,
   LeaseNotHeldError,
-  type LeaseholdError,
+  LeaseholdError,
   ManualClock,
   MethodNotAllowedError,
   PayloadTooLargeError,
@@ -217,6 +217,8 @@ describe('results and errors', () => {
     SEMAPHORE_FULL: SemaphoreFullError,
     LIMIT_MISMATCH: LimitMismatchError,
     PERMIT_LOST: PermitLostError,
+    // A late copy of an acquire: nothing to carry but the code and the message.
+    REQUEST_REPLAYED: LeaseholdError,
   };
 
   it.each(Object.values(ErrorCode).filter((code) => code !== 'LEASE_HELD'))(

@@ -1,5 +1,6 @@
 /// <reference types="node" />
 import { constants as osConstants } from 'node:os';
+import { isCredentialsNotFoundError } from '../transport/credentials-error.js';
 import { ErrorCode, isKnownLeaseLostReason, isLeaseLostError, isLeaseholdError, type KnownLeaseLostReason, type LeaseholdError } from '../protocol/index.js';
 
 /**
@@ -22,7 +23,7 @@ export const ExitCode = {
   NOT_FOUND: 5,
   /** The service could not be used: network error, timeout, 503, 429, or not a leasehold endpoint. */
   UNAVAILABLE: 6,
-  /** The service refused the credentials (401 UNAUTHORIZED, 403 FORBIDDEN). */
+  /** The service refused the credentials (401 UNAUTHORIZED, 403 FORBIDDEN), or --sigv4 found none to sign with. */
   UNAUTHORIZED: 7,
 } as const;
 
@@ -41,7 +42,8 @@ export const EXIT_CODE_HELP = `Exit codes:
   5  not found: the lease was never acquired (describe)
   6  unreachable: network error or timeout, 503 UNAVAILABLE, 429 THROTTLED after retries,
      or the endpoint is not a leasehold v1 API (404 ROUTE_NOT_FOUND, 405)
-  7  unauthorized: 401 UNAUTHORIZED or 403 FORBIDDEN (SigV4 credentials, IAM policy)
+  7  unauthorized: 401 UNAUTHORIZED or 403 FORBIDDEN (SigV4 credentials, IAM policy), or no AWS
+     credentials were found to sign with (--sigv4)
   run: the command's own exit status, or 128+N if signal N ended it (130 SIGINT, 143 SIGTERM,
        137 SIGKILL); 2, 3, 6 or 7 if the command never started; 4 if leadership was lost.`;
 
@@ -102,6 +104,7 @@ const HINT_BY_CODE: Record<ErrorCode, string> = {
 export function exitCodeFor(error: unknown): ExitCode {
   if (error instanceof UsageError) return ExitCode.INVALID;
   if (isLeaseholdError(error)) return EXIT_BY_CODE[error.code];
+  if (isCredentialsNotFoundError(error)) return ExitCode.UNAUTHORIZED;
   // The SDK's own option checks (a bad --ttl relation, a bad region) are input mistakes.
   if (error instanceof RangeError || error instanceof TypeError) return ExitCode.INVALID;
   return ExitCode.INTERNAL;

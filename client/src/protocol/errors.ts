@@ -409,6 +409,8 @@ export function errorFromBody(body: ErrorBody['error'], leaseName?: string): Lea
       return new LimitMismatchError(leaseName ?? '(unknown)', body.limit ?? 0, { message });
     case ErrorCode.PERMIT_LOST:
       return new PermitLostError(leaseName ?? body.semaphore?.name ?? '(unknown)', body.semaphore ?? null, typeof body.reason === 'string' ? body.reason : undefined, { message });
+    case ErrorCode.REQUEST_REPLAYED:
+      return new LeaseholdError(ErrorCode.REQUEST_REPLAYED, message, opts);
     case ErrorCode.UNAVAILABLE:
       return new UnavailableError(message, opts);
     case ErrorCode.THROTTLED:

@@ -46,6 +46,19 @@ export const LIMITS = {
    */
   requestIdMinLength: 16,
   requestIdMaxLength: 64,
+  /**
+   * The SDK sends no attempt of an acquire later than this after its first, whatever its retry
+   * and timeout settings (client/src/transport/http.ts). Its defaults take at most 26 s: 4
+   * attempts of 5 s, 3 backoffs of at most 2 s.
+   */
+  requestIdSpanMaxMs: 60_000,
+  /**
+   * For this long after a grant (lease or permit) ends, the requestId that produced it cannot
+   * produce another on that name for that principal: a copy delivered late is refused with
+   * REQUEST_REPLAYED. Twice `requestIdSpanMaxMs`: every attempt the SDK sends of a request falls
+   * within the first half, and the second half is left for a copy the network held.
+   */
+  replayGuardMs: 120_000,
   lockDelayMaxMs: 60_000,
   /** The longest an acquire may ask the server to wait for the lease to become available (`serverWaitMs`). */
   serverWaitMaxMs: 100,

@@ -1,0 +1,101 @@
+import { ErrorCode, LIMITS, LeaseholdError } from '../client/src/protocol/index.js';
+import type { LeaseRecord } from './lease-record.js';
+import { permitsOf, replayAttribute, REPLAY_PREFIX, type PermitView, type SemaphoreRecord } from './semaphore-record.js';
+
+/**
+ * The replay guard: a requestId that produced a grant (a lease or a permit) cannot produce another
+ * on that name for the same principal until LIMITS.replayGuardMs after that grant ended. Why: with
+ * several endpoints, a copy of an acquire can arrive long after its sender moved on (a partition
+ * that heals delivers what it held). Without the guard, the copy of an acquire whose grant has
+ * ended looks new and is granted to a holder whose SDK never learns the grant, and everyone else
+ * waits for its ttl. The SDK sends every attempt of one acquire within LIMITS.requestIdSpanMaxMs of
+ * the first, and the guard is twice that, so no retry of its own is ever refused unless its grant
+ * ended before the retry was sent (then it is told so, and acquires again with a new requestId).
+ *
+ * What it keeps: a lease keeps its latest grant's replay key after the grant ends (one attribute;
+ * the next grant replaces it). A semaphore keeps a permit's replay index while the permit's entry
+ * stays, and a sweep that removes an entry that ended within the guard leaves its index behind as
+ * a marker, `-endedAtMs` (about 45 bytes), that a later sweep removes once the guard has passed
+ * (with the entries it sweeps, at most SWEEP_MAX in one write, so its expressions stay within
+ * DynamoDB's limits). So a semaphore item holds at most one marker per permit acquired with a
+ * requestId and swept within the last replayGuardMs, and the markers are gone within one sweep of
+ * the guard passing. The guard only ever refuses the same principal's same requestId: it never
+ * delays anyone else's acquire.
+ */
+
+/** The answer to an acquire whose requestId already produced a grant that has ended. */
+export function requestReplayed(name: string, kind: 'lease' | 'permit'): LeaseholdError {
+  return new LeaseholdError(
+    ErrorCode.REQUEST_REPLAYED,
+    `${kind === 'lease' ? 'Lease' : 'Semaphore'} "${name}": this requestId already produced a ${kind === 'lease' ? 'grant' : 'permit'}, which has ended; ` +
+      `it produces no other for ${LIMITS.replayGuardMs / 1000} s after that. Acquire again with a new requestId.`,
+    { leaseName: name },
+  );
+}
+
+/** The earliest end of a grant the guard still covers at `nowMs`. */
+export function spentBefore(nowMs: number): number {
+  return nowMs - LIMITS.replayGuardMs;
+}
+
+/**
+ * The lease item says this replay key's grant ended within the guard: the acquire's condition
+ * (lease-conditions.ts leaseIsAvailableToNewRequest) refused it for that, or would have.
+ */
+export function isSpentLeaseRequest(record: LeaseRecord, requestHash: string | undefined, nowMs: number): boolean {
+  if (requestHash === undefined || record.requestHash !== requestHash) return false;
+  const endedAtMs = Math.min(record.expiresAt, record.releasedAt ?? Number.POSITIVE_INFINITY);
+  const ended = record.holder === undefined || record.expiresAt < nowMs;
+  return ended && endedAtMs >= spentBefore(nowMs);
+}
+
+/** When a permit stopped counting: its release, or its expiry if that came first. */
+function permitEndedAtMs(permit: PermitView): number {
+  return Math.min(permit.expiresAt, permit.releasedAt ?? Number.POSITIVE_INFINITY);
+}
+
+/**
+ * The semaphore item says this replay key's permit ended within the guard: its index names an
+ * ended entry, or is a marker left by the sweep that removed the entry.
+ */
+export function isSpentPermitRequest(record: SemaphoreRecord, replayKey: string | undefined, nowMs: number): boolean {
+  if (replayKey === undefined) return false;
+  const index = record[replayAttribute(replayKey)];
+  if (index === undefined) return false;
+  if (index < 0) return -index >= spentBefore(nowMs);
+  const permit = permitsOf(record).find((p) => p.token === index);
+  if (permit === undefined || (permit.releasedAt === undefined && permit.expiresAt >= nowMs)) return false;
+  return permitEndedAtMs(permit) >= spentBefore(nowMs);
+}
+
+/**
+ * What a sweep does to replay indexes: each index naming a swept permit is removed, or, if that
+ * permit ended within the guard, turned into its marker; markers past the guard are removed (at
+ * most `markersMax`). `seen` is the value the write pins; `marker` undefined means remove.
+ * `except`: this acquire's own index, which the acquire writes itself.
+ */
+export function sweptReplayIndexes(
+  record: SemaphoreRecord,
+  swept: readonly PermitView[],
+  except: string | undefined,
+  nowMs: number,
+  markersMax: number,
+): Array<{ replayKey: string; seen: number; marker: number | undefined }> {
+  const byToken = new Map(swept.map((p) => [p.token, p]));
+  const out: Array<{ replayKey: string; seen: number; marker: number | undefined }> = [];
+  let stale = 0;
+  for (const [key, value] of Object.entries(record)) {
+    if (!key.startsWith(REPLAY_PREFIX) || typeof value !== 'number') continue;
+    const replayKey = key.slice(REPLAY_PREFIX.length);
+    if (replayKey === except) continue;
+    const permit = byToken.get(value);
+    if (permit !== undefined) {
+      const endedAtMs = permitEndedAtMs(permit);
+      out.push({ replayKey, seen: value, marker: endedAtMs >= spentBefore(nowMs) ? -endedAtMs : undefined });
+    } else if (value < 0 && -value < spentBefore(nowMs) && stale < markersMax) {
+      stale += 1;
+      out.push({ replayKey, seen: value, marker: undefined });
+    }
+  }
+  return out;
+}
