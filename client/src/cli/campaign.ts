@@ -1,6 +1,7 @@
 /// <reference types="node" />
 import type { AcquireResult, LeaseApi } from '../api/lease-client.js';
 import { isLeaseholdError, type PublicLease } from '../protocol/index.js';
+import { isCredentialsNotFoundError } from '../transport/credentials-error.js';
 import { CONFIGURATION_CODES } from './exit-codes.js';
 
 /**
@@ -37,8 +38,8 @@ export function campaignApi(client: LeaseApi, retryEveryMs: number, hooks: Campa
         result = await client.acquire(name, request, call);
       } catch (error) {
         if (call?.signal?.aborted) throw error; // our own cancellation, not a failure
-        // A TypeError here comes from the signer or the options (no region, no credentials), never from the network.
-        const configuration = isLeaseholdError(error) ? CONFIGURATION_CODES.has(error.code) : error instanceof TypeError;
+        // Missing credentials, or a TypeError (from the signer or the options: no region), never come from the network.
+        const configuration = isLeaseholdError(error) ? CONFIGURATION_CODES.has(error.code) : isCredentialsNotFoundError(error) || error instanceof TypeError;
         if (!answered && configuration) hooks.onFatal(error);
         else hooks.onError(error);
         throw error;

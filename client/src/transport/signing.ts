@@ -1,3 +1,4 @@
+import { CredentialsNotFoundError } from './credentials-error.js';
 import { presignSigV4, signSigV4 } from './sigv4.js';
 
 /**
@@ -81,10 +82,7 @@ const EXECUTE_API_HOST = /^[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(
  */
 export function environmentSigV4Signer(options: SigV4SignerOptions = {}): RequestSigner {
   return createSigV4Signer(options, async () => {
-    throw new TypeError(
-      'Expected AWS credentials for SigV4 signing: pass `credentials`, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY ' +
-        '(Lambda sets them). The `sigv4Signer` of the main entry point also reads profiles, SSO and instance roles.',
-    );
+    throw new CredentialsNotFoundError('environment');
   });
 }
 
