@@ -3,6 +3,7 @@ import type { Checked } from '../protocol/checks.js';
 import {
   ErrorCode,
   ForbiddenError,
+  LIMITS,
   InternalError,
   type LeaseholdError,
   RETRYABLE_CODES,
@@ -149,7 +150,12 @@ export class HttpTransport {
     const retries = call.retries ?? this.retry.retries;
     const timeoutMs = call.timeoutMs ?? this.timeoutMs;
     const startedAt = this.clock.nowMs();
-    const budgetLeft = () => (call.totalTimeoutMs === undefined ? Infinity : startedAt + call.totalTimeoutMs - this.clock.nowMs());
+    // Every attempt of a request with a requestId (an acquire) is sent within
+    // LIMITS.requestIdSpanMaxMs of the first, whatever the settings: the server's replay guard,
+    // twice as long, then refuses any copy of it that arrives after its grant ended.
+    const spanMs = spec.body !== undefined && 'requestId' in spec.body ? LIMITS.requestIdSpanMaxMs : Infinity;
+    const totalMs = Math.min(call.totalTimeoutMs ?? Infinity, spanMs);
+    const budgetLeft = () => startedAt + totalMs - this.clock.nowMs();
     const body = spec.body === undefined ? undefined : JSON.stringify(spec.body);
 
     for (let attempt = 0; ; attempt++) {
