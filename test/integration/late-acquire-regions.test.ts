@@ -1,0 +1,118 @@
+import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LeaseClient } from 'leasehold';
+import { startLocalRegions, type LocalRegion, type LocalRegions } from '../../local/regions/regions.js';
+import { localDynamoConfig } from '../support/dynamodb.js';
+
+// A late copy of an acquire, end to end, in the local three-Region emulation (local/regions/): the
+// SDK over [us-east-1, us-east-2, us-west-2] sends an acquire while us-east-1 is blackholed, moves on
+// to us-east-2, which grants it; the client releases it there; then us-east-1 heals and delivers the
+// acquire it held. That copy must grant nothing (409 REQUEST_REPLAYED): without the replay guard it
+// was granted again, to a holder whose SDK never learns it, and everyone else waited for its ttl.
+//
+// The SDK gives up on us-east-1 by aborting its fetch; the bytes it had sent are still in the
+// network, as with a real partition (TCP keeps retransmitting what it already accepted). The fetch
+// below models that: the SDK's call rejects at its abort, and the request itself carries on, its
+// answer kept for the test.
+
+let regions: LocalRegions;
+let east1: LocalRegion;
+
+beforeAll(async () => {
+  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
+  regions = await startLocalRegions({
+    count: 3,
+    dynamodbEndpoint: localDynamoConfig().endpoint,
+    tableName: `late-acquire-${randomUUID()}`,
+    subscriptionTableName: `late-acquire-subs-${randomUUID()}`,
+  });
+  east1 = regions.region('us-east-1');
+}, 60_000);
+
+afterEach(async () => {
+  for (const region of regions.regions) await region.up();
+});
+
+afterAll(async () => {
+  await regions?.close();
+});
+
+interface Answer {
+  status: number;
+  body: { error?: { code: string }; lease?: { holder: string; token: number }; permit?: { holder: string; token: number } };
+}
+
+/** A fetch whose requests to us-east-1 outlive the SDK's abort; their answers land in `late`, by path. */
+function networkThatHolds() {
+  const late: Array<{ path: string; answer: Promise<Answer> }> = [];
+  const hits: string[] = [];
+  const byPort = new Map(regions.regions.map((r) => [String(r.port), r.name]));
+  const fetchThrough = (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
+    const url = new URL(String(input));
+    hits.push(byPort.get(url.port) ?? '?');
+    if (url.port !== String(east1.port)) return fetch(input, { ...init, redirect: 'manual' });
+    const answer = rawRequest(url, init);
+    late.push({ path: url.pathname, answer });
+    return new Promise<Response>((resolve, reject) => {
+      init.signal?.addEventListener('abort', () => reject(init.signal?.reason));
+      answer.then((a) => resolve(new Response(JSON.stringify(a.body), { status: a.status, headers: { 'content-type': 'application/json' } })), reject);
+    });
+  };
+  return { fetch: fetchThrough as typeof fetch, late, hits };
+}
+
+/** One HTTP request with no time limit of its own: it lasts as long as the network holds it. */
+function rawRequest(url: URL, init: RequestInit): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const headers = Object.fromEntries(Object.entries((init.headers ?? {}) as Record<string, string>));
+    const req = httpRequest(url, { method: init.method ?? 'GET', headers, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Answer['body'] }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(typeof init.body === 'string' ? init.body : undefined);
+  });
+}
+
+function clientOver(fetchThrough: typeof fetch) {
+  // A short attempt limit keeps the test short: us-east-1's share of it is a third.
+  return new LeaseClient({ endpoints: regions.regions.map((r) => r.url), fetch: fetchThrough, timeoutMs: 1_500 });
+}
+
+describe('an acquire held by a blackholed Region that heals after its grant was released elsewhere', { timeout: 30_000 }, () => {
+  it('grants the lease nothing when it is delivered: 409 REQUEST_REPLAYED, and the lease stays free for the next candidate', async () => {
+    const network = networkThatHolds();
+    const client = clientOver(network.fetch);
+    const name = `late:lease-${randomUUID().slice(0, 8)}`;
+    await east1.down('blackhole');
+    const first = await client.acquire(name, { holder: 'worker-1', ttlMs: 10_000 });
+    if (!first.acquired) throw new Error('expected a grant through another Region');
+    expect(network.hits.slice(0, 2)).toEqual(['us-east-1', 'us-east-2']);
+    await client.release(name, first.lease);
+    await east1.up();
+    const late = await network.late.find((held) => held.path.endsWith('/acquire'))?.answer;
+    expect(late).toMatchObject({ status: 409, body: { error: { code: 'REQUEST_REPLAYED' } } });
+    expect(await client.describe(name)).toMatchObject({ holder: null, token: first.lease.token });
+    const next = await clientOver(fetch).acquire(name, { holder: 'worker-2', ttlMs: 10_000 });
+    expect(next).toMatchObject({ acquired: true, lease: { holder: 'worker-2', token: first.lease.token + 1 } });
+  });
+
+  it('issues no second permit of a semaphore when it is delivered: 409 REQUEST_REPLAYED, and the permit stays free', async () => {
+    const network = networkThatHolds();
+    const client = clientOver(network.fetch);
+    const name = `late:sem-${randomUUID().slice(0, 8)}`;
+    await east1.down('blackhole');
+    const first = await client.acquirePermit(name, { holder: 'worker-1', ttlMs: 10_000, limit: 1 });
+    if (!first.acquired) throw new Error('expected a permit through another Region');
+    await client.releasePermit(name, first.permit);
+    await east1.up();
+    const late = await network.late.find((held) => held.path.endsWith('/acquire'))?.answer;
+    expect(late).toMatchObject({ status: 409, body: { error: { code: 'REQUEST_REPLAYED' } } });
+    expect(await client.describeSemaphore(name)).toMatchObject({ available: 1, holders: [] });
+  });
+});
