@@ -20,8 +20,8 @@ export function principalKey(principal: string): string {
 /**
  * What the stores keep to recognise a replayed acquire: a hash of the requestId bound to the
  * caller's principal, so the same requestId presented by another principal is a new request, and
- * the item never holds a requestId in clear. `scope` keeps a lease's and a semaphore's keys apart.
+ * the item never holds a requestId in clear. `scope` keeps a lease's, a semaphore's and a rwlock's keys apart.
  */
-export function replayKey(scope: 'lease' | 'permit', principal: string, requestId: string): string {
+export function replayKey(scope: 'lease' | 'permit' | 'rwlock', principal: string, requestId: string): string {
   return createHash('sha256').update(`leasehold-${scope}-request\n${principal}\n${requestId}`).digest('hex').slice(0, 32);
 }

@@ -47,6 +47,17 @@ export class RwlockLostError extends LeaseholdError {
   }
 }
 
+/** A revoke of a rwlock with no live grant to revoke (LEASE_NOT_HELD). */
+export class RwlockNotHeldError extends LeaseholdError {
+  override name = 'RwlockNotHeldError';
+  constructor(readonly rwlock: PublicRwlock) {
+    super(ErrorCode.LEASE_NOT_HELD, `Rwlock "${rwlock.name}" has no live grant to revoke (token ${rwlock.token}).`, { leaseName: rwlock.name });
+  }
+  override toBody(): ErrorBody['error'] & { rwlock: PublicRwlock } {
+    return { ...super.toBody(), rwlock: this.rwlock };
+  }
+}
+
 /** Rebuilds the typed error of a rwlock route's error body; other codes as `errorFromBody` does. */
 export function rwlockErrorFromBody(body: ErrorBody['error'] & { rwlock?: PublicRwlock | null }, rwlockName: string): LeaseholdError {
   if (body.code === ErrorCode.LEASE_HELD && isPublicRwlock(body.rwlock)) return new RwlockHeldError(body.rwlock, body.retryAfterMs ?? 0, { message: body.message });
