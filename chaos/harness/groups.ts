@@ -1,6 +1,7 @@
 import { systemClock, type CancelTimer, type MonotonicClock } from '../../client/src/time/clock.js';
 import { memberLeaseName, partitionLeaseName } from '../../client/src/group/names.js';
 import { createLeaseGroup, type LeaseGroup, type LeaseGroupApi } from '../../client/src/group/lease-group.js';
+import type { Fence } from '../../client/src/fence/fence.js';
 import type { TermInfo } from '../../client/src/term/events.js';
 import { monotonicToHarnessMs } from '../harness-clock.js';
 import { validateOwnershipLine, type OwnershipEvent, type OwnershipRecord } from '../ownership.js';
@@ -119,6 +120,8 @@ export interface GroupMemberOptions {
   ttlMs: number;
   balanceEveryMs: number;
   journal: Journal;
+  /** `--fence epoch`: each partition lease's epoch, claimed before its ownership begins (the group's `fence`). */
+  fence?: (lease: string) => Fence;
   /** Debug: the member's clock runs at this rate (default 1). Below 1 its deadlines fall late: the checker must report G1. */
   clockRate?: number;
   /** Ownership of the partition `lease` began: work it while `term.signal` lasts. */
@@ -186,7 +189,7 @@ export class ChaosGroupMember {
   }
 
   private join(): LeaseGroup {
-    const { name, ttlMs } = this.options;
+    const { name, ttlMs, fence } = this.options;
     const group: LeaseGroup = createLeaseGroup(this.options.client, {
       group: CHAOS_GROUP,
       partitions: this.options.partitions,
@@ -195,6 +198,7 @@ export class ChaosGroupMember {
       requestTimeoutMs: ttlMs,
       balanceEveryMs: this.options.balanceEveryMs,
       clock: this.clock,
+      ...(fence === undefined ? {} : { fence: (partition: string) => fence(partitionLeaseName(CHAOS_GROUP, partition)) }),
       onAssigned: (partition, term) => {
         const lease = partitionLeaseName(CHAOS_GROUP, partition);
         // Read at once: the deadline of the grant that began the belief.

@@ -108,7 +108,9 @@ export const USAGE = `usage: npm run chaos -- [options]
                          every 0.5-1.5 ttl
   --groups               workers are members of one lease group (createLeaseGroup) instead of
                          leaders: its partitions (leases chaos.p.0 …) are shared among them, each
-                         owner works its partitions' job queues fenced by their tokens, and every
+                         owner works its partitions' job queues fenced by their tokens (with
+                         --fence epoch: by an epoch per partition, claimed before each ownership
+                         begins), and every
                          member records what it believes it owns (ownership.jsonl), which the checker
                          judges (G1: never two believing owners; G2: owners again soon after the heal)
   --partitions N         with --groups: the group's partitions (default 8); each is a lease with a
@@ -199,11 +201,11 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
   const groups = v.groups === true;
   if (!groups && v.partitions !== undefined) throw new UsageError('Expected `--partitions` only with `--groups`.');
   if (groups) {
-    // A group's terms are the SDK's own: no priorities, no epoch claim before a term, renewals always batched by the group.
+    // A group's terms are the SDK's own: no priorities, renewals always batched by the group; with
+    // `--fence epoch` each partition's term claims that partition's epoch first (the group's `fence`).
     const why = { leases: 'the leases are the group’s partitions (see `--partitions`)', priorities: 'a group’s terms have no priorities', batch: 'a group batches its renewals itself' };
     const clash = (['leases', 'priorities', 'batch'] as const).find((k) => v[k] !== undefined && v[k] !== false);
     if (clash !== undefined) throw new UsageError(`Expected \`--${clash}\` without \`--groups\`: ${why[clash]}.`);
-    if (v.fence !== undefined && v.fence !== 'item') throw new UsageError('Expected `--fence item` (the default) with `--groups`: a group claims no epoch before a term.');
   }
   if (!groups && v['unsafe-slow-member-clocks'] === true) throw new UsageError('Expected `--unsafe-slow-member-clocks` only with `--groups`.');
   const groupPartitions = groups ? (v.partitions === undefined ? 8 : parseCount(v.partitions, 'partitions', 1, 32)) : 0;

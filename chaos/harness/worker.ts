@@ -8,7 +8,7 @@ import { createSemaphore, type Semaphore } from '../../client/src/semaphore/sema
 import type { TermInfo } from '../../client/src/term/events.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
 import { harnessNowMs, monotonicToHarnessMs, timeOriginErrorMs } from '../harness-clock.js';
-import { ChaosGroupMember, type Holding } from './groups.js';
+import { ChaosGroupMember, groupLeases, type Holding } from './groups.js';
 import { EPOCHS_TABLE, chargeCommand, claimCommand, epochChargeItem, unchargedJobs, type JobRow } from './jobs.js';
 import { openJournal } from './journal.js';
 import type { FenceMode } from './options.js';
@@ -147,6 +147,8 @@ function startWork(lease: string, holding: Holding, term: TermInfo): void {
 }
 
 if (config.group !== undefined) {
+  // `--fence epoch`: one epoch record per partition lease; the group claims each won token there first.
+  if (config.fenceMode === 'epoch') for (const lease of groupLeases(config.group.partitions)) epochs.set(lease, dynamodbEpoch(db, { tableName: EPOCHS_TABLE, key: { lease } }));
   member = new ChaosGroupMember({
     client,
     name,
@@ -155,6 +157,7 @@ if (config.group !== undefined) {
     balanceEveryMs: config.group.balanceEveryMs,
     journal,
     ...(config.group.unsafeClockRate === undefined ? {} : { clockRate: config.group.unsafeClockRate }),
+    ...(config.fenceMode === 'epoch' ? { fence: (lease: string) => journalledFence(lease, epochs.get(lease) as DynamoDBEpoch) } : {}),
     onAssigned: (lease, holding, term) => {
       send({ type: 'elected', name, lease, token: term.token });
       startWork(lease, holding, term);

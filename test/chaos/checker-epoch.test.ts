@@ -42,6 +42,14 @@ describe('the epoch invariant', () => {
     expect(epochViolations(records)).toEqual([`a's write for job-2 with token 5 was accepted, though it was sent at 1200, after b had claimed epoch 6 at 1120`]);
   });
 
+  it("judges each lease (a group's partition) by its own epoch: a newer claim on another partition fences nothing here", () => {
+    const other = 'chaos.p.1';
+    const elsewhere = [...terms.slice(0, 3), { ...claim('b', [1_110, 1_120], 9), lease: other }, write('a', [1_200, 1_210], 'job-2', 5, true, 2_000)];
+    expect(epochViolations(elsewhere)).toEqual([]);
+    const both = [...elsewhere, acquireOk('b', [1_100, 1_110], 6, { serverNowMs: 1_105, serverExpiresAtMs: 2_105 }), claim('b', [1_110, 1_120], 6)];
+    expect(epochViolations(both)).toEqual([`a's write for job-2 with token 5 was accepted, though it was sent at 1200, after b had claimed epoch 6 at 1120`]);
+  });
+
   it('does not count a claim whose answer never came, or a write sent while the claim was in flight', () => {
     const records = [...terms.slice(0, 4), claim('b', [1_110, 1_300], 6, 'unknown'), write('a', [1_200, 1_210], 'job-2', 5, true, 2_000)];
     expect(epochViolations(records)).toEqual([]);

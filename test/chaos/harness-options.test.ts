@@ -28,3 +28,10 @@ describe('the chaos harness options for Regions', () => {
     expect(() => parse('--regions', '3', '--api-instances', '2')).toThrow(/Expected `--api-instances` without `--regions 3`/);
   });
 });
+
+describe('the chaos harness options for lease groups', () => {
+  it('takes --fence epoch with --groups (each partition claims its own epoch), and item fencing by default', () => {
+    expect(parse('--groups', '--fence', 'epoch')).toMatchObject({ fenceMode: 'epoch' });
+    expect(parse('--groups')).toMatchObject({ fenceMode: 'item' });
+  });
+});

@@ -364,6 +364,36 @@ describe('a bounded chaos run of a lease group (--groups)', () => {
   });
 });
 
+describe('a bounded chaos run of a lease group fenced by epochs (--groups --fence epoch)', () => {
+  // The same group and nemesis, each partition's ownership beginning with a claim of that
+  // partition's epoch, each charge an epoch transaction: I4 holds every write against the claims of
+  // its own partition.
+  const run = harnessRunOnce(['--duration', '20s', '--seed', SEED_GROUPS, '--groups', '--fence', 'epoch']);
+
+  it('ends with exit status 0 and the verdict PASS, its writes checked against the epoch claims of every partition', async () => {
+    expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
+    expect(run.summary.invariants.G1!.checked).toBeGreaterThan(10);
+    const history = await readHistory(join(run.out, 'history.jsonl'));
+    const claims = history.flatMap((e) => (e.record.type === 'op' && e.record.op === 'claim' && e.record.outcome === 'ok' ? [e.record] : []));
+    expect(new Set(claims.map((c) => c.lease)).size).toBeGreaterThanOrEqual(6);
+    expect(claims.every((c) => c.lease.startsWith('chaos.p.'))).toBe(true);
+    expect(readFileSync(join(run.out, 'summary.txt'), 'utf8')).toMatch(/against \d+ epoch claims/);
+    const { jobs } = run.summary;
+    expect(jobs.enqueued).toBeGreaterThan(20);
+    expect(jobs).toMatchObject({ chargedOnce: jobs.enqueued, chargedMoreThanOnce: 0, neverCharged: 0 });
+  });
+});
+
+describe('a chaos run of a lease group fenced by epochs whose charges skip the epoch check (--groups --fence epoch --unsafe-no-fence)', () => {
+  const run = harnessRunOnce(['--duration', '20s', '--seed', SEED_GROUPS, '--groups', '--fence', 'epoch', '--unsafe-no-fence', '--faults', 'partition', '--fault-every', '2s']);
+
+  it('is caught: a deposed owner\'s charge held by a partition landed after the partition\'s new owner charged the job', () => {
+    expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 1, verdict: 'VIOLATIONS' });
+    expect(run.summary.invariants.I5!.status).toBe('fail');
+    expect(run.summary.check.invariants.I5!.violations.map((v) => v.message).join('\n')).toMatch(/^job \S+ /m);
+  });
+});
+
 /** The seed of the bounded `--regions 3` run; its 30 s plan takes one Region down among every other kind of fault. */
 const SEED_REGIONS = '20261141';
 
