@@ -47,6 +47,7 @@ export { createLeaseGroup, type GroupEvent, type LeaseGroup, type LeaseGroupApi,
 export { MAX_GROUP_PARTITIONS, memberIdFor, memberLeaseName, partitionLeaseName } from './group/names.js';
 export { planBalance, type GroupMember, type GroupMove, type GroupPlan, type GroupView } from './group/plan.js';
 export { DEFAULT_WEIGHTED_POLICY, planWeighted, type WeightedMember, type WeightedMemberPlan, type WeightedPlan, type WeightedPolicy, type WeightedView } from './group/weighted-plan.js';
+export type { GroupBalanceView, LoadBalancingOptions, MemberBalance } from './group/load-balancing.js';
 export { observe, type LeaderChange, type ObserveOptions } from './watch/observe.js';
 export {
   createWatch,

@@ -272,7 +272,8 @@ export class LeaseClient implements LeaseApi, SemaphoreApi {
   async renewBatch(prefix: string, grants: readonly BatchRenewEntry[], call?: CallOptions): Promise<BatchRenewResult[]> {
     validateBatchPrefix(prefix);
     const body = validateBatchRenewRequest(prefix, {
-      grants: grants.map((g) => ({ ...pickFields(g, RENEW_GRANT_FIELDS), name: g.name })),
+      // metadata only when asked for: that entry is a proclaim.
+      grants: grants.map((g) => ({ ...pickFields(g, RENEW_GRANT_FIELDS), ...(g.metadata === undefined ? {} : { metadata: g.metadata }), name: g.name })),
     });
     const out = (await this.transport.send(
       { operation: 'renew-batch', ...routeRequest('renew-batch', prefix), body, idempotent: true },

@@ -102,7 +102,8 @@ export class RenewBatcher {
       }
       const askedAtMs = this.clock.nowMs();
       const pending: Pending = {
-        entry: { ...pickFields(request, RENEW_GRANT_FIELDS), name },
+        // metadata travels only when asked for: a renewal that carries it is a proclaim.
+        entry: { ...pickFields(request, RENEW_GRANT_FIELDS), ...(request.metadata === undefined ? {} : { metadata: request.metadata }), name },
         call,
         askedAtMs,
         sendByMs: askedAtMs + this.windowFor(request),

@@ -37,6 +37,7 @@ import type { Term } from '../term/term.js';
 import type { WatchSubscription } from '../watch/watch.js';
 import type { GroupCore } from './core.js';
 import { handOffEverything } from './departure.js';
+import type { GroupBalanceView } from './load-balancing.js';
 import { followWatch } from './follow-watch.js';
 import { Membership } from './membership.js';
 import { Ownerships } from './ownership.js';
@@ -131,6 +132,17 @@ class LeaseGroupImpl implements LeaseGroup, GroupCore {
     return this.membership.isMember();
   }
 
+  reportLoad(partition: string, value: number): void {
+    const balancing = this.settings.balancing;
+    if (balancing === undefined) throw new TypeError('Expected a group with load balancing (`weights`, `capacity` or `loadBalancing`) for `reportLoad`.');
+    balancing.check(partition, value);
+    if (this.ownerships.isOwner(partition)) balancing.report(partition, value);
+  }
+
+  balance(): GroupBalanceView | undefined {
+    return this.rebalancer.lastPlanned();
+  }
+
   stop(): Promise<void> {
     this.stopping ??= this.leave();
     return this.stopping;
@@ -188,6 +200,7 @@ class LeaseGroupImpl implements LeaseGroup, GroupCore {
     if (this.membership.ended(term, reason)) return;
     const partition = this.ownerships.forget(term);
     if (partition === undefined) return;
+    this.settings.balancing?.forget(partition);
     this.callHook('onRevoked', () => this.settings.options.onRevoked?.(partition, reason, term.info()));
     this.rebalancer.termEnded(reason);
   }

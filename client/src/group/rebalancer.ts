@@ -3,7 +3,7 @@ import type { PublicLease } from '../protocol/index.js';
 import type { LossReason } from '../term/events.js';
 import type { GroupCore } from './core.js';
 import { handOff } from './handoffs.js';
-import { planBalance } from './plan.js';
+import { planGroup, type GroupBalanceView } from './load-balancing.js';
 import type { PartitionTaker } from './taker.js';
 import { readGroup, viewOf, type GroupReadView, type KnownMember } from './view.js';
 
@@ -25,6 +25,8 @@ const READ_JITTER_SHARE = 0.2;
 export class Rebalancer {
   /** From the last read: each other live member's holder → when its membership runs out, and what it owns. */
   private knownMembers = new Map<string, KnownMember>();
+  /** The last read's plan, summed up per member (`LeaseGroup.balance()`). */
+  private lastBalance: GroupBalanceView | undefined;
   /** Partition → when a read first saw it free, for the fallback when its planned taker never comes. */
   private readonly freeSince = new Map<string, number>();
   private cancelRead: CancelTimer | undefined;
@@ -61,6 +63,11 @@ export class Rebalancer {
         this.requestRead(Math.min(nextMs, again ?? Number.POSITIVE_INFINITY));
       });
     });
+  }
+
+  /** The last read's plan per member; undefined before the first read. */
+  lastPlanned(): GroupBalanceView | undefined {
+    return this.lastBalance;
   }
 
   /** Cancels the next read (the member is leaving). */
@@ -136,7 +143,9 @@ export class Rebalancer {
       else if (!this.freeSince.has(partition)) this.freeSince.set(partition, now);
     }
 
-    const plan = planBalance({ partitions, members, owners });
+    const planned = planGroup(settings.balancing, leases, { partitions, members, owners }, settings.group, now);
+    this.lastBalance = planned.view;
+    const plan = planned.plan;
     let taking = 0;
     let giving = 0;
     if (isMember) {

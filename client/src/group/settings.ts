@@ -7,6 +7,8 @@ import { watchFromOption, type WatchClient } from '../watch/watch.js';
 import { PartitionFences } from './epoch-fence.js';
 import { memberIdFor, memberLeaseName, validateGroupLayout } from './names.js';
 import { batchingRenewals } from './renewals.js';
+import { LoadBalancing } from './load-balancing.js';
+import { publishingLoad } from './load-publishing.js';
 import type { GroupEvent, LeaseGroupApi, LeaseGroupOptions } from './types.js';
 
 /** A read prompted by a push waits at most this long for the rest of its burst (see `pushedReadDelayMs`). */
@@ -39,6 +41,8 @@ export interface GroupSettings {
   readonly ownsWatch: boolean;
   /** The `warnings` of the whole member (its terms' contexts have none of their own). */
   readonly notices: WaitNotices | undefined;
+  /** Load-based balancing (`weights`, `capacity`, `loadBalancing`); undefined for a count-based group. */
+  readonly balancing: LoadBalancing | undefined;
   /** With `fence`: every partition's epoch store, each won token claimed there before its ownership begins. */
   readonly fences: PartitionFences | undefined;
 }
@@ -54,7 +58,10 @@ export function resolveGroupSettings(client: LeaseGroupApi, options: LeaseGroupO
   const layout = validateGroupLayout(options.group, memberId, options.partitions);
   const group = layout.group;
   const fences = PartitionFences.from(options.fence, layout.partitions);
-  const api = batchingRenewals(client, `${group}.`, options.clock ?? systemClock);
+  const balancing = LoadBalancing.from(options, layout.partitions, options.clock ?? systemClock);
+  const batched = batchingRenewals(client, `${group}.`, options.clock ?? systemClock);
+  // A load-balanced member's report rides on its membership's own writes (load-publishing.ts).
+  const api = balancing === undefined ? batched : publishingLoad(batched, memberLeaseName(group, memberId), balancing);
   const termOptions: TermOptions = { ...options, onEvent: emit, warnings: false };
   const memberCtx = createTermContext(api, memberLeaseName(group, memberId), termOptions);
   const notices = WaitNotices.from(options.warnings, memberCtx.clock, 'member', endpointsLabel(client), memberCtx.name);
@@ -77,5 +84,6 @@ export function resolveGroupSettings(client: LeaseGroupApi, options: LeaseGroupO
     ownsWatch: resolved.owned,
     notices,
     fences,
+    balancing,
   };
 }

@@ -4,6 +4,7 @@ import type { BatchHandoffEntry, BatchHandoffResult, BatchRenewEntry, BatchRenew
 import type { TermOptions } from '../term/context.js';
 import type { LeaderEvent, LossReason, TermInfo } from '../term/events.js';
 import type { CallOptions } from '../transport/http.js';
+import type { GroupBalanceView, LoadBalancingOptions } from './load-balancing.js';
 import type { WatchOption } from '../watch/watch.js';
 
 /** The verbs a lease group needs. LeaseClient implements them all. */
@@ -69,6 +70,20 @@ export interface LeaseGroupOptions<F extends Fence | undefined = Fence | undefin
   onRevoked?: (partition: string, reason: LossReason, term: TermInfo) => void | Promise<void>;
   /** Aborting it is `stop()`. */
   signal?: AbortSignal;
+  /**
+   * Balance on load rather than counts (docs/groups.md): each partition's static weight, as an
+   * object keyed by partition (partitions left out weigh 1) or a function of the partition (called
+   * once per partition at construction). Every member must pass the same. Default: none.
+   */
+  weights?: Readonly<Record<string, number>> | ((partition: string) => number);
+  /** This member's capacity relative to the others' (its target is proportional to it); turns on load balancing. Default 1. */
+  capacity?: number;
+  /**
+   * Load balancing on (`true`, or its knobs; also on with `weights` or `capacity`): the band, its
+   * absolute floor, the damping, the move caps, the cooldown and the smoothing half-life of
+   * `reportLoad`. Every member of a group must balance the same way. Default: off (count-based).
+   */
+  loadBalancing?: boolean | LoadBalancingOptions;
   /** The events of every partition's and the membership's terms (`name` says which lease), and the group's own. */
   onEvent?: (event: GroupEvent) => void;
 }
@@ -99,4 +114,12 @@ export interface LeaseGroup {
   signal(partition: string): AbortSignal;
   /** True while this member holds its membership lease. */
   isMember(): boolean;
+  /**
+   * Reports a measured load of a partition this member owns (messages/s, lag, …; finite, ≥ 0),
+   * smoothed and published with the membership's next renewal. Ignored for a partition it does not
+   * own. Throws a TypeError on a group without load balancing, or on a bad value or partition.
+   */
+  reportLoad(partition: string, value: number): void;
+  /** Each member's load, capacity and target as this member's last read of the group planned them; undefined before the first. */
+  balance(): GroupBalanceView | undefined;
 }

@@ -172,8 +172,8 @@ export const REQUEST_FIELDS = {
  */
 export const RENEW_GRANT_FIELDS = ['leaseId', 'token', 'ttlMs'] as const;
 
-/** The fields of one entry of a batched renew. */
-export const BATCH_ENTRY_FIELDS = ['name', 'leaseId', 'token', 'ttlMs'] as const;
+/** The fields of one entry of a batched renew (`metadata`: that entry is a proclaim, as a single renew with it). */
+export const BATCH_ENTRY_FIELDS = ['name', 'leaseId', 'token', 'ttlMs', 'metadata'] as const;
 
 /** The fields of one entry of a batched handoff. */
 export const BATCH_HANDOFF_ENTRY_FIELDS = ['name', ...REQUEST_FIELDS.handoff] as const;
