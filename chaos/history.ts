@@ -99,6 +99,8 @@ export interface OpRecord {
   limit?: number;
   /** revoke: whether the operator asked for a forced revoke (the lease available at once). */
   force?: boolean;
+  /** revoke: the token of the grant it named (`expectedToken`); absent: it named none, and acts on whatever grant is current. */
+  expectedToken?: number;
   /**
    * revoke ok: whether the grant's revoke record is forced. Usually `force`; not when a forced
    * revoke met a safe one it could no longer upgrade (the grant had ended), which answers the safe record.
@@ -266,6 +268,7 @@ export function validateRecord(value: unknown, line: number, source = 'history')
   const boolean = (k: string) => typeof r[k] === 'boolean' || fail(`${describe(k)} must be a boolean`);
   optional('charge', boolean);
   optional('force', boolean);
+  optional('expectedToken', integer);
   optional('revokedForce', boolean);
   optional('revokedAtMs', finite);
   optional('limit', integer);

@@ -48,6 +48,7 @@ export function toLeaseHistory(records: readonly OpRecord[], options: LeaseModel
         completeMs,
         error: effect === 'rejected' ? (r.error ?? null) : null,
         force: r.force === true,
+        expectedToken: r.expectedToken ?? null,
         revokedForce: effect === 'ok' ? (r.revokedForce ?? null) : null,
         revokedAtMs: effect === 'ok' ? (r.revokedAtMs ?? null) : null,
         ...coordinationOf(r, effect !== 'maybe'),

@@ -32,7 +32,9 @@ export type { LeaseModelOptions, LeaseOp, LeaseState, Revoked } from './lease-ty
  *   above. While the grant's revoke record is there (until the next acquire), any revoke that
  *   does not upgrade answers that record unchanged; otherwise a revoke of a lease nobody holds
  *   (released, expired, or — safe — handed off and reserved) is LEASE_NOT_HELD, of a name never
- *   acquired LEASE_NOT_FOUND. A revoked grant is never returned again to a retried acquire.
+ *   acquired LEASE_NOT_FOUND. A revoke that names its grant (`expectedToken`) does all this only
+ *   while that grant is the current one; otherwise it is LEASE_LOST and changes nothing. A revoked
+ *   grant is never returned again to a retried acquire.
  *
  * ## Clocks
  * The checker sees harness times (invoke, complete) and, sometimes, the server's own time. Each
@@ -140,7 +142,7 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
     },
     symmetryKey(op) {
       if (op.effect !== 'maybe' || op.kind === 'describe') return null;
-      return JSON.stringify([op.kind, op.holder, op.token, op.requestId, op.ttlMs, op.lockDelayMs, op.force, op.priority, op.metadata, op.to, op.windowMs]);
+      return JSON.stringify([op.kind, op.holder, op.token, op.requestId, op.ttlMs, op.lockDelayMs, op.force, op.expectedToken, op.priority, op.metadata, op.to, op.windowMs]);
     },
     isDead(state, op) {
       // Tokens only grow, so a renew or release of an older grant, or of a released one, can never
@@ -277,15 +279,22 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
     const w = decisionWindow(op, ctx);
     if (op.effect === 'rejected') {
       if (op.error === ErrorCode.LEASE_NOT_FOUND) return s.exists ? [] : [s];
+      // A revoke that named its grant (expectedToken) is LEASE_LOST when the lease holds another.
+      if (op.error === ErrorCode.LEASE_LOST) {
+        if (op.expectedToken === null || !s.exists || s.token === op.expectedToken || op.token === op.expectedToken) return [];
+        return keep(bindToken(s, op.token));
+      }
       if (op.error !== ErrorCode.LEASE_NOT_HELD) return [];
       // No revoke record on the item, and nobody held it at the decision time (nor, when forced,
       // was it reserved then: a forced revoke frees a reserved lease).
       if (!s.exists || s.revoked !== 'no' || !(s.holder === null || s.expLo < w.hi)) return [];
       if (op.force && s.holder === null && s.reservedFor !== null && s.resLo >= w.hi) return [];
-      return keep(bindToken(s, op.token));
+      return keep(bindToken(s, op.expectedToken ?? op.token));
     }
     const out: LeaseState[] = [];
-    const current = bindToken(s, op.token);
+    // A revoke that named its grant acts on that grant only.
+    const named = op.expectedToken !== null && op.token !== null && op.token !== op.expectedToken;
+    const current = named ? null : bindToken(s, op.expectedToken ?? op.token);
     const at = op.revokedAtMs === null ? w : intersect(w, op.revokedAtMs);
     if (current && at && (op.revokedForce ?? op.force) === op.force) {
       if (op.force && s.revoked === 'safe') {

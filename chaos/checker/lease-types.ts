@@ -66,6 +66,8 @@ export interface LeaseOp extends CoordinationOp {
   error: string | null;
   /** revoke: forced asked; the answered record's force and time (null unless answered ok). */
   force: boolean;
+  /** revoke: the token of the grant it named (null: none, so it acts on whatever grant is current). */
+  expectedToken: number | null;
   revokedForce: boolean | null;
   revokedAtMs: number | null;
 }

@@ -32,7 +32,8 @@ export function revokesOf(leaseOps: readonly OpEntry[]): OpEntry[] {
  * - one asking for force whose effect is unknown (no answer, or an error after which it may have
  *   landed): it revokes whichever grant is current when it lands, at any server time after its
  *   invoke − ε (and before its answer + ε, if the service answered), so it may have ended this one
- *   if that window reaches the grant's earliest start.
+ *   if that window reaches the grant's earliest start. One that named its grant (`expectedToken`)
+ *   ends that grant only, whenever it lands.
  *
  * `grantStartLowerMs`: the earliest server time the grant may have started (−Infinity if unknown).
  */
@@ -44,7 +45,7 @@ export function forcedEndsOf(revokes: readonly OpEntry[], token: number, grantSt
     const effect = effectOf(r);
     if (effect === 'ok' && r.token === token && r.revokedForce === true && r.revokedAtMs !== undefined) {
       out.push({ entry, endedAtLowerMs: r.revokedAtMs });
-    } else if (effect === 'maybe' && r.force === true) {
+    } else if (effect === 'maybe' && r.force === true && (r.expectedToken === undefined || r.expectedToken === token)) {
       const settle = settledByMs(r);
       if (settle !== null && settle + clockSkewMs < grantStartLowerMs) continue;
       out.push({ entry, endedAtLowerMs: Math.max(r.invokeMs - clockSkewMs, grantStartLowerMs) });

@@ -28,7 +28,7 @@ export interface NemesisContext {
    * The operator: revokes `lease` through API instance `api` (journalled as a `revoke` operation)
    * and says what the answer was. Without it, planned revokes are skipped.
    */
-  revoke?(api: ApiNode, lease: string, force: boolean): Promise<string>;
+  revoke?(api: ApiNode, lease: string, force: boolean, expectedToken: number): Promise<string>;
 }
 
 export interface InjectedFault {
@@ -295,7 +295,8 @@ export class NemesisRunner {
     const force = fault.force === true;
     this.ctx.event('revoke', worker.name, { lease, force, token: leader.token, via: api.name });
     this.injected.push({ kind: 'revoke', target: worker.name, leaderOf: lease, force });
-    const answer = await revoke(api, lease, force);
+    // It names the grant it means, as `leasehold revoke` does: the leader's token when it was chosen.
+    const answer = await revoke(api, lease, force, leader.token);
     this.ctx.log(`${'revoke'.padEnd(14)} ${this.describeTarget(worker, lease)}, ${force ? 'forced' : 'safe'}, via ${api.name}: ${answer}`);
   }
 

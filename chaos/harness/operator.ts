@@ -6,8 +6,11 @@ import { networkCode, recordingFetch } from './recording-fetch.js';
 /** The operator's process name in the history. */
 export const OPERATOR = 'operator';
 
-/** Revokes `lease` through API instance `api`; resolves with a short account of the answer. */
-export type Revoke = (api: ApiNode, lease: string, force: boolean) => Promise<string>;
+/**
+ * Revokes `lease` through API instance `api`, naming the grant it means by `expectedToken` (the
+ * token the operator saw); resolves with a short account of the answer.
+ */
+export type Revoke = (api: ApiNode, lease: string, force: boolean, expectedToken: number) => Promise<string>;
 
 /**
  * The operator of a chaos run: revokes leases as a person holding the construct's `grantAdmin`
@@ -22,15 +25,15 @@ export function createOperator(journal: Journal, ttlMs: number): Revoke {
   const clientFor = (api: ApiNode): LeaseClient => {
     let client = clients.get(api.port);
     if (client === undefined) {
-      // One retry, as an operator's tool would: a repeat answers the same record.
+      // One retry, as an operator's tool would: a repeat of a revoke that names its grant answers the same record.
       client = new LeaseClient({ endpoint: `http://127.0.0.1:${api.port}`, fetch, timeoutMs: ttlMs, retry: { retries: 1, baseDelayMs: 50, maxDelayMs: 200 } });
       clients.set(api.port, client);
     }
     return client;
   };
-  return async function revoke(api, lease, force) {
+  return async function revoke(api, lease, force, expectedToken) {
     try {
-      const revoked = await clientFor(api).revoke(lease, { reason: 'chaos: the nemesis revokes the leader', force });
+      const revoked = await clientFor(api).revoke(lease, { reason: 'chaos: the nemesis revokes the leader', force, expectedToken });
       return `token ${revoked.token} revoked (${revoked.revoked.force ? 'forced' : 'safe'} record)`;
     } catch (error) {
       const code = (error as { code?: unknown }).code;

@@ -213,7 +213,7 @@ function startOf(op: OpKind, lease: string, body: Record<string, unknown>, optio
         ...(typeof body.windowMs === 'number' ? { windowMs: body.windowMs } : {}),
       };
     case 'revoke':
-      return { ...base, force: body.force === true };
+      return { ...base, force: body.force === true, ...(typeof body.expectedToken === 'number' ? { expectedToken: body.expectedToken } : {}) };
     default:
       return base;
   }

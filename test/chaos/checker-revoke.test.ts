@@ -152,6 +152,42 @@ describe('revoke answers', () => {
   });
 });
 
+describe('a revoke that names its grant (expectedToken)', () => {
+  /** a held token 5 and released it at 205; c was granted token 6 at 305 (until 1,305). */
+  function movedOn(): HistoryRecord[] {
+    return [
+      acquireOk('a', [0, 10], 5, { serverNowMs: 5, serverExpiresAtMs: 1_005 }),
+      releaseOk('a', [200, 210], 5, { localDeadlineMs: 990 }),
+      acquireOk('c', [300, 310], 6, { serverNowMs: 305, serverExpiresAtMs: 1_305 }),
+    ];
+  }
+
+  it('is LEASE_LOST once the lease moved on, and the later holder keeps its grant', () => {
+    const records = [...movedOn(), revokeRefused([400, 410], true, 'LEASE_LOST', { token: 6, expectedToken: 5 }), renewOk('c', [500, 510], 6, { serverNowMs: 505, serverExpiresAtMs: 1_505, localDeadlineMs: 1_290 })];
+    expect(failing(records)).toEqual([]);
+  });
+
+  it('refused LEASE_LOST while the grant it names is the current one is not linearizable (I1)', () => {
+    const records = [acquireOk('a', [0, 10], 5, { serverNowMs: 5, serverExpiresAtMs: 1_005 }), revokeRefused([400, 410], true, 'LEASE_LOST', { token: 5, expectedToken: 5 })];
+    expect(failing(records)).toContain('I1');
+  });
+
+  it('answered ok for another grant than the one it names is not linearizable (I1)', () => {
+    expect(failing([...movedOn(), revokeOk([400, 410], 6, true, { revokedAtMs: 405, serverExpiresAtMs: 405 }, { expectedToken: 5 })])).toContain('I1');
+  });
+
+  it('unanswered and forced, it cannot have ended a later grant: a grant over it while that one surely holds is flagged (I1)', () => {
+    const later = (expectedToken: number | undefined) => [
+      ...movedOn(),
+      { ...revokeUnknown([400, 410], true), ...(expectedToken === undefined ? {} : { expectedToken }) },
+      acquireOk('d', [600, 610], 7, { serverNowMs: 605, serverExpiresAtMs: 1_605 }),
+    ];
+    // Naming no grant, it may have ended c's at any time after it was sent: d's grant is explained.
+    expect(failing(later(undefined))).toEqual([]);
+    expect(failing(later(5))).toContain('I1');
+  });
+});
+
 describe('a revoke against handoffs, releases and claims (the operator’s decision stands)', () => {
   /** a (priority 1) holds token 5; b (priority 2) is refused and claims it; a hands the lease off to b at 405, reserving it until ≈ 1,405. */
   function claimedAndHandedOff(): HistoryRecord[] {
@@ -200,7 +236,7 @@ describe('a revoke against handoffs, releases and claims (the operator’s decis
     const records = [...claimedAndHandedOff(), revokeRefused([500, 510], false, 'LEASE_NOT_HELD', { token: 5 }), acquireHeld('c', [600, 610], { token: 5 })];
     expect(failing(records)).toEqual([]);
     // Answered ok instead, and followed by someone else's grant inside the reservation: not linearizable.
-    const ended = [...claimedAndHandedOff(), revokeOk([500, 510], 5, true, { revokedAtMs: 505, serverExpiresAtMs: 505 }), acquireOk('c', [600, 610], 6, { serverNowMs: 605, serverExpiresAtMs: 1_605 })];
+    const ended = [...claimedAndHandedOff(), revokeOk([500, 510], 5, false, { revokedAtMs: 505, serverExpiresAtMs: 505 }), acquireOk('c', [600, 610], 6, { serverNowMs: 605, serverExpiresAtMs: 1_605 })];
     expect(failing(ended)).toContain('I1');
   });
 

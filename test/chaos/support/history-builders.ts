@@ -85,8 +85,8 @@ export const revokeOk = (span: Span, token: number, force: boolean, answer: Revo
   ...extra,
 });
 
-/** A revoke refused with LEASE_NOT_HELD (nobody holds the lease) or LEASE_NOT_FOUND (never acquired). */
-export const revokeRefused = (span: Span, force: boolean, error: 'LEASE_NOT_HELD' | 'LEASE_NOT_FOUND', extra: Extra = {}): OpRecord => ({
+/** A revoke refused with LEASE_NOT_HELD (nobody holds the lease), LEASE_NOT_FOUND (never acquired) or LEASE_LOST (its expectedToken is not the current grant). */
+export const revokeRefused = (span: Span, force: boolean, error: 'LEASE_NOT_HELD' | 'LEASE_NOT_FOUND' | 'LEASE_LOST', extra: Extra = {}): OpRecord => ({
   type: 'op',
   process: OPERATOR,
   lease: LEASE,
