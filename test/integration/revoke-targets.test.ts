@@ -1,4 +1,5 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseClient, LeaseLostError, LeaseNotHeldError } from 'leasehold';
 import { ManualClock } from '../../functions/clock.js';
@@ -218,6 +219,21 @@ describe('POST /v1/leases/{name}/revoke', () => {
     expect(answer.status).toBe(400);
     expect(answer.body.error).toMatchObject({ code: 'VALIDATION_ERROR', field: 'expectedToken' });
     expect((await client().describe(name)).revoked).toBeUndefined();
+  });
+
+  it('answers any expectedToken JSON value with 200, 400 VALIDATION_ERROR or 409, never a 5xx', async () => {
+    const name = uniqueName('http-any-token');
+    const g = (await client().acquire(name, { holder: 'w', ttlMs: 30_000 })) as { acquired: true; lease: Grant };
+    const values = fc.oneof(fc.jsonValue(), fc.integer(), fc.double(), fc.constantFrom(g.lease.token, g.lease.token + 1, 2 ** 53, -0));
+    await fc.assert(
+      fc.asyncProperty(values, async (expectedToken) => {
+        const answer = await post(`/v1/leases/${name}/revoke`, { reason: 'fuzz', expectedToken });
+        expect([200, 400, 409]).toContain(answer.status);
+        if (answer.status === 400) expect(answer.body.error).toMatchObject({ code: 'VALIDATION_ERROR', field: 'expectedToken' });
+        if (answer.status === 409) expect(['LEASE_LOST', 'LEASE_NOT_HELD']).toContain(answer.body.error.code);
+      }),
+      { numRuns: 60 },
+    );
   });
 
   it('client.revoke with expectedToken rejects with LeaseLostError superseded once the lease moved on', async () => {
