@@ -19,6 +19,7 @@ const SLOW = [
   'test/cli/page.test.ts', // the lease page in headless Chromium
   'test/cli/run.test.ts', // `leasehold run` in real time (3 s leases)
   'test/cli/sidecar.test.ts', // `leasehold sidecar` in real time (3 s leases)
+  'test/cli/parent-gone.test.ts', // `npx leasehold run` and `sidecar` outliving a killed npm, in real time (3 s leases)
   'test/integration/client-pack.test.ts', // packs the SDK and installs it in a project
   'test/unit/client-build.test.ts', // three whole-program tsc builds
 ];

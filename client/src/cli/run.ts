@@ -4,6 +4,7 @@ import { LIMITS } from '../protocol/index.js';
 import { permitsAsLeases } from '../semaphore/semaphore.js';
 import { campaignApi } from './campaign.js';
 import { EXIT_CODE_HELP, UsageError } from './exit-codes.js';
+import { formatMs } from './format.js';
 import type { Command } from './lease-commands.js';
 import {
   CONNECTION_HELP,
@@ -17,6 +18,7 @@ import {
   requireName,
   watchFrom,
 } from './options.js';
+import { PARENT_POLL_MS } from './parent-watch.js';
 import { RUN_FORM, parseRunCommandLine } from './run-args.js';
 import { runTiming } from './run-timing.js';
 import { Runner } from './runner.js';
@@ -42,7 +44,9 @@ a pause), the command's process group gets SIGTERM at once and SIGKILL after --g
 ends before the lease can expire on the server: the command is dead before anyone else can be
 elected. A supervisor process enforces that deadline too, so it holds even if this process is
 killed (kill -9) or frozen. When the command exits, the lease is released and run exits with the
-command's status. SIGINT and SIGTERM are forwarded to the command.
+command's status. SIGINT and SIGTERM are forwarded to the command. The exit of the process that
+started run counts as a SIGTERM (checked every ${formatMs(PARENT_POLL_MS)}): under npx, a SIGTERM ends npm without
+reaching run.
 
 Options:
   --ttl D           lease time to live (default 15s; 1s to 1h). Failover after a crash takes up to ttl

@@ -5,6 +5,7 @@ import { RELEASE_TIMEOUT_MS } from '../time/timing.js';
 import { dedupe, errorMessage, withTimeout, type CampaignHooks } from './campaign.js';
 import { ExitCode, statusForSignal } from './exit-codes.js';
 import { formatMs } from './format.js';
+import { watchParent } from './parent-watch.js';
 import type { RunTiming } from './run-timing.js';
 import { monotonicNs, startSupervisor, type FromSupervisor, type SupervisorHandle } from './supervisor.js';
 
@@ -107,10 +108,16 @@ export class Runner {
     );
     const onSignal = (signal: NodeJS.Signals) => this.onSignal(signal);
     for (const signal of FORWARDED_SIGNALS) process.on(signal, onSignal);
+    // Under `npx`, a process manager's SIGTERM ends npm and never reaches us: its exit counts as one.
+    const stopWatchingParent = watchParent((parentPid) => {
+      this.s.log(`the process that started leasehold run (pid ${parentPid}) is gone: stopping as on SIGTERM`);
+      this.onSignal('SIGTERM');
+    });
     try {
       return await this.loop(starting);
     } finally {
       this.closing = true;
+      stopWatchingParent();
       for (const signal of FORWARDED_SIGNALS) process.off(signal, onSignal);
       await withTimeout(this.leader.stop(), RELEASE_TIMEOUT_MS);
       const supervisor = await starting.catch(() => undefined);

@@ -9,6 +9,7 @@ import { campaignApi, dedupe, errorMessage, withTimeout } from './campaign.js';
 import { EXIT_CODE_HELP, ExitCode, UsageError } from './exit-codes.js';
 import { formatMs } from './format.js';
 import { renderByKeyClass } from './key-class-metrics.js';
+import { PARENT_POLL_MS, watchParent } from './parent-watch.js';
 import type { Command } from './lease-commands.js';
 import {
   CONNECTION_HELP,
@@ -45,7 +46,8 @@ Holds the lease NAME with the SDK's leader (renewed every ttl/3, fail-closed) an
 
 The main container checks /leader before leader work and passes the token along to fence its
 writes. On SIGTERM (a rolling deploy) the sidecar releases the lease before exiting, so a standby
-takes over at once instead of after a ttl.
+takes over at once instead of after a ttl. It does the same when the process that started it exits
+(checked every ${formatMs(PARENT_POLL_MS)}): under npx, a SIGTERM ends npm without reaching the sidecar.
 
 Options:
   --port N              port to serve on (default 8080; 0 picks a free one)
@@ -182,13 +184,17 @@ export const sidecarCommand: Command = async (argv) => {
   log(`serving ${url}/leader, /healthz and /metrics for ${name} as ${holder}`);
   leader.start();
 
+  let stopWatchingParent: () => void = () => undefined;
   const signalled = await Promise.race([
     failed.then(() => undefined),
-    new Promise<NodeJS.Signals>((resolve) => {
+    new Promise<string>((resolve) => {
       process.once('SIGTERM', () => resolve('SIGTERM'));
       process.once('SIGINT', () => resolve('SIGINT'));
+      // Under `npx`, a process manager's SIGTERM ends npm and never reaches us: its exit counts as one.
+      stopWatchingParent = watchParent((parentPid) => resolve(`the process that started the sidecar (pid ${parentPid}) is gone`));
     }),
   ]);
+  stopWatchingParent();
   if (signalled !== undefined) log(`${signalled}: releasing ${name} and exiting`);
   await withTimeout(leader.stop(), RELEASE_TIMEOUT_MS);
   watch?.close();
