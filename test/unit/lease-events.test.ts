@@ -1,6 +1,6 @@
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { leaseEventsFrom } from '../../functions/watch/lease-events.js';
+import { endingEventsOf, leaseEventsFrom } from '../../functions/watch/lease-events.js';
 
 const base = { pk: 'app:job', token: 7, transitions: 3, leaseId: 'a'.repeat(32), ttlMs: 10_000, lockDelayMs: 0, holdMs: 10_000, acquiredAt: 1_000, renewedAt: 1_000, expiresAt: 11_000, availableAt: 11_000, expireItemAt: 99 };
 
@@ -78,6 +78,16 @@ describe('lease events from stream records', () => {
     expect(leaseEventsFrom(record({ ...base, holder: 'w1' }, forced))).toEqual([
       { type: 'revoked', name: 'app:job', holder: 'w1', token: 7, expiresAt: 5_000, revoked: { at: 5_000, by: 'ops', reason: 'stuck', force: true }, atMs: 5_000 },
     ]);
+  });
+
+  it('a forced revoke of a lease a handoff reserved (nobody held it) is a revoked event with no holder, freeing the lease now', () => {
+    const reserved = { ...base, releasedAt: 4_000, availableAt: 4_000, reservedFor: 'w2', reservedUntil: 64_000, lastOp: 'handoff' };
+    const forced = { ...base, availableAt: 5_000, releasedAt: 5_000, endedHolder: null, revokedAt: 5_000, revokedBy: 'ops', revokedReason: 'stuck receiver', revokedForce: true, lastOp: 'revoke' };
+    expect(leaseEventsFrom(record(reserved, forced))).toEqual([
+      { type: 'revoked', name: 'app:job', holder: null, token: 7, expiresAt: 5_000, revoked: { at: 5_000, by: 'ops', reason: 'stuck receiver', force: true }, atMs: 5_000 },
+    ]);
+    // The route's direct push tells the same event from the write's own answer.
+    expect(endingEventsOf(forced as never)).toEqual(leaseEventsFrom(record(reserved, forced)));
   });
 
   it('a TTL cleanup (item removed) and a no-op write produce no event', () => {
