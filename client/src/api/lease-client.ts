@@ -310,7 +310,8 @@ export class LeaseClient implements LeaseApi, SemaphoreApi {
    * `expectedToken` (the token a describe showed): only that grant is revoked, a lease that moved
    * on rejects with LeaseLostError (`superseded`), and the call is retried and failed over like a
    * renew, since a repeat answers the same record. Without it the revoke acts on whatever grant is
-   * current when it lands, so it is sent once, to one endpoint, never repeated. Rejects with
+   * current when it lands, so it is sent once and never repeated (it moves to another endpoint only
+   * when the first provably never received it). Rejects with
    * LeaseNotHeldError if nobody holds the lease, LeaseNotFoundError if it was never acquired.
    */
   async revoke(name: string, request: RevokeRequest, call?: CallOptions): Promise<RevokeResponse['lease']> {
