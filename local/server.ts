@@ -85,6 +85,8 @@ export interface LocalServerOptions {
   throttle?: ThrottleOptions;
   /** Print one line per request to stderr. Default false. */
   logRequests?: boolean;
+  /** Begins each request log line: a local Region's name (`us-east-2 POST /v1/... 200 3ms`). Default: none. */
+  logName?: string;
   /**
    * Serve the watch: a WebSocket at /v1/watch fed by the lease table's stream through the same
    * stream handler module as in AWS. Needs DynamoDB Local (or a table with a stream) and a
@@ -116,10 +118,10 @@ export interface LocalServer {
   stats(): { aborted: number; serverErrors: number };
   /**
    * With the watch: holds the stream path back (tests of what reaches a watcher before the stream
-   * does). `pause()` stops reading the stream; `resume()` reads again and resolves once every
+   * does). `pause()` stops reading the stream (resolving once the round in flight is over); `resume()` reads again and resolves once every
    * record written before it was handled.
    */
-  streamPath?: { pause(): void; resume(): Promise<void> };
+  streamPath?: { pause(): Promise<void>; resume(): Promise<void> };
   close(): Promise<void>;
 }
 export type { WatchPush };
@@ -188,7 +190,8 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
       if (aborted) stats.aborted += 1;
       else if (res.statusCode >= 500) stats.serverErrors += 1;
       if (options.logRequests) {
-        process.stderr.write(`${req.method} ${req.url} ${aborted ? 'aborted' : res.statusCode} ${clock.nowMs() - started}ms\n`);
+        const name = options.logName === undefined ? '' : `${options.logName} `;
+        process.stderr.write(`${name}${req.method} ${req.url} ${aborted ? 'aborted' : res.statusCode} ${clock.nowMs() - started}ms\n`);
       }
     });
     const answered = (route: Route) => {

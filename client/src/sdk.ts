@@ -16,6 +16,8 @@ export {
 } from './api/lease-client.js';
 export type { CallOptions, HeadersHook, RetryOptions } from './transport/http.js';
 export { DEFAULT_ENDPOINT_COOL_OFF_MS, type EndpointInput } from './transport/endpoints.js';
+export { EndpointConfigurationError, isEndpointConfigurationError } from './transport/endpoint-errors.js';
+export { EndpointMetrics, type EndpointEvent, type EndpointEventHook, type EndpointMetricName, type EndpointSample } from './transport/endpoint-events.js';
 export type { BatchOptions } from './api/renew-batcher.js';
 export type { AwsCredentials, AwsCredentialsProvider, RequestSigner, SignableRequest, SigV4SignerOptions } from './transport/signing.js';
 export { CredentialsNotFoundError, isCredentialsNotFoundError, type CredentialsSource } from './transport/credentials-error.js';

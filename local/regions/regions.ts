@@ -42,7 +42,7 @@ export interface LocalRegionsOptions {
   /** Further options for every Region's local server (logRequests, latency, throttle, sigv4, ...). */
   server?: Omit<
     LocalServerOptions,
-    'port' | 'host' | 'publicPort' | 'tableName' | 'semaphoreTableName' | 'dynamodbEndpoint' | 'region' | 'credentials' | 'clockOffsetMs' | 'watch' | 'configureDynamoDB'
+    'port' | 'host' | 'publicPort' | 'tableName' | 'semaphoreTableName' | 'dynamodbEndpoint' | 'region' | 'credentials' | 'clockOffsetMs' | 'watch' | 'configureDynamoDB' | 'logName'
   >;
 }
 
@@ -184,6 +184,8 @@ async function startRegion(setup: RegionSetup): Promise<{ server: LocalServer; g
       // the same ones, so all of them share one store, as MRSC replicas share one logical table.
       region: LOCAL_REGION,
       credentials: LOCAL_CREDENTIALS,
+      // Each request log line names the Region that served it.
+      logName: name,
       clockOffsetMs: setup.clockOffsetMs,
       configureDynamoDB: (client) => conflicts.install(client),
       ...(options.watch === false ? {} : { watch: { ...options.watch, subscriptionTableName: `${setup.subscriptionPrefix}-${name}` } }),

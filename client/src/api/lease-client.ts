@@ -59,6 +59,7 @@ import { RenewBatcher, type BatchOptions } from './renew-batcher.js';
 import type { RequestSigner } from '../transport/signing.js';
 import { HttpTransport, type CallOptions, type HeadersHook, type RetryOptions } from '../transport/http.js';
 import type { EndpointInput } from '../transport/endpoints.js';
+import type { EndpointEventHook } from '../transport/endpoint-events.js';
 
 export interface LeaseClientOptions {
   /**
@@ -76,6 +77,8 @@ export interface LeaseClientOptions {
   endpoints?: readonly EndpointInput[];
   /** How long an endpoint that failed is tried after the others, before the preferred order holds again. Default 30000. */
   endpointCoolOffMs?: number;
+  /** Told of each attempt per endpoint and each move to another endpoint and back (`EndpointMetrics.record` counts them). Default: none. */
+  onEndpointEvent?: EndpointEventHook;
   /** Signs each attempt, e.g. `sigv4Signer()` for API Gateway IAM auth. Default: unsigned. */
   signer?: RequestSigner;
   /** Extra headers, or a function returning them per request (an API key, a bearer token). Default: none. */
@@ -168,6 +171,11 @@ export class LeaseClient implements LeaseApi, SemaphoreApi {
   /** Every endpoint, the preferred one first (origin and base path), for messages. */
   get endpoints(): readonly string[] {
     return this.transport.endpoints.map((endpoint) => endpoint.label);
+  }
+
+  /** The endpoint that answered the latest request (origin and base path): which Region serves; undefined before any answered. */
+  get serving(): string | undefined {
+    return this.transport.serving?.label;
   }
 
   constructor(options: LeaseClientOptions) {

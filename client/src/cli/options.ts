@@ -7,6 +7,7 @@ import { HOLDER_PATTERN, LIMITS, NAME_PATTERN } from '../protocol/index.js';
 import type { RequestSigner } from '../transport/signing.js';
 import { sigv4Signer } from '../transport/signing-chain.js';
 import { regionOfHost } from '../transport/signing.js';
+import { withoutUserinfo } from '../transport/endpoint-errors.js';
 import { createWatch, type WatchClient } from '../watch/watch.js';
 import { UsageError } from './exit-codes.js';
 import { nearestName } from './nearest.js';
@@ -141,6 +142,8 @@ export interface Connection {
   region: string | undefined;
   /** The SigV4 signer when requests are signed; the watch's upgrade request is signed with it too. */
   signer: RequestSigner | undefined;
+  /** Whether the signer signs requests to this URL: every URL with --sigv4, else AWS hosts only. */
+  signs(url: URL): boolean;
 }
 
 /** Builds the client from the flags and the environment (flags win). */
@@ -151,26 +154,40 @@ export function connect(values: ConnectionValues, command: string, env: NodeJS.P
     try {
       endpoint = new URL(raw);
     } catch {
-      throw new UsageError(`--endpoint must be an absolute http(s) URL (got "${raw}").`, command);
+      throw new UsageError(`--endpoint must be an absolute http(s) URL (got "${withoutUserinfo(raw)}").`, command);
     }
     if ((endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:') || endpoint.search || endpoint.hash) {
-      throw new UsageError(`--endpoint must be an http(s) URL without query or fragment (got "${raw}").`, command);
+      throw new UsageError(`--endpoint must be an http(s) URL without query or fragment (got "${withoutUserinfo(raw)}").`, command);
+    }
+    if (endpoint.username !== '' || endpoint.password !== '') {
+      throw new UsageError(`--endpoint must not carry a user name or password (got "${withoutUserinfo(raw)}").`, command);
     }
     return endpoint;
   });
   noDuplicates(endpoints, 'endpoint', command);
-  const signed = values.sigv4 === true || isTrue(env.LEASEHOLD_SIGV4) || endpoints.some((url) => /\.amazonaws\.com(?:\.cn)?$/.test(url.hostname.toLowerCase()));
+  // --sigv4 (or LEASEHOLD_SIGV4) signs every endpoint; without it, only AWS hosts are signed, so a
+  // local or private endpoint in the same list never receives the credentials.
+  const signAll = values.sigv4 === true || isTrue(env.LEASEHOLD_SIGV4);
+  const signs = (url: URL) => signAll || /\.amazonaws\.com(?:\.cn)?$/.test(url.hostname.toLowerCase());
+  const signed = endpoints.some(signs);
   if (values.profile !== undefined) env.AWS_PROFILE = values.profile; // read by the default credential chain
   const region = values.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
   const timeoutMs = values.timeout === undefined ? undefined : parseDuration(values.timeout, 'timeout', command);
   if (timeoutMs !== undefined && timeoutMs <= 0) throw new UsageError('--timeout must be more than 0.', command);
   const signer = signed ? sigv4Signer() : undefined;
-  const client = new LeaseClient({
-    endpoints: endpoints.map((url) => withRegion(url, region)),
-    ...(signer ? { signer } : {}),
-    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-  });
-  return { client, endpoints, region, signer };
+  let client: LeaseClient;
+  try {
+    client = new LeaseClient({
+      endpoints: endpoints.map((url) => ({ ...withRegion(url, region), ...(signs(url) ? {} : { signed: false }) })),
+      ...(signer ? { signer } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    });
+  } catch (error) {
+    // A signed endpoint on plain http to another host: the client refuses to send credentials in clear.
+    if (error instanceof TypeError) throw new UsageError(`${error.message} (--sigv4 or LEASEHOLD_SIGV4 signs every --endpoint.)`, command);
+    throw error;
+  }
+  return { client, endpoints, region, signer, signs };
 }
 
 /**
@@ -209,12 +226,18 @@ export function watchFrom(values: string[] | undefined, connection: Connection, 
   if (urls === undefined) return undefined;
   const parsed = urls.map((url) => {
     if (!/^wss?:\/\/[^/\s]+/.test(url) || !URL.canParse(url) || new URL(url).hash) {
-      throw new UsageError(`--watch must be a ws:// or wss:// URL without a fragment (got "${url}").`, command);
+      throw new UsageError(`--watch must be a ws:// or wss:// URL without a fragment (got "${withoutUserinfo(url)}").`, command);
     }
     return new URL(url);
   });
   noDuplicates(parsed, 'watch', command);
-  return createWatch({ urls: parsed.map((url) => withRegion(url, connection.region)), ...(connection.signer ? { signer: connection.signer } : {}) });
+  const urlsOf = parsed.map((url) => ({ ...withRegion(url, connection.region), ...(connection.signs(url) ? {} : { signed: false }) }));
+  try {
+    return createWatch({ urls: urlsOf, ...(connection.signer ? { signer: connection.signer } : {}) });
+  } catch (error) {
+    if (error instanceof TypeError) throw new UsageError(error.message, command);
+    throw error;
+  }
 }
 
 function isTrue(value: string | undefined): boolean {

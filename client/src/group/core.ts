@@ -24,6 +24,8 @@ export interface GroupCore extends TermOwner {
   emit(event: GroupEvent): void;
   /** Keeps background work to be awaited by `stop()`. */
   track(work: Promise<unknown>): void;
+  /** Stops the member for good (`LeaseGroup.stop()`). */
+  stop(): Promise<void>;
   /** Runs a user hook; a throw or a rejection becomes a `groupError` event. */
   callHook(operation: 'onAssigned' | 'onRevoked', hook: () => void | Promise<void> | undefined): void;
 }

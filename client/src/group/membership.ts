@@ -4,6 +4,7 @@ import { releaseQuietly } from '../term/context.js';
 import type { LossReason } from '../term/events.js';
 import { Term } from '../term/term.js';
 import type { GroupCore } from './core.js';
+import { isEndpointConfigurationError } from '../transport/endpoint-errors.js';
 
 /**
  * The membership lease `<group>.m.<member>`: only a member holding it takes partitions, and the
@@ -33,6 +34,11 @@ export class Membership {
       result = await api.acquire(ctx.name, { ...ctx.acquireRequest(), group }, { timeoutMs: ctx.timing.requestTimeoutMs });
     } catch (error) {
       core.emit({ type: 'error', name: ctx.name, holder, operation: 'acquire', error });
+      // The endpoint does not serve the API: no retry cures that, so the member stops (the event says why).
+      if (isEndpointConfigurationError(error)) {
+        void core.stop();
+        return;
+      }
     }
     if (core.isStopped()) {
       if (result?.acquired) await releaseQuietly(ctx, result.lease);

@@ -9,6 +9,7 @@ import type { AcquireResult } from '../api/lease-client.js';
 import type { Grant, LeaseEvent } from '../protocol/index.js';
 import { releaseQuietly, type TermContext } from '../term/context.js';
 import { endpointsLabel, type NoticeRole } from '../term/wait-notices.js';
+import { isEndpointConfigurationError } from '../transport/endpoint-errors.js';
 import { backoffMs, followerWaitMs } from '../time/timing.js';
 import type { LeaderWatch } from './watching.js';
 
@@ -146,7 +147,8 @@ export class CampaignLoop {
    * again in renewEveryMs); 2. send an acquire; 3. won → start a term and return; 4. held → wait
    * until the acquire would reach the server just before the lease becomes available
    * (`followerWaitMs`), or less when the watch pushes a release; 5. failed →
-   * back off exponentially (up to renewEveryMs).
+   * back off exponentially (up to renewEveryMs), except when the endpoint does not serve the API
+   * (a configuration error, which no retry cures): the campaign ends and `campaign()` rejects with it.
    */
   private async untilElected(signal: AbortSignal): Promise<void> {
     const { ctx } = this;
@@ -169,6 +171,10 @@ export class CampaignLoop {
         if (signal.aborted) return;
         this.waiters.failed(error);
         ctx.emit({ type: 'error', name, holder, operation: 'acquire', error });
+        if (isEndpointConfigurationError(error)) {
+          this.end(error);
+          return;
+        }
         if (!(await backoff(failures++))) return;
         continue;
       }

@@ -1,6 +1,7 @@
 import type { MonotonicClock } from '../time/clock.js';
 import { ErrorCode, isLeaseholdError } from '../protocol/index.js';
 import type { LeaderEvent } from './events.js';
+import { isEndpointConfigurationError } from '../transport/endpoint-errors.js';
 
 /**
  * Why nothing happens, said out loud. A leader, a semaphore holder, a `withLease` job or a group
@@ -83,7 +84,9 @@ export class WaitNotices {
   observe(event: LeaderEvent | GroupReadFailure): void {
     switch (event.type) {
       case 'error':
-        if (event.operation === 'acquire') this.failed('acquire', `${this.failure(event.error)}; still trying ${this.aim(event.name)}`);
+        // A wrong endpoint ends the campaign: said in full (the message holds the fix), and not "still trying".
+        if (event.operation === 'acquire' && isEndpointConfigurationError(event.error)) this.tell(`leasehold: ${event.error.message} Stopped trying ${this.aim(event.name)}.`);
+        else if (event.operation === 'acquire') this.failed('acquire', `${this.failure(event.error)}; still trying ${this.aim(event.name)}`);
         else if (event.operation === 'fence') this.failed('fence', `claiming the fence for ${event.name} failed: ${this.failure(event.error)}; still trying ${this.aim(event.name)}`);
         return;
       case 'healthCheckFailed':

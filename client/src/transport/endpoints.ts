@@ -10,8 +10,14 @@
  * cool-off, at the cost of one failed attempt per cool-off while it is still down.
  */
 
-/** An endpoint: its base URL, or the URL and the Region to sign for when its host does not say. */
-export type EndpointInput = string | URL | { url: string | URL; region?: string };
+import { withoutUserinfo } from './endpoint-errors.js';
+
+/**
+ * An endpoint: its base URL, or the URL with the Region to sign for when its host does not say,
+ * and `signed: false` to send its requests unsigned when the client has a signer (an unsigned
+ * local or private endpoint beside an AWS one). A URL with a user name or password is refused.
+ */
+export type EndpointInput = string | URL | { url: string | URL; region?: string; signed?: boolean };
 
 /** An endpoint, checked. */
 export interface Endpoint {
@@ -21,6 +27,8 @@ export interface Endpoint {
   readonly region: string | undefined;
   /** Origin and base path, never credentials: for messages. */
   readonly label: string;
+  /** False: never signed, even by a client with a signer. Default (undefined): signed when the client has a signer. */
+  readonly signed: boolean | undefined;
 }
 
 /** How long a failed endpoint is tried after the others. */
@@ -70,9 +78,14 @@ export function parseEndpoints(one: unknown, many: unknown, kind: EndpointKind =
 function parseEndpoint(input: unknown, field: string, kinds: EndpointKind): Endpoint {
   let raw: unknown = input;
   let region: string | undefined;
+  let signed: boolean | undefined;
   if (typeof input === 'object' && input !== null && !(input instanceof URL)) {
-    const entry = input as { url?: unknown; region?: unknown };
+    const entry = input as { url?: unknown; region?: unknown; signed?: unknown };
     raw = entry.url;
+    if (entry.signed !== undefined && typeof entry.signed !== 'boolean') {
+      throw new TypeError(`Expected \`${field}.signed\` to be a boolean, got ${typeof entry.signed}.`);
+    }
+    signed = entry.signed;
     if (entry.region !== undefined) {
       if (typeof entry.region !== 'string' || !REGION.test(entry.region)) {
         throw new TypeError(`Expected \`${field}.region\` to be an AWS Region name such as "eu-west-1", got ${JSON.stringify(entry.region)}.`);
@@ -82,16 +95,45 @@ function parseEndpoint(input: unknown, field: string, kinds: EndpointKind): Endp
     field = `${field}.url`;
   }
   if (typeof raw !== 'string' && !(raw instanceof URL)) throw new TypeError(`Expected \`${field}\` to be an ${kinds.noun}, got ${raw === null ? 'null' : typeof raw}.`);
+  // Messages echo the URL without its user name and password: they reach logs.
+  const shown = withoutUserinfo(String(raw));
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new TypeError(`Expected \`${field}\` to be an ${kinds.noun}, got "${String(raw)}".`);
+    throw new TypeError(`Expected \`${field}\` to be an ${kinds.noun}, got "${shown}".`);
   }
-  if (!kinds.protocols.includes(url.protocol)) throw new TypeError(`Expected \`${field}\` to be an ${kinds.noun}, got "${String(raw)}".`);
-  if (kinds.many === HTTP_ENDPOINTS.many && url.search) throw new TypeError(`Expected \`${field}\` without query or fragment, got "${String(raw)}".`);
-  if (url.hash) throw new TypeError(`Expected \`${field}\` without ${kinds.many === HTTP_ENDPOINTS.many ? 'query or ' : 'a '}fragment, got "${String(raw)}".`);
-  return { url, region, label: `${url.origin}${url.pathname.replace(/\/+$/, '')}` };
+  if (!kinds.protocols.includes(url.protocol)) throw new TypeError(`Expected \`${field}\` to be an ${kinds.noun}, got "${shown}".`);
+  if (kinds.many === HTTP_ENDPOINTS.many && url.search) throw new TypeError(`Expected \`${field}\` without query or fragment, got "${shown}".`);
+  if (url.hash) throw new TypeError(`Expected \`${field}\` without ${kinds.many === HTTP_ENDPOINTS.many ? 'query or ' : 'a '}fragment, got "${shown}".`);
+  // fetch refuses such a URL anyway; refused here, a password cannot end up in a message or a request.
+  if (url.username !== '' || url.password !== '') {
+    throw new TypeError(
+      `Expected \`${field}\` without a user name or password, got "${withoutUserinfo(url.href)}": pass credentials with \`headers\` or a \`signer\`, never in the URL.`,
+    );
+  }
+  return { url, region, signed, label: `${url.origin}${url.pathname.replace(/\/+$/, '')}` };
+}
+
+/** Loopback hosts, where plain http never leaves the machine. */
+export function isLoopback(url: URL): boolean {
+  const host = url.hostname.toLowerCase();
+  return host === 'localhost' || host.endsWith('.localhost') || /^127(?:\.\d{1,3}){3}$/.test(host) || host === '[::1]';
+}
+
+/**
+ * Refuses, at construction, to send credentials in clear: a signed endpoint (or watch URL) must be
+ * https (wss) unless its host is loopback. A signature carries the session token and the request's
+ * body (a renew's leaseId) with it.
+ */
+export function refuseCleartextSigning(endpoints: readonly Endpoint[], kind: EndpointKind = HTTP_ENDPOINTS): void {
+  for (const endpoint of endpoints) {
+    if (endpoint.signed === false || endpoint.url.protocol === 'https:' || endpoint.url.protocol === 'wss:' || isLoopback(endpoint.url)) continue;
+    throw new TypeError(
+      `Refusing to sign requests to ${endpoint.label}: signed requests carry AWS credentials (the session token) and must use ` +
+        `${kind === WATCH_URLS ? 'wss' : 'https'} unless the host is loopback. Use https, or give this ${kind.one} \`signed: false\`.`,
+    );
+  }
 }
 
 /**

@@ -7,7 +7,6 @@ import {
   InternalError,
   type LeaseholdError,
   RETRYABLE_CODES,
-  RouteNotFoundError,
   ThrottledError,
   UnauthorizedError,
   UnavailableError,
@@ -19,7 +18,9 @@ import {
   type RouteId,
 } from '../protocol/index.js';
 import type { RequestSigner } from './signing.js';
-import { DEFAULT_ENDPOINT_COOL_OFF_MS, EndpointPreference, parseEndpoints, type Endpoint, type EndpointInput } from './endpoints.js';
+import { DEFAULT_ENDPOINT_COOL_OFF_MS, EndpointPreference, parseEndpoints, refuseCleartextSigning, type Endpoint, type EndpointInput } from './endpoints.js';
+import { EndpointConfigurationError, MISPLACED_CODE, endpointFix, everyEndpointFailed, isEndpointConfigurationError, withoutUserinfo } from './endpoint-errors.js';
+import { EndpointTracker, type EndpointEventHook } from './endpoint-events.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, backoffMs, expectNonNegative, expectNonNegativeInteger, expectPositive } from '../time/timing.js';
 
 /**
@@ -34,6 +35,12 @@ import { DEFAULT_REQUEST_TIMEOUT_MS, backoffMs, expectNonNegative, expectNonNega
  * shares the attempt's time limit among the endpoints it has still to try, so an endpoint that
  * never answers costs a share of it, not all of it; any other answer (a grant, a 409) is final.
  * `retries` counts passes; backoff and `Retry-After` apply between passes, as with one endpoint.
+ * A pass that every endpoint failed rejects with an error naming each endpoint and its failure.
+ *
+ * Redirects are never followed: a 3xx would carry the request's body (a renew's leaseId) and its
+ * signature (the session token) to another host. It is a configuration error, as is a route the
+ * endpoint does not serve and an answer that is not leasehold's (`endpoint-errors.ts`): final for
+ * the request, at that endpoint, with the endpoint and the fix in the message.
  */
 
 export interface RetryOptions {
@@ -72,6 +79,7 @@ export interface TransportOptions {
   retry?: RetryOptions;
   clock?: MonotonicClock;
   random?: () => number;
+  onEndpointEvent?: EndpointEventHook;
 }
 
 export interface RequestSpec {
@@ -117,9 +125,12 @@ export class HttpTransport {
   private readonly timeoutMs: number;
   private readonly retry: Required<RetryOptions>;
   private readonly preference: EndpointPreference;
+  private readonly tracker: EndpointTracker;
 
   constructor(options: TransportOptions) {
     this.endpoints = Object.freeze(parseEndpoints(options.endpoint, options.endpoints));
+    if (options.signer !== undefined) refuseCleartextSigning(this.endpoints);
+    this.tracker = new EndpointTracker(this.endpoints, options.onEndpointEvent);
     const coolOffMs = options.endpointCoolOffMs ?? DEFAULT_ENDPOINT_COOL_OFF_MS;
     expectNonNegative('endpointCoolOffMs', coolOffMs);
     this.preference = new EndpointPreference(this.endpoints, coolOffMs);
@@ -143,6 +154,11 @@ export class HttpTransport {
   /** The preferred endpoint. */
   get endpoint(): Endpoint {
     return this.endpoints[0] as Endpoint;
+  }
+
+  /** The endpoint that answered the latest request (after a failover, not the preferred one); undefined before any answered. */
+  get serving(): Endpoint | undefined {
+    return this.tracker.serving;
   }
 
   /** Sends the request, retrying what is safe to retry; resolves with the parsed 2xx body. */
@@ -181,18 +197,24 @@ export class HttpTransport {
   private async pass(spec: RequestSpec, body: string | undefined, limitMs: number, signal: AbortSignal | undefined): Promise<Outcome> {
     const order = this.preference.order(this.clock.nowMs());
     const endsAtMs = this.clock.nowMs() + limitMs;
-    let outcome: Outcome = { ok: false, error: new UnavailableError(`${describe(spec)} found no endpoint to try.`) };
+    const failures: Array<{ label: string; error: LeaseholdError }> = [];
+    let retryAfterMs: number | undefined;
     for (const [i, endpoint] of order.entries()) {
       const shareMs = Math.max(1, (endsAtMs - this.clock.nowMs()) / (order.length - i));
-      outcome = await this.attempt(spec, endpoint, body, shareMs, signal);
-      if (outcome.ok || !FAILOVER_CODES.has(outcome.error.code)) {
+      const outcome = await this.attempt(spec, endpoint, body, shareMs, signal);
+      if (outcome.ok || !FAILOVER_CODES.has(outcome.error.code) || isEndpointConfigurationError(outcome.error)) {
         this.preference.answered(endpoint);
+        this.tracker.answered(endpoint);
         return outcome;
       }
       this.preference.failed(endpoint, this.clock.nowMs());
+      this.tracker.failed(endpoint);
       if (!spec.idempotent && outcome.notSent !== true) return outcome;
+      failures.push({ label: endpoint.label, error: outcome.error });
+      retryAfterMs = outcome.retryAfterMs;
     }
-    return outcome;
+    const error = everyEndpointFailed(describe(spec), failures, spec.leaseName);
+    return { ok: false, error, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
   }
 
   private urlFor(spec: RequestSpec, endpoint: Endpoint): URL {
@@ -216,7 +238,7 @@ export class HttpTransport {
     const url = this.urlFor(spec, endpoint);
     // A failing headers hook or signer (no region, no credentials) is not a network error: it
     // surfaces as is and is not retried.
-    const headers = await this.headersFor(spec, url, body, endpoint.region);
+    const headers = await this.headersFor(spec, url, body, endpoint);
     // One controller per attempt, aborted by the timer or by the caller's signal. (AbortSignal.any
     // would tie every attempt's signal to a long-lived caller signal until that one is collected.)
     const attempt = new AbortController();
@@ -228,9 +250,10 @@ export class HttpTransport {
     const onAbort = () => attempt.abort(signal?.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const response = await this.fetch(url, { method: spec.method, headers, body, signal: attempt.signal });
+      // `manual`: a 3xx comes back as it is, to be reported, instead of being followed (see the module comment).
+      const response = await this.fetch(url, { method: spec.method, headers, body, signal: attempt.signal, redirect: 'manual' });
       const text = await response.text();
-      return interpret(spec, response, text);
+      return interpret(spec, endpoint, url, response, text);
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
       if (timedOut) {
@@ -257,12 +280,13 @@ export class HttpTransport {
     }
   }
 
-  private async headersFor(spec: RequestSpec, url: URL, body: string | undefined, region: string | undefined): Promise<Record<string, string>> {
+  private async headersFor(spec: RequestSpec, url: URL, body: string | undefined, endpoint: Endpoint): Promise<Record<string, string>> {
+    const region = endpoint.region;
     const headers: Record<string, string> = { accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const extra = typeof this.headers === 'function' ? await this.headers({ method: spec.method, url, operation: spec.operation }) : this.headers;
     for (const [name, value] of Object.entries(extra ?? {})) headers[name.toLowerCase()] = value;
-    if (this.signer) {
+    if (this.signer && endpoint.signed !== false) {
       const signed = await this.signer({ method: spec.method, url, headers: { ...headers }, body, ...(region === undefined ? {} : { region }) });
       for (const [name, value] of Object.entries(signed)) headers[name.toLowerCase()] = value;
     }
@@ -275,38 +299,61 @@ function describe(spec: RequestSpec): string {
 }
 
 /** Maps an HTTP response to the parsed body or a typed error. */
-function interpret(spec: RequestSpec, response: Response, text: string): Outcome {
+function interpret(spec: RequestSpec, endpoint: Endpoint, url: URL, response: Response, text: string): Outcome {
   const parsed = parseJson(text);
+  const misplaced = (what: string) =>
+    new EndpointConfigurationError(`${describe(spec)}: ${endpoint.label} ${what}; ${endpointFix(endpoint.label)}.`, endpoint.label, response.status, {
+      leaseName: spec.leaseName,
+    });
+  if (response.status >= 300 && response.status < 400) {
+    const location = response.headers.get('location');
+    const to = location === null || !URL.canParse(location, url) ? '' : ` to ${withoutUserinfo(new URL(location, url).origin)}`;
+    const what = `answered ${response.status}, a redirect${to}, which the SDK does not follow (it would carry the request's secrets and signature to another URL): it does not serve the leasehold API`;
+    return { ok: false, error: misplaced(what) };
+  }
   if (response.ok) {
     if (parsed === undefined) {
-      return { ok: false, error: new InternalError(`${describe(spec)} got a ${response.status} answer that is not JSON.`, { leaseName: spec.leaseName }) };
+      return { ok: false, error: misplaced(`answered ${response.status} with something that is not JSON: it does not serve the leasehold API`) };
     }
     return { ok: true, body: parsed };
   }
   const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
   const wire = (parsed as Partial<ErrorBody> | undefined)?.error;
   if (wire && typeof wire.code === 'string' && typeof wire.message === 'string' && isErrorCode(wire.code)) {
+    if (wire.code === MISPLACED_CODE) {
+      return { ok: false, error: misplaced(`does not serve ${spec.method} ${url.pathname} (it answered ${response.status} ${wire.code}: ${wire.message})`) };
+    }
     return { ok: false, error: errorFromBody(wire, spec.leaseName), ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
   }
-  return { ok: false, error: errorForStatus(spec, response.status, text, parsed), ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+  const error = errorForStatus(spec, response.status, text, parsed, misplaced);
+  return { ok: false, error, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
 }
 
 /**
  * A response without a leasehold error body came from something in front of the service
- * (API Gateway's IAM authorizer, a load balancer, a proxy): map it by status.
+ * (API Gateway's IAM authorizer, a load balancer, a proxy): map it by status. A 429 or a 5xx is
+ * that thing's outage, retried or sent on as leasehold's own; a 401 or 403 is about credentials,
+ * which may be refreshed (and IAM settles); any other status says the endpoint does not serve the
+ * API (API Gateway's 404 "Not Found" for a path it has no route for, a web page): a configuration error.
  */
-function errorForStatus(spec: RequestSpec, status: number, text: string, parsed: unknown): LeaseholdError {
+function errorForStatus(
+  spec: RequestSpec,
+  status: number,
+  text: string,
+  parsed: unknown,
+  misplaced: (what: string) => EndpointConfigurationError,
+): LeaseholdError {
   const said = (parsed as { message?: unknown } | undefined)?.message;
   const detail = typeof said === 'string' ? said : text.slice(0, 200).trim() || '(empty body)';
   const message = `${describe(spec)} was answered ${status} by something other than leasehold: ${detail}`;
   const options = { leaseName: spec.leaseName };
-  if (status === 401) return new UnauthorizedError(message, options);
-  if (status === 403) return new ForbiddenError(message, options);
-  if (status === 404) return new RouteNotFoundError(`${message} (is \`endpoint\` the API's base URL, stage included?)`, options);
   if (status === 429) return new ThrottledError(message, options);
   // Gateways answer 502/503/504 when the backend did not; the request is safe to repeat.
   if (status === 502 || status === 503 || status === 504) return new UnavailableError(message, options);
-  return new InternalError(message, options);
+  if (status >= 500) return new InternalError(message, options);
+  if (status === 401) return new UnauthorizedError(message, options);
+  if (status === 403) return new ForbiddenError(message, options);
+  return misplaced(`answered ${status} with something other than leasehold's answer (${detail}): it does not serve the leasehold API`);
 }
 
 function parseJson(text: string): unknown {
@@ -328,6 +375,11 @@ function parseRetryAfter(value: string | null): number | undefined {
 function networkReason(error: unknown): string {
   const cause = (error as { cause?: { code?: unknown; message?: unknown } } | undefined)?.cause;
   if (cause && typeof cause.code === 'string') return cause.code;
-  if (cause && typeof cause.message === 'string') return cause.message;
-  return error instanceof Error ? error.message : String(error);
+  // undici's messages may quote the URL; whatever they quote is shown without credentials.
+  if (cause && typeof cause.message === 'string') return withoutUserinfoAnywhere(cause.message);
+  return withoutUserinfoAnywhere(error instanceof Error ? error.message : String(error));
+}
+
+function withoutUserinfoAnywhere(text: string): string {
+  return text.replace(/[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi, (url) => withoutUserinfo(url));
 }

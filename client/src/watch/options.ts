@@ -1,7 +1,7 @@
 import { systemClock, type MonotonicClock } from '../time/clock.js';
 import { ValidationError, validateSubscribeMessage } from '../protocol/index.js';
 import type { RequestSigner } from '../transport/signing.js';
-import { WATCH_URLS, parseEndpoints, type Endpoint } from '../transport/endpoints.js';
+import { WATCH_URLS, parseEndpoints, refuseCleartextSigning, type Endpoint } from '../transport/endpoints.js';
 import { expectNonNegative, expectPositive } from '../time/timing.js';
 import type { WatchFilter, WatchOptions, WatchReconnectOptions, WebSocketFactory } from './types.js';
 import { defaultWebSocket } from './socket.js';
@@ -33,6 +33,7 @@ export interface WatchSettings {
 export function resolveWatchOptions(options: WatchOptions): WatchSettings {
   if (typeof options !== 'object' || options === null) throw new TypeError('Expected watch options with a `url` (or `urls`).');
   const endpoints = Object.freeze(parseEndpoints(options.url, options.urls, WATCH_URLS));
+  if (options.signer !== undefined) refuseCleartextSigning(endpoints, WATCH_URLS);
   const url = (endpoints[0] as Endpoint).url;
   const factory = options.webSocket ?? defaultWebSocket;
   if (typeof factory !== 'function') throw new TypeError(`Expected \`webSocket\` to be a function, got ${typeof factory}.`);

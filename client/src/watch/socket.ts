@@ -26,7 +26,7 @@ export function closeQuietly(socket: WebSocketLike): void {
 
 type WebSocketConstructor = new (url: string) => WebSocketLike;
 /** The part of `ws`'s constructor the watch uses: it can also send headers on the upgrade. */
-type WsConstructor = new (url: string, options: { headers: Record<string, string> }) => WebSocketLike;
+type WsConstructor = new (url: string, options: { headers: Record<string, string>; followRedirects: boolean }) => WebSocketLike;
 
 /**
  * The upgrade request, signed: in the query string when the signer can presign (SigV4: any
@@ -46,14 +46,16 @@ export async function signUpgrade(
 /**
  * The platform's WebSocket when it exists (browsers, Node 22 and later, Lambda's runtimes) and no
  * headers need sending; otherwise `ws`, loaded only now, so that users without a watch, or with a
- * platform WebSocket, never load it.
+ * platform WebSocket, never load it. Neither follows a redirect of the upgrade (the platform's by
+ * the standard, `ws` told so explicitly): it would carry the signature to another host. A 3xx fails
+ * the connection, as any other refused upgrade.
  */
 export async function defaultWebSocket(url: string, init: { headers: Record<string, string> }): Promise<WebSocketLike> {
   const platform = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
   const withHeaders = Object.keys(init.headers).length > 0;
   if (platform !== undefined && !withHeaders) return new platform(url);
   const WebSocket = await loadWs(platform === undefined ? 'this runtime has no global WebSocket' : 'a signer that signs in headers needs it');
-  return new WebSocket(url, { headers: init.headers });
+  return new WebSocket(url, { headers: init.headers, followRedirects: false });
 }
 
 /**

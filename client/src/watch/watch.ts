@@ -202,7 +202,7 @@ class Watch implements WatchClient {
       // that predates them ignores the parameter and sends `event` messages, which it reads too.
       const url = new URL(conn.endpoint.url);
       url.searchParams.set(WATCH_BATCHED_QUERY.name, WATCH_BATCHED_QUERY.value);
-      const upgrade = await signUpgrade(this.settings.signer, url, conn.endpoint.region);
+      const upgrade = await signUpgrade(conn.endpoint.signed === false ? undefined : this.settings.signer, url, conn.endpoint.region);
       if (conn !== this.current) return;
       socket = await this.settings.factory(upgrade.url, { headers: upgrade.headers });
     } catch (error) {
@@ -356,5 +356,5 @@ class Watch implements WatchClient {
 }
 
 /** Error codes that refuse a subscription for good: asking again on a new socket cannot help. */
-const REFUSAL_CODES: ReadonlySet<string> = new Set([ErrorCode.FORBIDDEN, ErrorCode.VALIDATION_ERROR]);
+const REFUSAL_CODES: ReadonlySet<string> = new Set([ErrorCode.FORBIDDEN, ErrorCode.VALIDATION_ERROR, ErrorCode.SUBSCRIPTION_LIMIT_EXCEEDED]);
 
