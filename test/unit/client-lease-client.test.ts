@@ -302,6 +302,24 @@ describe('retries', () => {
 
   it('does not retry a 500', async () => {
     const t = client([json(500, { error: { code: 'INTERNAL', message: 'bug' } })]);
+  it('does not retry a revoke that names no grant, which a repeat could turn on a later holder', async () => {
+    const t = client([json(503, { error: { code: 'UNAVAILABLE', message: 'table busy' } })]);
+    await expect(t.client.revoke('jobs', { reason: 'stuck', force: true })).rejects.toBeInstanceOf(UnavailableError);
+    expect(t.sent).toHaveLength(1);
+  });
+
+  it('retries a revoke that names its grant by expectedToken, which a repeat cannot turn on another', async () => {
+    const revoked = { ...publicLease(), holder: null, revoked: { at: 1, by: 'ops', reason: 'stuck', force: true } };
+    const t = client([json(503, { error: { code: 'UNAVAILABLE', message: 'table busy' } }), json(200, { lease: revoked })]);
+    const answer = t.client.revoke('jobs', { reason: 'stuck', force: true, expectedToken: 7 });
+    await t.clock.advance(75); // backoff 50 + 25 jitter
+    await expect(answer).resolves.toMatchObject({ revoked: { force: true } });
+    expect(t.sent.map((r) => r.body)).toEqual([
+      { reason: 'stuck', force: true, expectedToken: 7 },
+      { reason: 'stuck', force: true, expectedToken: 7 },
+    ]);
+  });
+
     await expect(t.client.describe('jobs')).rejects.toBeInstanceOf(InternalError);
     expect(t.sent).toHaveLength(1);
   });
