@@ -35,6 +35,7 @@ import { renderFailover, renderPause } from './report-elections.js';
 import { renderHandover, renderRollingDeploys } from './report-profiles.js';
 import { renderEpochFencing } from './report-epoch.js';
 import { renderGroups } from './report-groups.js';
+import { renderWeighted, simulateWeighted } from './groups-weighted.js';
 import { renderColdStart, renderCost, renderLatency, renderPeers, renderScale } from './report-operations.js';
 import { measureRegionOutage } from './regions.js';
 import { renderRegions } from './report-regions.js';
@@ -332,6 +333,8 @@ async function main(): Promise<void> {
         if (only.has('handover')) print(renderHandover(results));
         if (only.has('rolling')) print(renderRollingDeploys(results));
         if (only.has('groups')) print(renderGroups(results));
+        // The weighted plan, simulated (no server): seconds of CPU, so it runs with the section.
+        if (only.has('groups')) print(renderWeighted(simulateWeighted({ quick, seed })));
       }
     }
 

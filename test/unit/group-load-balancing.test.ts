@@ -58,13 +58,13 @@ describe('reported load', () => {
     expect(balancing.loadOf('0')).toBeCloseTo(25, 9);
   });
 
-  it('publishes capacity and loads rounded to two significant digits, and forgets a partition no longer owned', () => {
+  it('publishes capacity and loads rounded to three significant digits, and forgets a partition no longer owned', () => {
     const balancing = LoadBalancing.from({ capacity: 2 }, partitions, new ManualClock()) as LoadBalancing;
     balancing.report('0', 1234.5);
     balancing.report('1', 0.056789);
-    expect(balancing.metadata()).toEqual({ lh: { c: 2, l: { '0': 1200, '1': 0.057 } } });
+    expect(balancing.metadata()).toEqual({ lh: { c: 2, l: { '0': 1230, '1': 0.0568 } } });
     balancing.forget('0');
-    expect(balancing.metadata()).toEqual({ lh: { c: 2, l: { '1': 0.057 } } });
+    expect(balancing.metadata()).toEqual({ lh: { c: 2, l: { '1': 0.0568 } } });
   });
 
   it('stays within the metadata limit with thousands of partitions, keeping the heaviest', () => {
@@ -75,7 +75,7 @@ describe('reported load', () => {
     expect(new TextEncoder().encode(JSON.stringify(metadata)).length).toBeLessThanOrEqual(LIMITS.metadataMaxBytes);
     const kept = Object.values(metadata.lh.l);
     expect(kept.length).toBeGreaterThan(0);
-    const dropped = many.filter((p) => !(p in metadata.lh.l)).map((p) => Number((balancing.loadOf(p) as number).toPrecision(2)));
+    const dropped = many.filter((p) => !(p in metadata.lh.l)).map((p) => Number((balancing.loadOf(p) as number).toPrecision(3)));
     expect(Math.max(...dropped)).toBeLessThanOrEqual(Math.min(...kept));
   });
 });

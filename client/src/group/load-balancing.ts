@@ -15,7 +15,7 @@ import { DEFAULT_WEIGHTED_POLICY, planWeighted, type WeightedMember, type Weight
  * The member publishes `{ "lh": { "c": capacity, "l": { partition: load, … } } }` as its membership
  * lease's metadata, in the membership's own renewal (a renewal with metadata is a proclaim: the same
  * one conditional write, in the same batched request as the member's other renewals), and only when
- * it changed: loads are rounded to two significant digits, a partition's report is forgotten when its
+ * it changed: loads are rounded to three significant digits, a partition's report is forgotten when its
  * ownership here ends, and the lightest are left out too if the whole would pass the metadata limit. Every member
  * reads everybody's from the group read it makes anyway, so balancing on load costs no request.
  */
@@ -134,7 +134,7 @@ export class LoadBalancing {
 
   /** What this member publishes: its capacity and the loads of the partitions it owns (see the module comment). */
   metadata(): JsonValue {
-    const loads: Array<[string, number]> = [...this.smoothed].map(([p, s]) => [p, Number(s.value.toPrecision(2))]);
+    const loads: Array<[string, number]> = [...this.smoothed].map(([p, s]) => [p, Number(s.value.toPrecision(3))]);
     const build = (entries: Array<[string, number]>): JsonValue => ({ [KEY]: { c: this.capacity, l: Object.fromEntries(entries) } });
     const out = build(loads);
     if (byteLength(out) <= LIMITS.metadataMaxBytes) return out;
