@@ -102,6 +102,7 @@ export const CLAIM_SET = [
 // grant is refused, so such an item has no revoke record). Revoking again otherwise changes nothing.
 //   held ── revoke ──▶ expiresAt = availableAt (no lock-delay) ── anyone ──▶
 //   held ── revoke, force ──▶ available at once, no reservation, no claim (the next grant gets token + 1)
+//   handed off ── reserved for `to` ── revoke, force ──▶ the same: available at once to anyone
 export const grantIsRevocable = 'attribute_exists(holder) AND expiresAt >= :now AND attribute_not_exists(revokedAt)';
 export const reservationIsRevocable = 'attribute_not_exists(holder) AND reservedUntil >= :now';
 export const grantIsRevocableByForce = `(${grantIsRevocable}) OR (attribute_exists(revokedAt) AND revokedForce = :false) OR (${reservationIsRevocable})`;
@@ -117,7 +118,6 @@ export const REVOKE_SET = [
   'revokedBy = :by',
   'revokedReason = :reason',
   'revokedForce = :force',
-//   handed off ── reserved for `to` ── revoke, force ──▶ the same: available at once to anyone
   'expireItemAt = :expireItemAt',
   `${LAST_OP_ATTRIBUTE} = :lastOp`,
 ] as const;

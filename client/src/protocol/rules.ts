@@ -342,6 +342,7 @@ export function validateRevokeRequest(body: unknown): Checked<RevokeRequest> {
     if (typeof input.force !== 'boolean') throw refuse(input.force, 'force', 'must be true or false');
     request.force = input.force;
   }
+  if (input.expectedToken !== undefined) request.expectedToken = validateToken(input.expectedToken, 'expectedToken');
   return accepted(request);
 }
 
@@ -355,7 +356,6 @@ export function validatePermitId(value: unknown, field = 'permitId'): string {
   return requireString(value, field, LEASE_ID_PATTERN, 'must be the 32 hex characters returned by acquire', SECRET);
 }
 
-  if (input.expectedToken !== undefined) request.expectedToken = validateToken(input.expectedToken, 'expectedToken');
 export function validateSemaphoreAcquireRequest(body: unknown): Checked<SemaphoreAcquireRequest> {
   const input = requireObject(body, REQUEST_FIELDS['semaphore-acquire']);
   const request: SemaphoreAcquireRequest = {
