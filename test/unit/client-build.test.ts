@@ -86,6 +86,7 @@ describe('the examples in the docs', () => {
       'examples/lambda-nightly-job-stack.ts',
       'examples/lambda-nightly-job.ts',
       'examples/local-leader.ts',
+      'examples/partitioned-epoch-consumer.ts',
       'examples/partitioned-queue-consumer.ts',
       'examples/semaphore-backfill.ts',
     ]);
