@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseClient, createLeader, createWatch, type LeaderEvent, type LeaseEvent, type WatchClient } from 'leasehold';
+import { EndpointMetrics, LeaseClient, createLeader, createWatch, type EndpointEvent, type LeaderEvent, type LeaseEvent, type WatchClient } from 'leasehold';
 import { startLocalRegions, type LocalRegion, type LocalRegions } from '../../local/regions/regions.js';
 import type { OutageMode } from '../../local/regions/region-gate.js';
 import { localDynamoConfig } from '../support/dynamodb.js';
@@ -81,6 +81,40 @@ describe('a Leader preferring a Region that goes down', { timeout: 30_000 }, () 
     const after = hits.slice(since);
     expect(after.at(-1)).toBe('us-east-1');
     expect(leader.isLeader()).toBe(true);
+  });
+});
+
+describe('which Region serves a client', { timeout: 30_000 }, () => {
+  it('tells when requests move to another Region while us-east-1 is down and back once it is up, and counts them per Region', async () => {
+    const events: EndpointEvent[] = [];
+    const metrics = new EndpointMetrics();
+    // No cool-off: each request tries us-east-1 first, so the first one after it is up goes back.
+    const c = new LeaseClient({
+      endpoints: regions.regions.map((r) => ({ url: r.url, region: r.name })),
+      endpointCoolOffMs: 0,
+      onEndpointEvent: (event) => {
+        events.push(event);
+        metrics.record(event);
+      },
+    });
+    const name = `regions:serving-${randomUUID().slice(0, 8)}`;
+    const east2 = regions.region('us-east-2');
+    await c.acquire(name, { holder: 'worker-1', ttlMs: 15_000 });
+    expect(c.serving).toBe(east1.url);
+    await east1.down('refuse');
+    await c.describe(name);
+    expect(c.serving).toBe(east2.url);
+    await east1.up();
+    await c.describe(name);
+    expect(c.serving).toBe(east1.url);
+    expect(events.filter((e) => e.type === 'switched')).toEqual([
+      { type: 'switched', from: east1.url, to: east2.url, region: 'us-east-2', back: false },
+      { type: 'switched', from: east2.url, to: east1.url, region: 'us-east-1', back: true },
+    ]);
+    expect(metrics.value('endpoint_attempts_total', { region: 'us-east-1', outcome: 'answered' })).toBe(2);
+    expect(metrics.value('endpoint_attempts_total', { region: 'us-east-1', outcome: 'failed' })).toBe(1);
+    expect(metrics.value('endpoint_attempts_total', { region: 'us-east-2', outcome: 'answered' })).toBe(1);
+    expect(metrics.value('endpoint_serving', { region: 'us-east-1' })).toBe(1);
   });
 });
 

@@ -25,8 +25,8 @@ afterEach(async () => {
   }
 });
 
-function npmStart(args: string[]) {
-  const child = spawn('npm', ['start', '--', ...args, '--quiet'], {
+function npmStart(args: string[], quiet = true) {
+  const child = spawn('npm', ['start', '--', ...args, ...(quiet ? ['--quiet'] : [])], {
     cwd: ROOT,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -85,6 +85,23 @@ describe('npm start -- --regions 3', () => {
     expect(code).toBe(1);
     expect(run.output()).toContain(`Expected \`--regions\` to be 3 (three Regions) or 2 (two Regions and a witness), got "${value}".`);
   }, 30_000);
+});
+
+describe("the Regions' request logs", () => {
+  it('name the Region that served each request', async () => {
+    const run = npmStart(['--port', '0', '--regions', '3'], false);
+    const banner = await run.banner;
+    const east2 = new RegExp('^  us-east-2 +(http://127\\.0\\.0\\.1:\\d+)', 'm').exec(banner)?.[1] as string;
+    const logged = new Promise<string>((resolve) => {
+      const seen = () => {
+        const line = /^us-east-2 GET \/v1\/leases\/npm:logged 404 \d+ms$/m.exec(run.output());
+        if (line) resolve(line[0]);
+      };
+      run.child.stderr?.on('data', seen);
+    });
+    expect((await fetch(`${east2}/v1/leases/npm:logged`)).status).toBe(404);
+    expect(await logged).toMatch(/^us-east-2 GET /);
+  }, 60_000);
 });
 
 describe("the Regions' control", () => {
