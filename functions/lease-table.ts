@@ -9,7 +9,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { LEASE_TABLE_SCHEMA } from './lease-table-schema.js';
-import { MARKER_EPOCH_KEY, SUBSCRIPTION_TABLE_SCHEMA } from './watch/subscriptions.js';
+import { MARKER_EPOCH_KEY, PREFIX_EPOCH_KEY, SUBSCRIPTION_TABLE_SCHEMA } from './watch/subscriptions.js';
 
 export { LEASE_TABLE_SCHEMA } from './lease-table-schema.js';
 
@@ -101,15 +101,18 @@ export async function ensureSubscriptionTable(client: DynamoDBClient, tableName:
       { IndexName: s.connectionIndex, KeySchema: [{ AttributeName: 'connectionId', KeyType: 'HASH' }], Projection: { ProjectionType: 'KEYS_ONLY' } },
     ],
   }, s.ttlAttribute);
-  // Created empty: no subscription in it can lack its name marker, so markers decide from the start.
+  // Created empty: no subscription in it can lack its name marker, nor be kept the older way by
+  // prefix, so markers decide from the start.
   if (created) {
-    await client.send(
-      new PutItemCommand({
-        TableName: tableName,
-        Item: { pk: { S: MARKER_EPOCH_KEY.pk }, sk: { S: MARKER_EPOCH_KEY.sk }, since: { N: '0' } },
-        ConditionExpression: 'attribute_not_exists(pk)',
-      }),
-    );
+    for (const epoch of [MARKER_EPOCH_KEY, PREFIX_EPOCH_KEY]) {
+      await client.send(
+        new PutItemCommand({
+          TableName: tableName,
+          Item: { pk: { S: epoch.pk }, sk: { S: epoch.sk }, since: { N: '0' } },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+    }
   }
 }
 

@@ -84,7 +84,9 @@ export interface WatchAccess {
  */
 const CONNECTION_ITEM_PARTITIONS: readonly string[] = [
   SUBSCRIPTION_PARTITIONS.byName,
+  SUBSCRIPTION_PARTITIONS.byPrefix,
   SUBSCRIPTION_PARTITIONS.prefixes,
+  SUBSCRIPTION_PARTITIONS.principal,
   SUBSCRIPTION_PARTITIONS.renewed,
   SUBSCRIPTION_PARTITIONS.connection,
 ];
@@ -94,14 +96,16 @@ const CONNECTION_ITEM_PARTITIONS: readonly string[] = [
  * - connect: a Query of the `grants` partition (TableWatchGrants, cached per container) and one
  *   PutItem recording what the connection may watch and how it reads events
  *   (SubscriptionStore.recordConnection).
- * - subscribe: a GetItem of that record (SubscriptionStore.connectionOf), one PutItem per
- *   name or prefix and per name's marker, and a conditional PutItem of the marker epoch
- *   (SubscriptionStore.subscribe), then posts the `subscribed` (or `error`) reply to its own
+ * - subscribe: a GetItem of that record (SubscriptionStore.connectionOf), a GetItem and a
+ *   conditional UpdateItem of the connection's count and a Query of its principal's
+ *   (SubscriptionStore.admit), one PutItem per name or prefix and per marker, and conditional
+ *   PutItems of the marker epochs (SubscriptionStore.subscribe), then posts the `subscribed` (or `error`) reply to its own
  *   connection.
  * - disconnect: SubscriptionStore.removeConnection, a Query on `byConnection` and BatchWriteItem
  *   deletes.
- * - stream: SubscriptionStore.lookup, a BatchGetItem of the batch's name markers, a Query of
- *   `prefixes` and one of each marked `name#…`; posts events; and on GoneException
+ * - stream: SubscriptionStore.lookup, a BatchGetItem of the markers of the batch's names and their
+ *   prefixes, a Query of each marked `name#…` and `prefix#…` (and of the older `prefixes` while it
+ *   may hold live watches); posts events; and on GoneException
  *   removeConnection, as above.
  */
 export const WATCH_ACCESS: Readonly<Record<WatchFunctionId, WatchAccess>> = {
@@ -113,8 +117,14 @@ export const WATCH_ACCESS: Readonly<Record<WatchFunctionId, WatchAccess>> = {
     readLeaseStream: false,
   },
   'watch-subscribe': {
-    subscriptionTable: ['dynamodb:GetItem', 'dynamodb:PutItem'],
-    writesPartitions: [SUBSCRIPTION_PARTITIONS.byName, SUBSCRIPTION_PARTITIONS.prefixes, SUBSCRIPTION_PARTITIONS.renewed, SUBSCRIPTION_PARTITIONS.markers],
+    subscriptionTable: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'],
+    writesPartitions: [
+      SUBSCRIPTION_PARTITIONS.byName,
+      SUBSCRIPTION_PARTITIONS.byPrefix,
+      SUBSCRIPTION_PARTITIONS.renewed,
+      SUBSCRIPTION_PARTITIONS.markers,
+      SUBSCRIPTION_PARTITIONS.principal,
+    ],
     connectionIndex: [],
     postToConnections: true,
     readLeaseStream: false,

@@ -16,15 +16,16 @@ import type { RouteId } from '../client/src/protocol/index.js';
 
 /**
  * What a pushing route's role may do, from what its code does:
- * - read: SubscriptionStore.lookup, a Query of `name#<lease>` and of `prefixes` (and, for three
- *   names or more, a BatchGetItem of their markers and the marker epoch);
+ * - read: SubscriptionStore.lookup, a BatchGetItem of the markers of the name's prefixes (and, for
+ *   three names or more, of the names) and of the marker epochs, then a Query of `name#<lease>` and
+ *   of each marked `prefix#<prefix>` (and of the older `prefixes` while it may hold live watches);
  * - write: DeliveryLog.record, a BatchWriteItem into `delivered#<lease>`;
  * - post: `execute-api:ManageConnections` on POST @connections/* of the watch's stage.
  * It never deletes a gone connection's subscriptions (the stream consumer does).
  */
 export const DIRECT_PUSH_ACCESS = {
   reads: ['dynamodb:BatchGetItem', 'dynamodb:Query'],
-  readsPartitions: [SUBSCRIPTION_PARTITIONS.byName, SUBSCRIPTION_PARTITIONS.prefixes, SUBSCRIPTION_PARTITIONS.markers],
+  readsPartitions: [SUBSCRIPTION_PARTITIONS.byName, SUBSCRIPTION_PARTITIONS.byPrefix, SUBSCRIPTION_PARTITIONS.prefixes, SUBSCRIPTION_PARTITIONS.markers],
   writes: ['dynamodb:BatchWriteItem'],
   writesPartitions: [SUBSCRIPTION_PARTITIONS.delivered],
 } as const;

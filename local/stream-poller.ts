@@ -40,8 +40,12 @@ export interface StreamPoller {
    * (In AWS the event source mapping polls on its own; this only spares the local watch a sleep.)
    */
   wake(): void;
-  /** Stops reading the stream until `resume()` (a test hook: what reaches a watcher before the stream does). */
-  pause(): void;
+  /**
+   * Stops reading the stream until `resume()` (a test hook: what reaches a watcher before the stream
+   * does). Resolves once no round is in flight: a round that had begun may still read and post a
+   * record written before the call, but none written after it resolved.
+   */
+  pause(): Promise<void>;
   /** Reads the stream again; resolves once a round found nothing new, so every record written before it was handled. */
   resume(): Promise<void>;
   stop(): Promise<void>;
@@ -150,6 +154,12 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
   let endSleep: (() => void) | undefined;
   // pause(): the loop waits at the top of its next round until resume() (or stop()) opens the gate.
   let gate: { opened: Promise<void>; open: () => void } | undefined;
+  // pause()'s callers waiting for the round in flight to end.
+  let polling = false;
+  const pausedWaiters: Array<() => void> = [];
+  const paused = () => {
+    for (const done of pausedWaiters.splice(0)) done();
+  };
   // resume()'s callers, answered by the first round that started after their call and read nothing.
   let settleWaiters: Array<() => void> = [];
   const loop = (async () => {
@@ -160,6 +170,7 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
       settleWaiters = [];
       let busy = false;
       woken = false;
+      polling = true;
       try {
         if (++ticks % discoverEvery === 0) await discoverShards(false);
         for (const id of [...iterators.keys()]) busy = (await pollShard(id)) || busy;
@@ -167,6 +178,8 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
         options.onError?.(error);
         busy = true;
       }
+      polling = false;
+      if (gate) paused();
       if (busy) settleWaiters.push(...settling);
       else for (const settled of settling) settled();
       if (options.schedule) {
@@ -190,10 +203,13 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
       endSleep?.();
     },
     pause() {
-      if (gate) return;
-      let open = () => undefined as void;
-      const opened = new Promise<void>((resolve) => (open = resolve));
-      gate = { opened, open };
+      if (!gate) {
+        let open = () => undefined as void;
+        const opened = new Promise<void>((resolve) => (open = resolve));
+        gate = { opened, open };
+      }
+      if (!polling) return Promise.resolve();
+      return new Promise<void>((resolve) => pausedWaiters.push(resolve));
     },
     resume() {
       const settled = new Promise<void>((resolve) => settleWaiters.push(resolve));
@@ -206,6 +222,7 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
     async stop() {
       stopped = true;
       gate?.open();
+      paused();
       for (const settled of settleWaiters.splice(0)) settled();
       abort.abort();
       endSleep?.();

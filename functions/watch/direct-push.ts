@@ -86,7 +86,8 @@ export function createDirectPush(options: DirectPushOptions): DirectPush {
       let posted = 0;
       let failed = 0;
       try {
-        const lookup = options.subscriptions.lookup(events.map((e) => e.name));
+        // Past the budget the lookup's reads are cancelled, not left running unheard.
+        const lookup = options.subscriptions.lookup(events.map((e) => e.name), { abortSignal: deadline.signal });
         const found = await beforeAbort(
           deadline.signal,
           Promise.all(events.map(async (event) => ({ event, to: await lookup(event.name) }))),

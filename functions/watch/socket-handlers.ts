@@ -2,14 +2,15 @@ import { PostToConnectionCommand } from '@aws-sdk/client-apigatewaymanagementapi
 import type { APIGatewayProxyResultV2, APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
 import { ForbiddenError, WATCH_BATCHED_QUERY, isLeaseholdError, validateSubscribeMessage, type WatchMessage } from '../../client/src/protocol/index.js';
 import type { WatchDeps } from './watch-deps.js';
-import { assertWatchable } from './watch-grants.js';
+import { assertWatchable, principalKey } from './watch-grants.js';
 
 /**
  * The WebSocket API's routes. `$connect` is authenticated by API Gateway (IAM) before it gets
  * here, and looks the caller up in the watch grants (watch-grants.ts): no grant, no connection;
  * otherwise it records the lease prefixes the connection may watch, and whether it asked for
  * `events` messages (WATCH_BATCHED_QUERY). `subscribe` checks what the
- * connection asks for against them, records it and acknowledges on the socket; `$disconnect`
+ * connection asks for against them and against its caps (subscription-caps.ts), records it and
+ * acknowledges on the socket; `$disconnect`
  * forgets the connection.
  */
 type SocketHandler = (event: APIGatewayProxyWebsocketEventV2) => Promise<APIGatewayProxyResultV2>;
@@ -41,7 +42,9 @@ export function createConnectHandler(deps: WatchDeps): SocketHandler {
       deps.logger.warn('watch connection refused: the caller has no watch grant', { caller: callerArn ?? 'unknown' });
       return { statusCode: 403 };
     }
-    await deps.subscriptions.recordConnection(connectionId, { prefixes, batched });
+    // The principal, for its subscription cap: every connection of one role or user counts together.
+    const principal = callerArn === undefined ? undefined : principalKey(callerArn);
+    await deps.subscriptions.recordConnection(connectionId, { prefixes, batched, ...(principal !== undefined ? { principal } : {}) });
     return { statusCode: 200 };
   };
 }
@@ -68,6 +71,7 @@ export function createSubscribeHandler(deps: WatchDeps): SocketHandler {
       // would fail a socket that other consumers (followers waiting for a release) share.
       const unavailable = message.renewed === true && !deps.renewedEvents;
       const renewed = message.renewed === true && deps.renewedEvents;
+      await deps.subscriptions.admit(connectionId, connection, message.names ?? [], message.prefixes ?? []);
       await deps.subscriptions.subscribe(connectionId, message.names ?? [], message.prefixes ?? [], { renewed, batched: connection?.batched ?? false });
       reply = { type: 'subscribed', names: message.names ?? [], prefixes: message.prefixes ?? [], ...(unavailable ? { renewed: false as const } : {}) };
     } catch (error) {

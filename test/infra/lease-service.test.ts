@@ -691,17 +691,17 @@ describe('LeaseService watch', () => {
     ]);
   });
 
-  it("lets subscribe read the connection's scope, put subscription items in the name#, prefixes, renewed and markers partitions only, and post its reply to this stage's connections, nothing else", () => {
+  it("lets subscribe read the connection's scope and its principal's counts, write subscription items in the name#, prefix#, renewed, markers and principal# partitions only, and post its reply to this stage's connections, nothing else", () => {
     expect(grantsOf('watch-subscribe')).toEqual([
-      { actions: ['dynamodb:GetItem'], resources: [subscriptionTableArn] },
-      { actions: ['dynamodb:PutItem'], resources: [subscriptionTableArn], condition: onlyPartitions('name#*', 'prefixes', 'renewed', 'markers') },
+      { actions: ['dynamodb:GetItem', 'dynamodb:Query'], resources: [subscriptionTableArn] },
+      { actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem'], resources: [subscriptionTableArn], condition: onlyPartitions('name#*', 'prefix#*', 'renewed', 'markers', 'principal#*') },
       { actions: ['execute-api:ManageConnections'], resources: [postToConnectionsArn] },
     ]);
   });
 
   it("lets $disconnect find a connection's items through byConnection and delete them in batches, in the partitions that hold a connection's items only, nothing else", () => {
     expect(grantsOf('watch-disconnect')).toEqual([
-      { actions: ['dynamodb:BatchWriteItem'], resources: [subscriptionTableArn], condition: onlyPartitions('name#*', 'prefixes', 'renewed', 'connection#*') },
+      { actions: ['dynamodb:BatchWriteItem'], resources: [subscriptionTableArn], condition: onlyPartitions('name#*', 'prefix#*', 'prefixes', 'principal#*', 'renewed', 'connection#*') },
       { actions: ['dynamodb:Query'], resources: [connectionIndexArn] },
     ]);
   });
@@ -709,7 +709,7 @@ describe('LeaseService watch', () => {
   it('lets the stream consumer read the lease stream, read name markers, query and clean up subscriptions (in the partitions of a connection\'s items only), and post events, nothing else', () => {
     expect(grantsOf('watch-stream')).toEqual([
       { actions: ['dynamodb:BatchGetItem', 'dynamodb:Query'], resources: [subscriptionTableArn] },
-      { actions: ['dynamodb:BatchWriteItem'], resources: [subscriptionTableArn], condition: onlyPartitions('name#*', 'prefixes', 'renewed', 'connection#*') },
+      { actions: ['dynamodb:BatchWriteItem'], resources: [subscriptionTableArn], condition: onlyPartitions('name#*', 'prefix#*', 'prefixes', 'principal#*', 'renewed', 'connection#*') },
       { actions: ['dynamodb:Query'], resources: [connectionIndexArn] },
       { actions: ['execute-api:ManageConnections'], resources: [postToConnectionsArn] },
       { actions: ['dynamodb:ListStreams'], resources: ['*'] },
@@ -718,12 +718,12 @@ describe('LeaseService watch', () => {
   });
 
   it('pins what each watch function may do', () => {
-    const connectionItems = ['name#*', 'prefixes', 'renewed', 'connection#*'];
+    const connectionItems = ['name#*', 'prefix#*', 'prefixes', 'principal#*', 'renewed', 'connection#*'];
     expect(WATCH_ACCESS).toEqual({
       'watch-connect': { subscriptionTable: ['dynamodb:PutItem', 'dynamodb:Query'], writesPartitions: ['connection#*'], connectionIndex: [], postToConnections: false, readLeaseStream: false },
       'watch-subscribe': {
-        subscriptionTable: ['dynamodb:GetItem', 'dynamodb:PutItem'],
-        writesPartitions: ['name#*', 'prefixes', 'renewed', 'markers'],
+        subscriptionTable: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'],
+        writesPartitions: ['name#*', 'prefix#*', 'renewed', 'markers', 'principal#*'],
         connectionIndex: [],
         postToConnections: true,
         readLeaseStream: false,

@@ -65,10 +65,10 @@ describe('the direct push in the construct', () => {
     }
   });
 
-  it('lets a pushing route read who watches (name#, prefixes, markers partitions), write delivery records (delivered# only) and post to the stage\'s connections, nothing else on the watch', () => {
+  it('lets a pushing route read who watches (name#, prefix#, prefixes, markers partitions), write delivery records (delivered# only) and post to the stage\'s connections, nothing else on the watch', () => {
     for (const id of DIRECT_PUSH_ROUTE_IDS) {
       expect(watchGrantsOf(json, id)).toEqual([
-        { actions: ['dynamodb:BatchGetItem', 'dynamodb:Query'], resources: [`{${subscriptionTableId}.Arn}`], condition: inPartitions('name#*', 'prefixes', 'markers') },
+        { actions: ['dynamodb:BatchGetItem', 'dynamodb:Query'], resources: [`{${subscriptionTableId}.Arn}`], condition: inPartitions('name#*', 'prefix#*', 'prefixes', 'markers') },
         { actions: ['dynamodb:BatchWriteItem'], resources: [`{${subscriptionTableId}.Arn}`], condition: inPartitions('delivered#*') },
         { actions: ['execute-api:ManageConnections'], resources: [postToConnectionsArn] },
       ]);

@@ -92,7 +92,7 @@ describe("the direct push under latency: 'aws'", () => {
     const grant = (await post(`/v1/leases/${lease}/acquire`, { holder: 'a', ttlMs: 10_000 })).body.lease;
     expect(await watcher.next()).toMatchObject({ type: 'event', event: { type: 'acquired', name: lease } });
 
-    server.streamPath!.pause();
+    await server.streamPath!.pause();
     const postsBefore = hops.of('management-post').length;
     const deliveriesBefore = hops.of('stream-delivery').length;
     await post(`/v1/leases/${lease}/release`, { leaseId: grant.leaseId, token: grant.token });

@@ -88,7 +88,7 @@ async function acquire(server: TestServer, name: string, holder = 'worker-a') {
 async function acquired(server: TestServer, names: string[]) {
   const grants = await Promise.all(names.map((name) => acquire(server, name)));
   const stream = server.streamPath as NonNullable<TestServer['streamPath']>;
-  stream.pause();
+  await stream.pause();
   await stream.resume();
   return grants;
 }
@@ -99,7 +99,7 @@ async function acquired(server: TestServer, names: string[]) {
  */
 async function expectPushedOnce(server: TestServer, watchers: Awaited<ReturnType<typeof watchersOf>>, type: LeaseEvent['type'], names: string[], change: () => Promise<void>) {
   const stream = server.streamPath as NonNullable<TestServer['streamPath']>;
-  stream.pause();
+  await stream.pause();
   try {
     await change();
     for (const w of watchers.all) for (const name of names) await w.heard(type, name);
@@ -169,7 +169,7 @@ describe('the direct push: a route tells the watchers of its change before the s
     const release = { leaseId: grant?.leaseId, token: grant?.token };
     // Paused from the release on: a stream that read the release between the route's post and its
     // delivery record would post it again (the SDK drops that copy; this raw socket would not).
-    stream.pause();
+    await stream.pause();
     try {
       expect((await post(direct, `/v1/leases/${name}/release`, release)).status).toBe(200);
       await w.heard('released', name);
@@ -197,7 +197,7 @@ describe("watch.push: 'stream' (npm start -- --watch-push stream)", () => {
     const [grant] = await acquired(streamOnly, [name]);
     const watchers = await watchersOf(streamOnly, prefix, [name]);
     const stream = streamOnly.streamPath as NonNullable<TestServer['streamPath']>;
-    stream.pause();
+    await stream.pause();
     try {
       expect((await post(streamOnly, `/v1/leases/${name}/release`, { leaseId: grant?.leaseId, token: grant?.token })).status).toBe(200);
       for (const w of watchers.all) {

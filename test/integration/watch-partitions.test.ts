@@ -63,8 +63,12 @@ describe('the watch functions write only the subscription partitions IAM lets th
   });
 
   it('subscribe by names and prefixes, with renewals, writes only partitions watch-subscribe may write', async () => {
-    const written = await writtenBy(() => store.subscribe(connectionId, ['team-a.jobs', 'team-a:x_y-1'], ['team-a.', 'team-a.q'], { renewed: true, batched: true }));
-    // Two names, two prefixes, the renewed index of each, two name markers, and the marker epoch (first use).
+    const [names, prefixes] = [['team-a.jobs', 'team-a:x_y-1'], ['team-a.', 'team-a.q']];
+    const written = await writtenBy(async () => {
+      await store.admit(connectionId, { prefixes: ['team-a.'], batched: true, principal: 'aws:123456789012:role/team-a' }, names, prefixes);
+      await store.subscribe(connectionId, names, prefixes, { renewed: true, batched: true });
+    });
+    // Two names, two prefixes, the renewed index of each, their markers, and the connection's count under its principal.
     expect(written.length).toBeGreaterThanOrEqual(10);
     for (const { pk } of written) expect(mayWrite('watch-subscribe', pk), pk).toBe(true);
   });

@@ -154,8 +154,9 @@ describe('the stream consumer', () => {
     const records = Array.from({ length: 10 }, (_, i) => release(`${prefix}${i % 2 === 0 ? 'a' : 'b'}`, i, i + 1));
     expect(await handler({ Records: records } as never)).toEqual({ batchItemFailures: [] });
     expect(posts).toHaveLength(10);
-    // Two names: each queried at once, beside the prefix read (no marker read first).
-    expect(queries).toEqual({ count: 3, batchGets: 0, byConnection: 0 });
+    // Two names: each queried at once, beside one read of the markers of their prefixes, then the
+    // one prefix that has a watcher.
+    expect(queries).toEqual({ count: 3, batchGets: 1, byConnection: 0 });
   });
 
   it("with three names or more, reads the names' markers in one read: no query for a name nobody watches by name", async () => {

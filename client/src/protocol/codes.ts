@@ -21,6 +21,8 @@ export const ErrorCode = {
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
   THROTTLED: 'THROTTLED',
+  /** Watch only: a subscribe message would pass a connection's or a principal's subscription cap (WATCH_LIMITS). */
+  SUBSCRIPTION_LIMIT_EXCEEDED: 'SUBSCRIPTION_LIMIT_EXCEEDED',
   INTERNAL: 'INTERNAL',
   UNAVAILABLE: 'UNAVAILABLE',
 } as const;
@@ -46,6 +48,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   THROTTLED: 429,
+  SUBSCRIPTION_LIMIT_EXCEEDED: 429,
   INTERNAL: 500,
   UNAVAILABLE: 503,
 };

@@ -269,6 +269,14 @@ export class ThrottledError extends LeaseholdError {
   }
 }
 
+/** A watch subscription refused for good: it would pass a cap of WATCH_LIMITS; not retryable as is. */
+export class SubscriptionLimitError extends LeaseholdError {
+  override name = 'SubscriptionLimitError';
+  constructor(message: string, options: LeaseholdErrorOptions = {}) {
+    super(ErrorCode.SUBSCRIPTION_LIMIT_EXCEEDED, message, options);
+  }
+}
+
 export class UnauthorizedError extends LeaseholdError {
   override name = 'UnauthorizedError';
   constructor(message: string, options: LeaseholdErrorOptions = {}) {
@@ -415,6 +423,8 @@ export function errorFromBody(body: ErrorBody['error'], leaseName?: string): Lea
       return new UnavailableError(message, opts);
     case ErrorCode.THROTTLED:
       return new ThrottledError(message, opts);
+    case ErrorCode.SUBSCRIPTION_LIMIT_EXCEEDED:
+      return new SubscriptionLimitError(message, opts);
     case ErrorCode.UNAUTHORIZED:
       return new UnauthorizedError(message, opts);
     case ErrorCode.FORBIDDEN:

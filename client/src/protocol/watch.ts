@@ -76,6 +76,18 @@ export const WATCH_LIMITS = {
   namesPerMessage: 100,
   prefixesPerMessage: 10,
   /**
+   * Distinct names and prefixes one connection may watch (each counts one; subscribing to one again
+   * costs nothing). A subscribe message that would pass it is refused whole with
+   * SUBSCRIPTION_LIMIT_EXCEEDED, and the connection keeps what it had.
+   */
+  subscriptionsPerConnection: 500,
+  /**
+   * Distinct names and prefixes one principal (an IAM role or user, however many processes share it)
+   * may watch over all its live connections, refused the same way. Without watch grants (the local
+   * server without SigV4) nobody is identified and only the per-connection cap applies.
+   */
+  subscriptionsPerPrincipal: 2_000,
+  /**
    * The largest message a client should send, in bytes: one frame of API Gateway's WebSocket frame
    * size (32 KB; API Gateway takes up to 128 KB in fragments). The local server closes a connection
    * that sends a larger message with close code 1009 (message too big), and one that sends a text
