@@ -5,7 +5,7 @@ import { LeaseClient, LeaseLostError, LeaseNotHeldError } from 'leasehold';
 import { ManualClock } from '../../functions/clock.js';
 import { LeaseStore } from '../../functions/lease-store.js';
 import { ErrorCode, type Grant } from '../../client/src/protocol/index.js';
-import { createTestLeaseTable, type TestTable } from '../support/dynamodb.js';
+import { countingClient, createTestLeaseTable, type TestTable } from '../support/dynamodb.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
 import { expectContract } from '../support/openapi.js';
 
@@ -155,6 +155,29 @@ describe('a revoke that names its grant (expectedToken)', () => {
     const f = await grant(store, free, 'w');
     await store.release(free, f);
     await expect(store.revoke(free, { reason: 'x', force: true, expectedToken: f.token }, 'ops')).rejects.toBeInstanceOf(LeaseNotHeldError);
+  });
+});
+
+describe('what a revoke costs', () => {
+  it('is one DynamoDB request: freeing a reserved lease, being refused for naming an earlier grant, and a repeat alike', async () => {
+    const clock = new ManualClock(Date.now());
+    const count = countingClient(table.doc);
+    const store = new LeaseStore({ client: count.client, tableName: table.tableName, clock });
+    const name = uniqueName('cost');
+    const first = await grant(store, name, 'giver');
+    await store.handoff(name, { ...first, to: 'receiver', windowMs: 60_000 });
+    /** The revoke's answer (or refusal) and how many requests it sent. */
+    const costOf = async (revoke: () => Promise<unknown>) => {
+      count.reset();
+      const answer = await revoke().catch((e: unknown) => e);
+      return { answer, sent: count.sent() };
+    };
+    const revoke = (reason: string) => () => store.revoke(name, { reason, force: true, expectedToken: first.token }, 'ops');
+    expect(await costOf(revoke('free it'))).toMatchObject({ sent: 1, answer: { holder: null, revoked: { force: true, reason: 'free it' } } });
+    expect(await costOf(revoke('again'))).toMatchObject({ sent: 1, answer: { revoked: { reason: 'free it' } } });
+    clock.advance(1);
+    await grant(store, name, 'next');
+    expect(await costOf(revoke('late'))).toMatchObject({ sent: 1, answer: { code: ErrorCode.LEASE_LOST, serverReason: 'superseded' } });
   });
 });
 
