@@ -60,7 +60,8 @@ Commands:
   acquire NAME --holder H [--ttl 15s]     ask for a lease once; prints the grant (token, lease id)
   renew NAME --lease-id ID --token T      extend a grant (or --from-stdin with acquire --json)
   release NAME --lease-id ID --token T    give a grant up
-  revoke NAME --reason TEXT [--force]     operators: take the current grant away (audited)
+  revoke NAME --reason TEXT [--force]     operators: take the current grant away (audited); it names
+              [--token N]                 the grant describe shows, or N, and changes nothing once it moved on
   run NAME [--ttl 15s] -- COMMAND ARGS…   run COMMAND only while leading NAME (fail-closed)
   sidecar NAME --port 8080                hold NAME for a main container: GET /leader, /healthz, /metrics
 
