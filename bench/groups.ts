@@ -90,6 +90,10 @@ export interface GroupsOptions {
   random: () => number;
   runId: string;
   log: (line: string) => void;
+  /** What every member is given besides the group (e.g. `epoch`: bench/groups-epoch.ts). Default none. */
+  member?: Partial<GroupMemberConfig>;
+  /** Called with each counted round and the records of all its members (bench/groups-epoch.ts reads the claims). */
+  onRound?: (round: GroupRound, records: readonly WorkerEvent[]) => void;
 }
 
 interface Member {
@@ -139,6 +143,7 @@ export async function measureGroups(options: GroupsOptions): Promise<GroupsResul
         const group = `bench-${options.runId}-group-${rounds.length}-${disturbances.length}`;
         rounds.push(await measureRound(options, group, rounds.length, (m) => members.push(m)));
         const r = rounds.at(-1) as GroupRound;
+        options.onRound?.(r, members.flatMap((m) => m.worker.events));
         const worstExcess = Math.max(...r.kill.map((k) => k.excessMs));
         const worstHandover = Math.max(...r.leave.map((l) => l.handoverMs));
         options.log(
@@ -229,7 +234,7 @@ async function measureRound(options: GroupsOptions, group: string, round: number
   const all: Member[] = [];
   const spawnMember = async (): Promise<WorkerEvent> => {
     const holder = `member-${all.length}`;
-    const config: GroupMemberConfig = { endpoint: options.endpoint, group, partitions: options.partitions, holder, ttlMs };
+    const config: GroupMemberConfig = { ...options.member, endpoint: options.endpoint, group, partitions: options.partitions, holder, ttlMs };
     const member: Member = { holder, worker: new Worker(options.script, config) };
     all.push(member);
     track(member);

@@ -36,6 +36,7 @@ import { renderHandover, renderRollingDeploys } from './report-profiles.js';
 import { renderEpochFencing } from './report-epoch.js';
 import { renderGroups } from './report-groups.js';
 import { renderWeighted, simulateWeighted } from './groups-weighted.js';
+import { renderGroupsEpoch } from './groups-epoch.js';
 import { renderColdStart, renderCost, renderLatency, renderPeers, renderScale } from './report-operations.js';
 import { measureRegionOutage } from './regions.js';
 import { renderRegions } from './report-regions.js';
@@ -335,6 +336,7 @@ async function main(): Promise<void> {
         if (only.has('groups')) print(renderGroups(results));
         // The weighted plan, simulated (no server): seconds of CPU, so it runs with the section.
         if (only.has('groups')) print(renderWeighted(simulateWeighted({ quick, seed })));
+        if (only.has('groups')) print(renderGroupsEpoch(results));
       }
     }
 

@@ -8,6 +8,7 @@ import {
 import { HANDOVER_PROVISIONED_CONCURRENCY } from '../infra/provisioned-concurrency.js';
 import { measureHandover, type ElectionTarget } from './elections.js';
 import { measureGroups } from './groups.js';
+import { measureGroupsEpoch } from './groups-epoch.js';
 import type { Plan, Section } from './plan.js';
 import { startServerProcess, type BundledWorker } from './processes.js';
 import type { BenchResults, HandoverVariant } from './results.js';
@@ -186,7 +187,39 @@ export async function measureProfiledSections(ctx: ProfiledContext): Promise<voi
         log(`  ${where}: lease group took ${((performance.now() - t0) / 1000).toFixed(0)} s`);
       }
     }
+    await measureGroupsFenced(ctx, startServer, headlineOf(configurations));
   }
+}
+
+/** Section 11b (groups-epoch.ts): the lease group without and with epoch fencing, once, on the headline configuration's server. */
+async function measureGroupsFenced(ctx: ProfiledContext, startServer: (c: Configuration) => Promise<Server>, c: Configuration | undefined): Promise<void> {
+  if (c === undefined) return;
+  const t0 = performance.now();
+  let server: Server | undefined;
+  try {
+    server = await startServer(c);
+    ctx.log(`\n  ${configurationLabel(c)}: lease group with and without epoch fencing, ${ctx.plan.groupRounds} round(s) each…`);
+    ctx.results.groupsEpoch = await measureGroupsEpoch({
+      script: ctx.scripts['group-member'],
+      endpoint: server.url,
+      dynamodbEndpoint: ctx.dynamodbEndpoint,
+      ttlMs: ctx.ttlMs,
+      partitions: ctx.plan.groupPartitions,
+      rounds: ctx.plan.groupRounds,
+      steadyTtls: ctx.plan.groupSteadyTtlsOther,
+      random: ctx.random,
+      runId: `${ctx.runId}-fenced-${c.latency}-${c.push}`,
+      latency: c.latency,
+      push: c.push,
+      log: ctx.log,
+    });
+  } catch (error) {
+    ctx.results.errors.groupsEpoch = (error as Error).message;
+    ctx.log(`  ✗ lease group with epoch fencing: ${(error as Error).message}`);
+  } finally {
+    await server?.stop();
+  }
+  ctx.log(`  lease group with and without epoch fencing took ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 }
 
 /** The handover section's rows under one configuration in one run: the watch's resign and handoff, and in the first run the systems without it. */

@@ -3,6 +3,7 @@ import { table } from './format.js';
 import { renderFailover, renderPause } from './report-elections.js';
 import { renderEpochFencing } from './report-epoch.js';
 import { renderGroups } from './report-groups.js';
+import { renderGroupsEpoch } from './groups-epoch.js';
 import { renderColdStart, renderCost, renderLatency, renderPeers, renderScale } from './report-operations.js';
 import { renderHandover, renderRollingDeploys } from './report-profiles.js';
 import { renderRegions } from './report-regions.js';
@@ -79,6 +80,7 @@ export function renderMarkdown(results: BenchResults): string {
     results.pause || results.errors.pause ? renderPause(results) : [],
     results.rolling || results.errors.rolling ? renderRollingDeploys(results) : [],
     results.groups || results.errors.groups ? renderGroups(results) : [],
+    renderGroupsEpoch(results),
     renderRegions(results),
   ].filter((p) => p.length > 0);
   return `${parts.map((p) => p.join('\n')).join('\n\n')}\n`;

@@ -5,6 +5,7 @@ import type { CostMeasurement } from './cost.js';
 import type { FailoverTrial, HandoverTrial } from './elections.js';
 import type { EpochFencingResult } from './result-types.js';
 import type { GroupsResult } from './groups.js';
+import type { GroupsEpochResult } from './groups-epoch.js';
 import type { LatencyCell, PeerLatency } from './latency.js';
 import type { MachineInfo } from './machine.js';
 import type { PauseTrial } from './pause.js';
@@ -97,6 +98,8 @@ export interface BenchResults {
    * configuration and run (older results hold one object, read as a list of one: results-file.ts).
    */
   groups?: GroupsResult[];
+  /** Section 11b: the lease group with and without epoch fencing per partition, on the headline configuration's server. */
+  groupsEpoch?: GroupsEpochResult;
   /** Section 12: one of three Regions down for 10 ttls: leases kept, renewals through another Region, a crash failover with the Region. */
   regions?: RegionsResult;
   /** Sections copied from the previous full run's JSON because this run measured only others. */

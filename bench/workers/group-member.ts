@@ -16,7 +16,11 @@
  * Commands on stdin: {"cmd":"counts"}, {"cmd":"stop"} (exit at once).
  */
 import { createInterface } from 'node:readline';
-import { LeaseClient, createLeaseGroup } from '../../client/src/index.js';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { dynamodbEpoch } from '../../client/src/dynamodb/index.js';
+import { LeaseClient, createLeaseGroup, partitionLeaseName, type Fence } from '../../client/src/index.js';
+import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
 import { WATCH_PATH } from '../../client/src/protocol/index.js';
 import { matchRoute } from '../../functions/http/routes.js';
 import { benchNowMs } from '../clock.js';
@@ -28,6 +32,12 @@ export interface GroupMemberConfig {
   partitions: number;
   holder: string;
   ttlMs: number;
+  /**
+   * Epoch fencing per partition (bench/groups-epoch.ts): each partition's epoch record in this
+   * DynamoDB table (key `pk`), claimed before each ownership begins; `assigned` then carries the
+   * claim's `claimMs`. Default: none.
+   */
+  epoch?: { dynamodbEndpoint: string; tableName: string };
 }
 
 const config = JSON.parse(process.env.BENCH_WORKER_CONFIG ?? '{}') as GroupMemberConfig;
@@ -56,13 +66,17 @@ const countingFetch = ((input: string | URL | Request, init?: RequestInit) => {
 }) as typeof fetch;
 
 const client = new LeaseClient({ endpoint: config.endpoint, fetch: countingFetch });
+/** With `epoch`: how long each partition's latest claim took, ms, read when `onAssigned` reports it. */
+const claimMs = new Map<string, number>();
+const epochOf = config.epoch === undefined ? undefined : epochFence(config.epoch, config.group, claimMs);
 const group = createLeaseGroup(client, {
   group: config.group,
   partitions: config.partitions,
   holder: config.holder,
   ttlMs: config.ttlMs,
   watch: `${config.endpoint.replace(/^http/, 'ws')}${WATCH_PATH}`,
-  onAssigned: (partition, { token }) => report('assigned', { partition, token }),
+  ...(epochOf === undefined ? {} : { fence: epochOf }),
+  onAssigned: (partition, { token }) => report('assigned', { partition, token, ...(claimMs.has(partition) ? { claimMs: claimMs.get(partition) } : {}) }),
   onRevoked: (partition, reason, { token }) => report('revoked', { partition, reason, token }),
   onEvent: (event) => {
     if (event.type === 'elected' && event.name.startsWith(`${config.group}.m.`)) report('joined');
@@ -97,3 +111,18 @@ process.once('SIGTERM', () => {
 });
 // Exit with the harness.
 process.stdin.on('end', () => process.exit(0));
+
+/** Each partition's DynamoDB epoch (key `epoch#<partition lease>`), its claims timed into `claimMs`. */
+function epochFence(epoch: NonNullable<GroupMemberConfig['epoch']>, groupName: string, timings: Map<string, number>): (partition: string) => Fence {
+  const db = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: epoch.dynamodbEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS }));
+  return (partition) => {
+    const store = dynamodbEpoch(db, { tableName: epoch.tableName, key: { pk: `epoch#${partitionLeaseName(groupName, partition)}` } });
+    return {
+      async claim(token, options) {
+        const startedMs = performance.now();
+        await store.claim(token, options);
+        timings.set(partition, performance.now() - startedMs);
+      },
+    };
+  };
+}
