@@ -11,7 +11,10 @@ import { createConnection, createServer, type AddressInfo, type Server, type Soc
  *   does not even see a connection); on open connections no byte moves in either direction.
  *   Bytes (and closes) sent meanwhile are held, like TCP retransmitting into the void: if the mode
  *   changes back before the sender gives up, they are delivered then, in order. A sender that gave
- *   up and closed its socket takes its held bytes with it.
+ *   up and reset its connection takes its held bytes with it — unless the blackhole is `healing`:
+ *   then what it had sent is delivered when the mode changes back all the same (the answers go
+ *   nowhere), as a healed partition delivers what the network already carried. That is how a
+ *   request arrives long after its sender moved on to another endpoint.
  * - `delay`: every chunk, both ways, is delivered `ms` after it arrived, in order.
  * - `lose-answers`: requests reach the target, but every byte of its answers is dropped. Then, if
  *   `closeClientAfterMs` is set, the client's socket is closed that long after the first dropped
@@ -22,7 +25,7 @@ import { createConnection, createServer, type AddressInfo, type Server, type Soc
  */
 export type FaultMode =
   | { kind: 'pass' }
-  | { kind: 'blackhole' }
+  | { kind: 'blackhole'; healing?: boolean }
   | { kind: 'refuse' }
   | { kind: 'delay'; ms: number }
   | { kind: 'lose-answers'; closeClientAfterMs?: number; closeWith?: 'reset' | 'fin' };
@@ -95,12 +98,11 @@ export async function createFaultProxy(options: FaultProxyOptions): Promise<Faul
       return;
     }
     stats.connectionsOpen += 1;
-    const connection = new ProxiedConnection(client, pickTarget, connectAttempts, options.onClientData, () => mode, stats);
-    connections.add(connection);
-    client.once('close', () => {
+    const connection = new ProxiedConnection(client, pickTarget, connectAttempts, options.onClientData, () => mode, stats, () => {
       connections.delete(connection);
       stats.connectionsOpen -= 1;
     });
+    connections.add(connection);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -183,6 +185,11 @@ class Direction {
     clearTimeout(this.timer);
     this.queue.length = 0;
   }
+
+  /** Bytes are waiting to be delivered. */
+  holdsData(): boolean {
+    return this.queue.some((item) => 'data' in item);
+  }
 }
 
 class ProxiedConnection {
@@ -193,6 +200,12 @@ class ProxiedConnection {
   private closeTimer: NodeJS.Timeout | undefined;
 
   private connectAttemptsLeft: number;
+  /** The client gave up while a healing blackhole held what it sent: that is delivered when it heals. */
+  private late = false;
+  /** A healing blackhole has held bytes of this connection: until delivered, they outlive the client. */
+  private heldByHealing = false;
+  private clientEnded = false;
+  private finished = false;
 
   constructor(
     private readonly client: Socket,
@@ -201,6 +214,7 @@ class ProxiedConnection {
     onClientData: ((data: Buffer) => void) | undefined,
     private readonly currentMode: () => FaultMode,
     private readonly stats: FaultProxyStats,
+    private readonly onFinished: () => void,
   ) {
     this.connectAttemptsLeft = connectAttempts;
     this.toTarget = new Direction(() => this.connectedUpstream(), currentMode, (n) => (stats.bytesToTarget += n));
@@ -209,20 +223,36 @@ class ProxiedConnection {
     client.on('data', (data: Buffer) => {
       onClientData?.(data);
       this.connectUpstream();
+      this.noteHealing();
       this.toTarget.push({ data, dueAt: null });
     });
-    client.on('end', () => this.toTarget.push({ end: true, dueAt: null }));
-    client.on('error', () => this.destroy());
-    client.on('close', () => this.destroy());
+    client.on('end', () => {
+      this.clientEnded = true;
+      this.toTarget.push({ end: true, dueAt: null });
+    });
+    client.on('error', () => {
+      if (!this.holdsForHealing()) this.destroy();
+    });
+    client.on('close', () => {
+      if (!this.holdsForHealing()) {
+        this.destroy();
+        return;
+      }
+      // Held for the heal: the request goes on without its sender, then the connection ends.
+      this.late = true;
+      this.toClient.stop();
+      if (!this.clientEnded) this.toTarget.push({ end: true, dueAt: null });
+    });
     if (currentMode().kind !== 'blackhole') this.connectUpstream();
   }
 
   modeChanged(): void {
+    this.noteHealing();
     if (this.currentMode().kind === 'refuse') {
       this.reset();
       return;
     }
-    if (this.currentMode().kind !== 'blackhole' && !this.client.destroyed) this.connectUpstream();
+    if (this.currentMode().kind !== 'blackhole' && (!this.client.destroyed || this.late)) this.connectUpstream();
     this.toTarget.pump();
     this.toClient.pump();
   }
@@ -239,6 +269,20 @@ class ProxiedConnection {
     this.toClient.stop();
     this.client.destroy();
     this.upstream?.destroy();
+    if (!this.finished) {
+      this.finished = true;
+      this.onFinished();
+    }
+  }
+
+  private noteHealing(): void {
+    const mode = this.currentMode();
+    if (mode.kind === 'blackhole' && mode.healing === true) this.heldByHealing = true;
+  }
+
+  /** Bytes a healing blackhole held are still to be delivered: they outlive the client. */
+  private holdsForHealing(): boolean {
+    return (this.late || this.heldByHealing) && this.toTarget.holdsData();
   }
 
   /** Connects to the target on first need: a partitioned connection never reaches it. */
@@ -256,6 +300,10 @@ class ProxiedConnection {
     });
     upstream.on('data', (data: Buffer) => this.answer({ data, dueAt: null }));
     upstream.on('end', () => this.answer({ end: true, dueAt: null }));
+    // A late request's connection has no client left to close it: it ends with its upstream.
+    upstream.on('close', () => {
+      if (this.late) this.destroy();
+    });
     upstream.on('error', (error: NodeJS.ErrnoException) => {
       // Refused before anything was sent: another target may take it (skipRefusingTargets).
       if (!this.upstreamConnected && error.code === 'ECONNREFUSED' && this.connectAttemptsLeft > 0 && !this.client.destroyed) {

@@ -17,6 +17,7 @@ const DEFINITE_REJECTIONS = new Set<string>([
   ErrorCode.PERMIT_LOST,
   ErrorCode.LIMIT_MISMATCH,
   ErrorCode.SEMAPHORE_NOT_FOUND,
+  ErrorCode.REQUEST_REPLAYED,
 ]);
 
 /** Answers given before the lease item was touched: no effect, and nothing learned about the lease. */
@@ -34,7 +35,8 @@ const REFUSED_BEFORE_TOUCHING = new Set<string>([
 /**
  * - ok: took effect as answered;
  * - rejected: LEASE_HELD / LEASE_LOST / LEASE_NOT_FOUND / LEASE_NOT_HELD (a revoke), or the
- *   semaphore's SEMAPHORE_FULL / PERMIT_LOST / LIMIT_MISMATCH / SEMAPHORE_NOT_FOUND: refused by the rules;
+ *   semaphore's SEMAPHORE_FULL / PERMIT_LOST / LIMIT_MISMATCH / SEMAPHORE_NOT_FOUND, or an acquire's
+ *   REQUEST_REPLAYED (a late copy whose grant has ended): refused by the rules;
  * - none: refused before the lease was touched (validation, auth, throttling);
  * - maybe: no answer, or a failure after which the write may still have happened (UNAVAILABLE,
  *   INTERNAL, a network error, or a `fail` without a code): treated like `unknown`.

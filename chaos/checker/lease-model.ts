@@ -1,4 +1,4 @@
-import { ErrorCode } from '../../client/src/protocol/index.js';
+import { ErrorCode, LIMITS } from '../../client/src/protocol/index.js';
 import { NO_COORDINATION, afterDescribe, afterRenew, claimFits, reservationEndFor, reserve, reservedForAnother } from './lease-coordination.js';
 import type { LeaseModelOptions, LeaseOp, LeaseState } from './lease-types.js';
 import type { Model, StepContext } from './linearizability.js';
@@ -13,6 +13,11 @@ export type { LeaseModelOptions, LeaseOp, LeaseState, Revoked } from './lease-ty
  * - acquire succeeds iff the item does not exist or `availableAt < s`; it sets token = previous + 1
  *   (any value for a brand-new item), expiresAt = s + ttl, availableAt = expiresAt + lockDelay.
  *   A retry with the same holder and requestId while that grant is live returns the same grant.
+ *   A copy of an acquire may arrive late, long after its sender moved on (a Region that heals
+ *   delivers what it held): it may return the live grant its requestId produced, or take effect as
+ *   a new acquire, but it may NOT produce a new grant while the latest grant is its own requestId's
+ *   and that grant ended less than LIMITS.replayGuardMs before the decision (the replay guard,
+ *   functions/replay-guard.ts); it is then refused REQUEST_REPLAYED and changes nothing.
  * - renew succeeds iff the token (and leaseId) is the current grant's, it is not released, and
  *   `expiresAt >= s`; it sets expiresAt = s + ttl. The token is unchanged.
  * - release succeeds iff the token is the current grant's (released or not: a second release is a
@@ -97,6 +102,13 @@ export const INITIAL_LEASE_STATE: LeaseState = {
   ...NO_COORDINATION,
 };
 
+const REPLAY_GUARD_MS = LIMITS.replayGuardMs;
+
+/** The latest grant was made by this acquire's requestId (from any holder: the guard is the requestId's). */
+function isOwnGrant(s: LeaseState, op: LeaseOp): boolean {
+  return s.exists && op.requestId !== null && s.requestId === op.requestId;
+}
+
 /** A closed interval of server time. */
 interface Window {
   lo: number;
@@ -157,6 +169,13 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
 
   function acquire(s: LeaseState, op: LeaseOp, ctx: StepContext): LeaseState[] {
     const ttl = op.ttlMs as number;
+    if (op.effect === 'rejected' && op.error === ErrorCode.REQUEST_REPLAYED) {
+      // The latest grant is this requestId's and had ended by a decision time s, less than the
+      // guard before s. Its end lies in [min(expLo, availLo), availHi] (lease-store: min(expiresAt, releasedAt)).
+      const w = decisionWindow({ ...op, serverNowMs: null }, ctx);
+      const ended = s.holder === null || s.expLo < w.hi;
+      return isOwnGrant(s, op) && ended && s.availHi >= w.lo - REPLAY_GUARD_MS ? [s] : [];
+    }
     if (op.effect === 'rejected') {
       // LEASE_HELD: availableAt >= s, or a handoff reserved it for another until >= s, for some
       // decision time s; the answer names the current token. A claim it recorded changed nothing else.
@@ -178,7 +197,10 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
     // A new grant.
     const w = decisionWindow(op, ctx);
     const reservationEnd = reservationEndFor(s, op.holder);
-    if (!s.exists || (s.availLo < w.hi && reservationEnd < w.hi)) {
+    // The replay guard: no new grant while the latest is this requestId's, unless it can have ended
+    // more than the guard before the decision.
+    const spent = isOwnGrant(s, op) && Math.min(s.expLo, s.availLo) >= w.hi - REPLAY_GUARD_MS;
+    if (!spent && (!s.exists || (s.availLo < w.hi && reservationEnd < w.hi))) {
       const expected = s.exists && s.token !== null ? s.token + 1 : null;
       const token = op.effect === 'maybe' ? expected : op.token;
       if ((op.effect === 'maybe' && tokenFree(expected, op)) || (op.effect !== 'maybe' && (expected === null || op.token === expected))) {
@@ -249,7 +271,8 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
     if (s.holder === null) return op.effect === 'ok' && repeats(s) ? [current] : []; // a second release: success, no change
     if (op.holder !== null && s.holder !== op.holder) return [];
     const w = decisionWindow(op, ctx);
-    const ended = { ...current, holder: null, requestId: null, availLo: w.lo, availHi: w.hi };
+    // The grant's requestId stays: the replay guard still knows it (functions/replay-guard.ts).
+    const ended = { ...current, holder: null, availLo: w.lo, availHi: w.hi };
     return [op.to === null ? ended : reserve(ended, op, w)];
   }
 
@@ -300,12 +323,12 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
       if (op.force && s.revoked === 'safe') {
         // It took effect as the upgrade of a safe revoke, whether or not the holder has released
         // or the grant expired since: the grant ends now, with any reservation and claim.
-        out.push({ ...current, ...NO_RESERVATION, holder: null, requestId: null, revoked: 'forced', availLo: at.lo, availHi: at.hi });
+        out.push({ ...current, ...NO_RESERVATION, holder: null, revoked: 'forced', availLo: at.lo, availHi: at.hi });
       } else if (s.revoked === 'no' && current.holder !== null && current.expHi >= at.lo) {
         // It took effect on a grant held (expiresAt ≥ the decision time) and not revoked.
         const held = { ...current, expLo: Math.max(current.expLo, at.lo) };
         if (op.force) {
-          out.push({ ...held, ...NO_RESERVATION, holder: null, requestId: null, revoked: 'forced', availLo: at.lo, availHi: Math.min(at.hi, held.expHi) });
+          out.push({ ...held, ...NO_RESERVATION, holder: null, revoked: 'forced', availLo: at.lo, availHi: Math.min(at.hi, held.expHi) });
         } else {
           // The expiry stays where the last renew put it (no renew can move it any more), and no
           // lock-delay follows it: the grant's lock-delay is gone for good (later pins keep it so).
@@ -316,7 +339,7 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
       } else if (op.force && s.revoked === 'no' && current.holder === null && current.reservedFor !== null && current.resHi >= at.lo) {
         // It took effect on a lease a handoff reserved (reservedUntil ≥ the decision time): the
         // reservation and the claim end, and the lease is free at once.
-        out.push({ ...current, ...NO_RESERVATION, requestId: null, revoked: 'forced', availLo: at.lo, availHi: Math.min(at.hi, current.resHi) });
+        out.push({ ...current, ...NO_RESERVATION, revoked: 'forced', availLo: at.lo, availHi: Math.min(at.hi, current.resHi) });
       }
     }
     // A repeat: the grant's record was there already, and this revoke does not upgrade it.

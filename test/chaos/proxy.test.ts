@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { Agent, createServer, request, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createConnection, type AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createFaultProxy, type FaultProxy } from '../../chaos/proxy.js';
 
@@ -100,6 +100,32 @@ function send(port: number, options: { agent?: Agent; body?: string | Buffer; ti
   });
 }
 
+/** A proxy that says when it has read a client's bytes. */
+async function listeningProxy(): Promise<{ p: FaultProxy; heard: () => Promise<void> }> {
+  let signal: () => void = () => undefined;
+  let next = new Promise<void>((resolve) => (signal = resolve));
+  const p = await createFaultProxy({
+    targetHost: '127.0.0.1',
+    targetPort: serverPort,
+    onClientData: () => {
+      signal();
+      next = new Promise<void>((resolve) => (signal = resolve));
+    },
+  });
+  opened.push(p);
+  return { p, heard: () => next };
+}
+
+/** A whole POST, then a TCP reset once the proxy has read it: a sender that gave up. */
+async function sendThenReset(port: number, heard: () => Promise<void>): Promise<void> {
+  const read = heard();
+  const socket = createConnection({ host: '127.0.0.1', port });
+  await once(socket, 'connect');
+  socket.write('POST / HTTP/1.1\r\nHost: proxy\r\nContent-Length: 4\r\n\r\nlate');
+  await read;
+  socket.resetAndDestroy();
+}
+
 describe('fault proxy', () => {
   it('passes requests and answers through, several on one keep-alive connection', async () => {
     const p = await proxy();
@@ -134,6 +160,27 @@ describe('fault proxy', () => {
     expect(handled).toBe(0);
     p.setMode({ kind: 'pass' });
     expect(await answer).toMatchObject({ status: 200, body: 'ok 1' });
+  });
+
+  it('healing blackhole: a request whose sender gave up and reset its connection is delivered when it heals', async () => {
+    const { p, heard } = await listeningProxy();
+    p.setMode({ kind: 'blackhole', healing: true });
+    await sendThenReset(p.port, heard);
+    expect(handled).toBe(0);
+    const delivered = nextHandled;
+    p.setMode({ kind: 'pass' });
+    await delivered;
+    expect(handled).toBe(1);
+    await vi.waitFor(() => expect(p.stats().connectionsOpen).toBe(0), { timeout: 10_000, interval: 5 });
+  });
+
+  it('plain blackhole: a request whose sender gave up and reset its connection goes with it', async () => {
+    const { p, heard } = await listeningProxy();
+    p.setMode({ kind: 'blackhole' });
+    await sendThenReset(p.port, heard);
+    await vi.waitFor(() => expect(p.stats().connectionsOpen).toBe(0), { timeout: 10_000, interval: 5 });
+    p.setMode({ kind: 'pass' });
+    expect(await send(p.port)).toMatchObject({ status: 200, body: 'ok 1' });
   });
 
   it('refuse: resets a new connection at once, and the request never reaches the target', async () => {

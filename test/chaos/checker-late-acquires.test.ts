@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { LIMITS } from '../../client/src/protocol/index.js';
+import { checkHistory } from '../../chaos/checker/index.js';
+import type { HistoryRecord } from '../../chaos/history.js';
+import { acquireHeld, acquireOk, acquireUnknown, describeOk, releaseOk } from './support/history-builders.js';
+
+// The lease model and late copies of an acquire (a Region that heals delivers what it held): such a
+// copy may return the live grant its requestId produced, but never produces a new grant while the
+// latest grant is its requestId's and ended less than LIMITS.replayGuardMs before; it is then
+// refused REQUEST_REPLAYED and changes nothing.
+
+function i1(records: HistoryRecord[]) {
+  return checkHistory(records, { clockSkewMs: 0 }).invariants.I1;
+}
+
+const R = 'late-request-00001';
+const replayed = (process: string, span: readonly [number, number], requestId: string): HistoryRecord => ({
+  ...acquireHeld(process, span, { requestId }),
+  error: 'REQUEST_REPLAYED',
+});
+
+/** The first attempt of `a`'s acquire hangs in a blackholed Region; the SDK gets the grant elsewhere and releases it. */
+const grantedElsewhereAndReleased: HistoryRecord[] = [
+  acquireUnknown('a', [0, null], { requestId: R }),
+  acquireOk('a', [5, 15], 5, { requestId: R }),
+  releaseOk('a', [20, 30], 5),
+];
+
+describe('I1 and late acquires: accepted', () => {
+  it('a late copy refused REQUEST_REPLAYED after its grant was released, and the next grant to another holder', () => {
+    expect(i1([...grantedElsewhereAndReleased, replayed('a', [40, 50], R), acquireOk('b', [60, 70], 6)]).status).toBe('pass');
+  });
+
+  it('a late copy that takes effect as a new grant once the replay guard has passed since its grant ended', () => {
+    const after = 30 + LIMITS.replayGuardMs;
+    expect(i1([...grantedElsewhereAndReleased, acquireHeld('c', [after + 100, after + 110], { token: 6 })]).status).toBe('pass');
+  });
+});
+
+describe('I1 and late acquires: rejected', () => {
+  it('a late copy that grants the lease again after its grant was released, within the replay guard', () => {
+    expect(i1([...grantedElsewhereAndReleased, acquireHeld('c', [100, 110], { token: 6 })]).status).toBe('fail');
+    expect(i1([...grantedElsewhereAndReleased, describeOk('c', [100, 110], 6, 'a')]).status).toBe('fail');
+  });
+
+  it('REQUEST_REPLAYED for a requestId that did not produce the latest grant', () => {
+    expect(i1([acquireOk('a', [0, 10], 5, { requestId: R }), releaseOk('a', [20, 30], 5), replayed('a', [40, 50], 'other-request-0001')]).status).toBe('fail');
+  });
+
+  it('REQUEST_REPLAYED while the grant its requestId produced is surely still held', () => {
+    expect(i1([acquireOk('a', [0, 10], 5, { requestId: R }), replayed('b', [20, 30], R)]).status).toBe('fail');
+  });
+});
