@@ -100,7 +100,7 @@ export interface LeaseGroup {
   readonly holder: string;
   /** Every partition of the group, in order. */
   readonly partitions: readonly string[];
-  /** Joins the group in the background. Idempotent. */
+  /** Joins the group in the background. Idempotent. An endpoint that does not serve the API stops the member (an `error` event says so). */
   start(): void;
   /** Hands every owned partition to other members (or releases it), releases the membership, and stops for good. */
   stop(): Promise<void>;

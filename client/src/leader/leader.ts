@@ -104,7 +104,8 @@ export interface Leader {
    * Campaigns (if not already) and resolves with the term once elected; at once if leading. Rejects if
    * `resign`/`stop` come first, and with a NotElectedError (`code` NOT_ELECTED; `cause`: the last
    * acquire's error, if it failed; `holder`: who held the lease at the last answer) when `signal`
-   * aborts or `timeoutMs` passes first. Giving up waiting does not end the campaign (`stop()` does).
+   * aborts or `timeoutMs` passes first. Giving up waiting does not end the campaign (`stop()` does);
+   * an endpoint that does not serve the API does: it rejects at once with EndpointConfigurationError.
    */
   campaign(options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<TermInfo>;
   /** Steps down (the term's signal aborts first), releases the lease, and stops campaigning until `start`/`campaign`. */
