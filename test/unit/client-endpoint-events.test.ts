@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import {
   EndpointMetrics,
+  ForbiddenError,
   LeaseClient,
   ManualClock,
   UnavailableError,
   createWatch,
+  isEndpointConfigurationError,
   sigv4Signer,
   type EndpointEvent,
   type LeaseClientOptions,
@@ -177,5 +179,65 @@ describe('what a client refuses at construction', () => {
       ['http://leases.internal:8787', false],
       [new URL(A).origin, true],
     ]);
+  });
+});
+
+describe('answers that say the endpoint does not serve the API', () => {
+  /** A client over A and B where A gives `answer` once; B answers with a grant. */
+  async function answeredBy(answer: Response) {
+    const sent: string[] = [];
+    const fetch = async (input: string | URL | Request): Promise<Response> => {
+      const url = new URL(String(input));
+      sent.push(url.hostname[0] as string);
+      return url.origin === new URL(A).origin ? answer : json(200, { lease: grant() });
+    };
+    const client = new LeaseClient({ endpoints: [A, B], fetch: fetch as typeof globalThis.fetch, clock: new ManualClock(0), retry: { retries: 0 } });
+    const error = await client.renew('jobs', { leaseId: ID, token: 7 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    return { error: error as Error & { answerStatus?: number; endpoint?: string }, sent };
+  }
+
+  const html = (status: number) => new Response('<html>hello</html>', { status, headers: { 'content-type': 'text/html' } });
+
+  it.each([
+    ['a 2xx that is not JSON', html(200), 200],
+    ["API Gateway's 404 for a path it has no route for", json(404, { message: 'Not Found' }), 404],
+    ['a web server 400', html(400), 400],
+    ['a redirect', new Response(null, { status: 301, headers: { location: 'https://elsewhere.example.com/prod/v1/leases/jobs/renew' } }), 301],
+    ["leasehold's own ROUTE_NOT_FOUND", json(404, { error: { code: 'ROUTE_NOT_FOUND', message: 'No route for POST /v1/v1/leases/jobs/renew.' } }), 404],
+  ])('takes %s as a configuration error naming the endpoint and the fix, final at that endpoint', async (_what, answer, status) => {
+    const { error, sent } = await answeredBy(answer);
+    expect(isEndpointConfigurationError(error), String(error)).toBe(true);
+    expect(error).toMatchObject({ code: 'ROUTE_NOT_FOUND', endpoint: A, answerStatus: status });
+    expect(error.message).toContain(A);
+    expect(error.message).toContain("the endpoint is the API's base URL, stage included, without /v1");
+    expect(sent).toEqual(['a']);
+  });
+
+  it('names the redirect target by its origin only', async () => {
+    const { error } = await answeredBy(new Response(null, { status: 307, headers: { location: 'https://u:hunter2@elsewhere.example.com/x?secret=1' } }));
+    expect(error.message).toContain('a redirect to https://elsewhere.example.com,');
+    expect(error.message).not.toContain('hunter2');
+    expect(error.message).not.toContain('secret=1');
+  });
+
+  it('suggests the URL without /v1 when the endpoint ends with it', async () => {
+    const sent: string[] = [];
+    const fetch = async (input: string | URL | Request): Promise<Response> => {
+      sent.push(String(input));
+      return json(404, { error: { code: 'ROUTE_NOT_FOUND', message: 'No route.' } });
+    };
+    const client = new LeaseClient({ endpoint: 'http://127.0.0.1:8787/v1', fetch: fetch as typeof globalThis.fetch });
+    const error = (await client.describe('jobs').catch((e: unknown) => e)) as Error;
+    expect(sent).toEqual(['http://127.0.0.1:8787/v1/v1/leases/jobs']);
+    expect(error.message).toMatch(/try http:\/\/127\.0\.0\.1:8787\.$/);
+  });
+
+  it("keeps a gateway's 401 and 403 as credential errors, which a campaign retries", async () => {
+    const { error } = await answeredBy(json(403, { message: 'Forbidden' }));
+    expect(error).toBeInstanceOf(ForbiddenError);
+    expect(isEndpointConfigurationError(error)).toBe(false);
   });
 });
