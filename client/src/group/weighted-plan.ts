@@ -12,18 +12,18 @@
  * 2. **Members that own nothing** (a join) are filled from the most loaded members until they reach
  *    their target's settle band, each move narrowing the pair and leaving the giver above its own
  *    settle band. Never capped and blind to the cooldown: a join is not slowed.
- * 3. **Rebalancing** between members that own something, only when the view is out of the band: the
- *    most loaded member (relative) is above its target, or the least loaded below its own, by more
- *    than `max(minImbalance, band × target)`. Then, one move at a time, the most loaded member gives
- *    the least loaded one the partition that best narrows the pair, until both ends are inside
- *    `settle × ` that band (the damping: a band to start moving and a narrower one to stop). A move
- *    is made only when it narrows the pair (the receiver ends below the giver's load before) and
- *    lands the receiver under its target's settle band and the giver above its own (no move creates
- *    the imbalance the next round would undo). At most `maxMovesPerRound` moves in all and
+ * 3. **Rebalancing** between members that own something, only when the view is out of the band: a
+ *    member is off its target by more than `max(minImbalance, band × target)`. Then, one move at a
+ *    time, a partition goes from the most loaded member (relative) that can give one to the least
+ *    loaded that can take it, until every member is inside `settle × ` that band (the damping: a
+ *    band to start moving and a narrower one to stop). A move is made only when it
+ *    brings both members nearer their targets than the farther of the two was (deviations per unit
+ *    of capacity): no move creates an imbalance as large as the one it cures, and with steady loads
+ *    no sequence of moves comes back to where it started. At most `maxMovesPerRound` moves in all and
  *    `maxMovesPerMember` given or taken per member: the first move that would break a cap ends the
  *    round (the rest is planned again from the next view).
  *
- * A partition is moved by phase 3 at most once within a plan, and not at all while it is
+ * A partition moves at most once within a plan, is not moved by phase 3 and not at all while it is
  * `cooldownMs` from its grant (a handoff is a grant). Its owner leaving frees it (phase 1).
  *
  * ## Bounds (with exact views and static loads; the unit tests check them for every draw)
@@ -142,10 +142,11 @@ export function planWeighted(view: WeightedView, policy: WeightedPolicy = DEFAUL
 
   // 1. Free partitions, heaviest first, each where it leaves the lowest relative load.
   const byWeight = free.map((p, i) => ({ p, i })).sort((a, b) => loadOf(b.p) - loadOf(a.p) || a.i - b.i);
+  // Every partition moves at most once in a plan: each phase skips what an earlier move placed.
+  const moved = new Set<string>(free);
   for (const { p } of byWeight) move(p, null, argmin(ordered, (s) => (s.load + loadOf(p)) / s.member.capacity));
 
   // 2. Members that own nothing (joins) are filled from the most loaded, as far as a move narrows the pair.
-  const moved = new Set<string>();
   for (const joiner of ordered.filter((s) => s.owned.length === 0)) {
     while (joiner.load < joiner.target - bandOf(joiner, policy.settle)) {
       const giver = argmax(ordered, rel);
@@ -158,27 +159,24 @@ export function planWeighted(view: WeightedView, policy: WeightedPolicy = DEFAUL
 
   // 3. Rebalancing, from outside the band down to its settle share, within the caps.
   let capped = false;
-  const outside = (share: number) => {
-    const hi = argmax(ordered, rel);
-    const lo = argmin(ordered, rel);
-    return hi.load - hi.target > bandOf(hi, share) || lo.target - lo.load > bandOf(lo, share);
-  };
+  const outside = (share: number) => ordered.some((s) => Math.abs(s.load - s.target) > bandOf(s, share));
   const cooling = (p: string) => (view.grantAgeMs.get(p) ?? Number.POSITIVE_INFINITY) < policy.cooldownMs;
+  const movable = (p: string) => !moved.has(p) && !cooling(p);
   if (ordered.length > 1 && outside(1)) {
     let count = 0;
     while (outside(policy.settle)) {
-      const hi = argmax(ordered, rel);
-      const lo = argmin(ordered, rel);
-      const pick = bestMove(hi, lo, loadOf, (p) => !moved.has(p) && !cooling(p), { policy, bandOf });
-      if (pick === undefined) break;
-      if (count >= policy.maxMovesPerRound || hi.moved >= policy.maxMovesPerMember || lo.moved >= policy.maxMovesPerMember) {
+      // The most loaded giver (relative) that has a move, to the least loaded receiver that takes one.
+      const found = findMove(ordered, rel, loadOf, movable);
+      if (found === undefined) break;
+      const { giver, taker, partition } = found;
+      if (count >= policy.maxMovesPerRound || giver.moved >= policy.maxMovesPerMember || taker.moved >= policy.maxMovesPerMember) {
         capped = true;
         break;
       }
-      moved.add(pick);
-      move(pick, hi, lo);
-      hi.moved += 1;
-      lo.moved += 1;
+      moved.add(partition);
+      move(partition, giver, taker);
+      giver.moved += 1;
+      taker.moved += 1;
       count += 1;
     }
   }
@@ -190,34 +188,49 @@ export function planWeighted(view: WeightedView, policy: WeightedPolicy = DEFAUL
   return { members: summary, moves, capped };
 }
 
+/** The first damped move, trying givers from the most loaded (relative) and receivers from the least (ties: member order). */
+function findMove(slots: readonly Slot[], rel: (s: Slot) => number, loadOf: (p: string) => number, movable: (p: string) => boolean): { giver: Slot; taker: Slot; partition: string } | undefined {
+  const byRel = slots.map((s, i) => ({ s, i })).sort((a, b) => rel(b.s) - rel(a.s) || a.i - b.i);
+  for (const { s: giver } of byRel) {
+    for (let k = byRel.length - 1; k >= 0; k -= 1) {
+      const taker = (byRel[k] as { s: Slot }).s;
+      if (rel(taker) >= rel(giver)) break;
+      const partition = bestMove(giver, taker, loadOf, movable, true);
+      if (partition !== undefined) return { giver, taker, partition };
+    }
+  }
+  return undefined;
+}
+
 /**
- * The partition of `giver` whose move to `taker` leaves the lower maximum of the pair's relative
- * loads (ties: the group's order), among those that narrow the pair; with `damped`, also landing
- * the taker under its settle band and the giver above its own.
+ * The partition of `giver` whose move to `taker` narrows the pair (the taker ends below the giver's
+ * relative load before) and leaves the lower maximum of their relative loads (ties: the group's
+ * order); with `damped`, only a move that brings both ends nearer their targets than the farther
+ * of the two was (deviations per unit of capacity), the one that brings them nearest.
  */
 function bestMove(
   giver: Slot,
   taker: Slot,
   loadOf: (p: string) => number,
   movable: (p: string) => boolean,
-  damped?: { policy: WeightedPolicy; bandOf: (s: Slot, share: number) => number },
+  damped = false,
 ): string | undefined {
   let best: string | undefined;
-  let bestMax = Number.POSITIVE_INFINITY;
+  let bestScore = Number.POSITIVE_INFINITY;
   const before = giver.load / giver.member.capacity;
+  // A member's deviation per unit of capacity: (load − target) / capacity.
+  const deviation = (s: Slot, load: number) => Math.abs(load - s.target) / s.member.capacity;
+  const pairBefore = Math.max(deviation(giver, giver.load), deviation(taker, taker.load));
   for (const p of giver.owned) {
     const w = loadOf(p);
     if (!movable(p) || w <= 0) continue;
     const takerAfter = (taker.load + w) / taker.member.capacity;
     if (takerAfter >= before) continue;
-    if (damped !== undefined) {
-      const { policy, bandOf } = damped;
-      if (taker.load + w > taker.target + bandOf(taker, policy.settle)) continue;
-      if (giver.load - w < giver.target - bandOf(giver, policy.settle)) continue;
-    }
-    const after = Math.max((giver.load - w) / giver.member.capacity, takerAfter);
-    if (after < bestMax) {
-      bestMax = after;
+    const pairAfter = Math.max(deviation(giver, giver.load - w), deviation(taker, taker.load + w));
+    if (damped && pairAfter >= pairBefore) continue;
+    const score = damped ? pairAfter : Math.max((giver.load - w) / giver.member.capacity, takerAfter);
+    if (score < bestScore) {
+      bestScore = score;
       best = p;
     }
   }
