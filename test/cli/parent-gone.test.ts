@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { PARENT_POLL_MS } from '../../client/src/cli/parent-watch.js';
 import type { PublicLease } from '../../client/src/protocol/index.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
 import { ROOT, scratch, waitFor, worker } from './support.js';
@@ -8,8 +9,14 @@ import { ROOT, scratch, waitFor, worker } from './support.js';
  * `npx leasehold run` and `npx leasehold sidecar` under a process manager: its SIGTERM reaches npm,
  * which exits without passing it on. leasehold notices that the process that started it is gone
  * and stops exactly as on SIGTERM: the command gets SIGTERM, the lease is released. A real npm
- * parent (the README's `npx` form in this checkout), real time, 3 s leases.
+ * parent (the README's `npx` form in this checkout), real time, 5 s leases.
  */
+
+/**
+ * Short, and long enough that on a loaded 2-core machine the supervisor (a second Node process)
+ * is up before a first term ends: with 3 s, a term could end before the command started.
+ */
+const TTL = '5s';
 
 let server: TestServer;
 let seq = 0;
@@ -82,7 +89,7 @@ describe('leasehold started by npx, whose npm a process manager ends with SIGTER
     const name = unique('run');
     const s = scratch();
     scratches.push(s);
-    const npx = npxLeasehold(['run', name, '--ttl', '3s', '--endpoint', server.url, '--', ...worker(s.log, 'A')]);
+    const npx = npxLeasehold(['run', name, '--ttl', TTL, '--endpoint', server.url, '--', ...worker(s.log, 'A')]);
     await waitFor('the command to start', () => s.lines().some((l) => l.startsWith('start A')), 45_000);
     expect((await describeLease(name)).holder).not.toBeNull();
 
@@ -95,9 +102,27 @@ describe('leasehold started by npx, whose npm a process manager ends with SIGTER
     expect((await describeLease(name)).holder).toBeNull();
   });
 
+  it('with --outlive-parent, run keeps its command running and its lease renewed after npm is gone', async () => {
+    const name = unique('outlive');
+    const s = scratch();
+    scratches.push(s);
+    const npx = npxLeasehold(['run', name, '--ttl', TTL, '--outlive-parent', '--endpoint', server.url, '--', ...worker(s.log, 'A')]);
+    await waitFor('the command to start', () => s.lines().some((l) => l.startsWith('start A')), 45_000);
+
+    const npmExited = new Promise<void>((resolve) => npx.child.once('exit', () => resolve()));
+    npx.child.kill('SIGTERM');
+    await npmExited;
+    const goneAtMs = Date.now(); // the test server's clock too
+    // Two polls of the parent later, it still renews: it saw its parent go and kept going.
+    await waitFor('a renewal after two polls of the parent', async () => (await describeLease(name)).renewedAt > goneAtMs + 2 * PARENT_POLL_MS, 30_000);
+
+    expect(s.lines()).not.toContain('stop A');
+    expect(npx.stderr()).not.toContain('is gone');
+  });
+
   it('the sidecar releases the lease and exits', async () => {
     const name = unique('sidecar');
-    const npx = npxLeasehold(['sidecar', name, '--port', '0', '--ttl', '3s', '--endpoint', server.url]);
+    const npx = npxLeasehold(['sidecar', name, '--port', '0', '--ttl', TTL, '--endpoint', server.url]);
     await waitFor('the sidecar to lead', () => npx.stderr().includes(`leading ${name}`), 45_000);
     expect((await describeLease(name)).holder).not.toBeNull();
 

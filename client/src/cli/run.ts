@@ -46,7 +46,7 @@ elected. A supervisor process enforces that deadline too, so it holds even if th
 killed (kill -9) or frozen. When the command exits, the lease is released and run exits with the
 command's status. SIGINT and SIGTERM are forwarded to the command. The exit of the process that
 started run counts as a SIGTERM (checked every ${formatMs(PARENT_POLL_MS)}): under npx, a SIGTERM ends npm without
-reaching run.
+reaching run (--outlive-parent turns that off).
 
 Options:
   --ttl D           lease time to live (default 15s; 1s to 1h). Failover after a crash takes up to ttl
@@ -70,6 +70,8 @@ Options:
                     WatchUrl (wss://…/v1), signed like the API. Repeat it (or a comma-separated
                     LEASEHOLD_WATCH_URL) for several Regions, the preferred one first
   --quiet           no status lines on stderr (the command's own output is untouched)
+  --outlive-parent  keep running when the process that started run exits (nohup, a script that
+                    starts it in the background and exits); by default that stops run as a SIGTERM
 
 The command runs in its own process group (signals reach its whole tree; when it exits, what it
 left running in that group is killed) and should not read from the terminal.
@@ -108,6 +110,7 @@ export const runCommand: Command = async (argv) => {
     'retry-every': { type: 'string' },
     watch: { type: 'string', multiple: true },
     quiet: { type: 'boolean' },
+    'outlive-parent': { type: 'boolean' },
   });
   const name = requireName(positionals, 'run');
   const [command, ...args] = commandLine;
@@ -127,7 +130,7 @@ export const runCommand: Command = async (argv) => {
   const watch = watchFrom(values.watch, connection, 'run');
   const api = limit === undefined ? connection.client : permitsAsLeases(connection.client, limit, undefined);
   const log = values.quiet ? () => undefined : (line: string) => process.stderr.write(`leasehold run: ${line}\n`);
-  const runner = new Runner({ name, holder, command, args, timing, waitMs, forever: values.forever === true, log, limit }, (hooks) =>
+  const runner = new Runner({ name, holder, command, args, timing, waitMs, forever: values.forever === true, log, limit, outliveParent: values['outlive-parent'] === true }, (hooks) =>
     createLeader(campaignApi(api, retryEveryMs, hooks), {
       name,
       holder,

@@ -28,6 +28,8 @@ export interface RunSettings {
   log: (line: string) => void;
   /** With --limit: the semaphore's limit (NAME is a semaphore, a term is a permit). */
   limit: number | undefined;
+  /** With --outlive-parent: the exit of the process that started run is not a SIGTERM. */
+  outliveParent: boolean;
 }
 
 export type RunnerHooks = CampaignHooks & { onLeaderEvent(event: LeaderEvent): void };
@@ -109,10 +111,12 @@ export class Runner {
     const onSignal = (signal: NodeJS.Signals) => this.onSignal(signal);
     for (const signal of FORWARDED_SIGNALS) process.on(signal, onSignal);
     // Under `npx`, a process manager's SIGTERM ends npm and never reaches us: its exit counts as one.
-    const stopWatchingParent = watchParent((parentPid) => {
-      this.s.log(`the process that started leasehold run (pid ${parentPid}) is gone: stopping as on SIGTERM`);
-      this.onSignal('SIGTERM');
-    });
+    const stopWatchingParent = this.s.outliveParent
+      ? () => undefined
+      : watchParent((parentPid) => {
+          this.s.log(`the process that started leasehold run (pid ${parentPid}) is gone: stopping as on SIGTERM`);
+          this.onSignal('SIGTERM');
+        });
     try {
       return await this.loop(starting);
     } finally {

@@ -47,7 +47,8 @@ Holds the lease NAME with the SDK's leader (renewed every ttl/3, fail-closed) an
 The main container checks /leader before leader work and passes the token along to fence its
 writes. On SIGTERM (a rolling deploy) the sidecar releases the lease before exiting, so a standby
 takes over at once instead of after a ttl. It does the same when the process that started it exits
-(checked every ${formatMs(PARENT_POLL_MS)}): under npx, a SIGTERM ends npm without reaching the sidecar.
+(checked every ${formatMs(PARENT_POLL_MS)}): under npx, a SIGTERM ends npm without reaching the sidecar
+(--outlive-parent turns that off).
 
 Options:
   --port N              port to serve on (default 8080; 0 picks a free one)
@@ -70,6 +71,9 @@ Options:
   --retry-every D       while someone else holds the lease, try again at least this often
                         (default ttl/3), so a released lease is taken over within one interval
   --quiet               no status lines on stderr
+  --outlive-parent      keep running when the process that started the sidecar exits (nohup, a
+                        script that starts it in the background and exits); by default that stops
+                        it as a SIGTERM
 
 Example (the sidecar of a main container whose health endpoint is :3000/health):
   leasehold sidecar billing:sweeper --port 8080 --health-url http://127.0.0.1:3000/health
@@ -93,6 +97,7 @@ export const sidecarCommand: Command = async (argv) => {
     watch: { type: 'string', multiple: true },
     'retry-every': { type: 'string' },
     quiet: { type: 'boolean' },
+    'outlive-parent': { type: 'boolean' },
   });
   const name = requireName(positionals, 'sidecar');
   const port = Number(values.port ?? '8080');
@@ -191,7 +196,9 @@ export const sidecarCommand: Command = async (argv) => {
       process.once('SIGTERM', () => resolve('SIGTERM'));
       process.once('SIGINT', () => resolve('SIGINT'));
       // Under `npx`, a process manager's SIGTERM ends npm and never reaches us: its exit counts as one.
-      stopWatchingParent = watchParent((parentPid) => resolve(`the process that started the sidecar (pid ${parentPid}) is gone`));
+      if (values['outlive-parent'] !== true) {
+        stopWatchingParent = watchParent((parentPid) => resolve(`the process that started the sidecar (pid ${parentPid}) is gone`));
+      }
     }),
   ]);
   stopWatchingParent();
