@@ -1,3 +1,4 @@
+import { ErrorCode } from '../../client/src/protocol/index.js';
 import { isPermitOpKind, type OpRecord } from '../history.js';
 import { effectOf, settledByMs } from './answers.js';
 import { coordinationOf } from './lease-coordination.js';
@@ -13,9 +14,14 @@ import type { HistoryOp } from './linearizability.js';
  */
 export function toLeaseHistory(records: readonly OpRecord[], options: LeaseModelOptions): HistoryOp<LeaseOp>[] {
   const out: HistoryOp<LeaseOp>[] = [];
-  // A requestId matters only to an answered acquire that may be the same grant again; others are
-  // dropped, so unanswered acquires of one holder that differ only in it lead to equal states.
-  const answeredRequestIds = new Set(records.filter((r) => r.op === 'acquire' && r.outcome === 'ok' && r.requestId !== undefined).map((r) => r.requestId));
+  // A requestId matters only to an answered acquire that may be the same grant again, or that the
+  // replay guard refused (REQUEST_REPLAYED: its own earlier attempt made the latest grant); others
+  // are dropped, so unanswered acquires of one holder that differ only in it lead to equal states.
+  const answeredRequestIds = new Set(
+    records
+      .filter((r) => r.op === 'acquire' && (r.outcome === 'ok' || r.error === ErrorCode.REQUEST_REPLAYED) && r.requestId !== undefined)
+      .map((r) => r.requestId),
+  );
   records.forEach((r, index) => {
     if (r.op === 'write' || r.op === 'claim' || isPermitOpKind(r.op)) return; // the resource's operations, or a semaphore's
     const effect = effectOf(r);

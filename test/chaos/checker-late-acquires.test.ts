@@ -31,6 +31,10 @@ describe('I1 and late acquires: accepted', () => {
     expect(i1([...grantedElsewhereAndReleased, replayed('a', [40, 50], R), acquireOk('b', [60, 70], 6)]).status).toBe('pass');
   });
 
+  it("REQUEST_REPLAYED to a retry whose grant came from an earlier attempt of the same acquire that got no answer, and has expired", () => {
+    expect(i1([acquireUnknown('a', [0, null], { requestId: R }), replayed('a', [3_000, 3_010], R)]).status).toBe('pass');
+  });
+
   it('a late copy that takes effect as a new grant once the replay guard has passed since its grant ended', () => {
     const after = 30 + LIMITS.replayGuardMs;
     expect(i1([...grantedElsewhereAndReleased, acquireHeld('c', [after + 100, after + 110], { token: 6 })]).status).toBe('pass');
