@@ -17,6 +17,7 @@ export declare function lastChangeAt(lease: PublicLease): number;
 export declare function formatDuration(ms: number): string;
 export declare function formatAgo(ms: number): string;
 export declare function timeLeft(leftMs: number, maxMs: number): Pick<RowCells['time'], 'value' | 'max' | 'low' | 'text'>;
+export declare function memberLoadText(metadata: JsonValue | null | undefined): string | undefined;
 export declare function metadataCell(metadata: JsonValue | null | undefined): RowCells['metadata'];
 export declare function rowCells(lease: PublicLease, nowMs: number, remainingMs?: number): RowCells;
 export declare function statusText(count: number, prefix: string, watch: 'connecting' | 'live' | 'down'): string;

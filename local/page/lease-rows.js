@@ -103,9 +103,25 @@ export function timeLeft(leftMs, maxMs) {
   };
 }
 
-/** Metadata as one clipped line of JSON, with all of it (indented) for the tooltip; none is "—". */
+/**
+ * A load-balanced group member's report (`{ lh: { c: capacity, l: { partition: load } } }`, published
+ * by the SDK's client/src/group/load-balancing.ts) as "load 120 · capacity 2 · 4 reported", or
+ * undefined for any other metadata.
+ */
+export function memberLoadText(metadata) {
+  const report = metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata) ? metadata.lh : undefined;
+  if (report === null || typeof report !== 'object' || Array.isArray(report)) return undefined;
+  const loads = report.l !== null && typeof report.l === 'object' && !Array.isArray(report.l) ? Object.values(report.l).filter((v) => typeof v === 'number' && Number.isFinite(v)) : [];
+  const total = loads.reduce((sum, v) => sum + v, 0);
+  const capacity = typeof report.c === 'number' && Number.isFinite(report.c) ? report.c : 1;
+  return `load ${Number(total.toPrecision(3))} · capacity ${capacity} · ${loads.length} reported`;
+}
+
+/** Metadata as one clipped line of JSON (a group member's load report in words), with all of it (indented) for the tooltip; none is "—". */
 export function metadataCell(metadata) {
   if (metadata === null || metadata === undefined) return { text: '—', title: 'no metadata', none: true };
+  const load = memberLoadText(metadata);
+  if (load !== undefined) return { text: clip(load, METADATA_SHORT_CHARS), title: clip(JSON.stringify(metadata, null, 2), METADATA_TITLE_CHARS), none: false };
   return {
     text: clip(JSON.stringify(metadata), METADATA_SHORT_CHARS),
     title: clip(JSON.stringify(metadata, null, 2), METADATA_TITLE_CHARS),
