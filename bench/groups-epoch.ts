@@ -61,13 +61,21 @@ export async function measureGroupsEpoch(options: GroupsEpochOptions): Promise<G
     raw.destroy();
   }
   const base = { ...options, warmUp: 'server' as const };
-  options.log('    without the fence…');
-  const plain = await measureGroups({ ...base, runId: `${options.runId}-plain` });
+  const errors: string[] = [];
+  /** One side's rounds; a side that fails (too many disturbed rounds) is reported, and the other still runs. */
+  const measure = async (label: string, extra: Partial<GroupsOptions>): Promise<{ rounds: GroupRound[]; disturbances: string[] }> => {
+    options.log(`    ${label}…`);
+    try {
+      return await measureGroups({ ...base, ...extra });
+    } catch (error) {
+      errors.push(`${label}: ${(error as Error).message}`);
+      return { rounds: [], disturbances: [] };
+    }
+  };
+  const plain = await measure('without the fence', { runId: `${options.runId}-plain` });
   const claimMs: number[] = [];
   const leaveClaimMs: number[] = [];
-  options.log('    with an epoch per partition…');
-  const epoch = await measureGroups({
-    ...base,
+  const epoch = await measure('with an epoch per partition', {
     runId: `${options.runId}-epoch`,
     member: { epoch: { dynamodbEndpoint: options.dynamodbEndpoint, tableName } },
     onRound: (round, records) => {
@@ -86,6 +94,7 @@ export async function measureGroupsEpoch(options: GroupsEpochOptions): Promise<G
     claimMs,
     leaveClaimMs,
     disturbances: [...plain.disturbances, ...epoch.disturbances],
+    ...(errors.length > 0 ? { error: errors.join('; ') } : {}),
   };
 }
 
@@ -136,7 +145,7 @@ export function renderGroupsEpoch(results: BenchResults): string[] {
     `${r.partitions} partitions, ttl ${fmtInt(r.ttlMs)} ms, one server (${r.latency}, ${r.push} push): the rounds of section 11 without the group's \`fence\`, then with a DynamoDB epoch record per partition, each won token claimed there (one conditional UpdateItem) before the ownership begins. p50 / max (ms).`,
     '',
   ];
-  if (r.error !== undefined) return [...head, `Not measured: ${r.error}`];
+  if (r.plain.length === 0 && r.epoch.length === 0) return [...head, `Not measured: ${r.error ?? 'no round completed'}`];
   const plain = phases(r.plain);
   const epoch = phases(r.epoch);
   const rows = plain.map(([what, values], i) => [what, cell(values), cell((epoch[i] as [string, number[]])[1])]);
@@ -147,6 +156,6 @@ export function renderGroupsEpoch(results: BenchResults): string[] {
     ...head,
     ...table(['phase', 'per-item fencing (no fence)', 'epoch fencing'], rows, ['l', 'r', 'r']),
     '',
-    `Overlaps (two members believing they own one partition): ${overlaps}.${r.disturbances.length > 0 ? ` Disturbed rounds, retried: ${r.disturbances.join('; ')}.` : ''}`,
+    `Overlaps (two members believing they own one partition): ${overlaps}.${r.disturbances.length > 0 ? ` Disturbed rounds, retried: ${r.disturbances.join('; ')}.` : ''}${r.error !== undefined ? ` Not measured: ${r.error}.` : ''}`,
   ];
 }
