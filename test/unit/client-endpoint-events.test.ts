@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   EndpointMetrics,
   ForbiddenError,
+  type LeaseApi,
   LeaseClient,
   ManualClock,
   UnavailableError,
@@ -11,7 +12,9 @@ import {
   type EndpointEvent,
   type LeaseClientOptions,
 } from 'leasehold';
-import { grant } from './client-fakes.js';
+import { campaignApi } from '../../client/src/cli/campaign.js';
+import { EndpointConfigurationError } from '../../client/src/transport/endpoint-errors.js';
+import { grant, publicLease } from './client-fakes.js';
 
 // Which endpoint serves a client with several: the events when requests move to another endpoint
 // and back, the counters per endpoint, the error when every endpoint failed, and what the client
@@ -239,5 +242,31 @@ describe('answers that say the endpoint does not serve the API', () => {
     const { error } = await answeredBy(json(403, { message: 'Forbidden' }));
     expect(error).toBeInstanceOf(ForbiddenError);
     expect(isEndpointConfigurationError(error)).toBe(false);
+  });
+});
+
+describe("leasehold run's and the sidecar's campaign", () => {
+  it('stops on a wrong endpoint even after the service once answered, and keeps retrying an outage', async () => {
+    const wrong = new EndpointConfigurationError('acquire of lease "jobs": http://127.0.0.1:8787 answered 307, a redirect', 'http://127.0.0.1:8787', 307);
+    const outage = new UnavailableError('could not reach http://127.0.0.1:8787: ECONNREFUSED.');
+    const answers: Array<() => Promise<unknown>> = [
+      () => Promise.resolve({ acquired: false, lease: publicLease({ holder: 'other' }), retryAfterMs: 5_000 }),
+      () => Promise.reject(outage),
+      () => Promise.reject(wrong),
+    ];
+    const seen: Array<['fatal' | 'error', unknown]> = [];
+    const api = campaignApi({ acquire: () => (answers.shift() as () => Promise<unknown>)() } as unknown as LeaseApi, 1_000, {
+      onHeld: () => undefined,
+      onError: (error) => seen.push(['error', error]),
+      onFatal: (error) => seen.push(['fatal', error]),
+    });
+    const ask = () => api.acquire('jobs', { holder: 'w', ttlMs: 15_000 }).catch(() => undefined);
+    await ask();
+    await ask();
+    await ask();
+    expect(seen).toEqual([
+      ['error', outage],
+      ['fatal', wrong],
+    ]);
   });
 });

@@ -3,6 +3,7 @@ import type { AcquireResult, LeaseApi } from '../api/lease-client.js';
 import { isLeaseholdError, type PublicLease } from '../protocol/index.js';
 import { isCredentialsNotFoundError } from '../transport/credentials-error.js';
 import { CONFIGURATION_CODES } from './exit-codes.js';
+import { isEndpointConfigurationError } from '../transport/endpoint-errors.js';
 
 /**
  * What `run` and `sidecar` add around the SDK's leader: a view of its campaign (who holds the lease
@@ -40,7 +41,8 @@ export function campaignApi(client: LeaseApi, retryEveryMs: number, hooks: Campa
         if (call?.signal?.aborted) throw error; // our own cancellation, not a failure
         // Missing credentials, or a TypeError (from the signer or the options: no region), never come from the network.
         const configuration = isLeaseholdError(error) ? CONFIGURATION_CODES.has(error.code) : isCredentialsNotFoundError(error) || error instanceof TypeError;
-        if (!answered && configuration) hooks.onFatal(error);
+        // An endpoint that does not serve the API ends the SDK's campaign whenever it comes: so does this.
+        if ((!answered && configuration) || isEndpointConfigurationError(error)) hooks.onFatal(error);
         else hooks.onError(error);
         throw error;
       }
