@@ -24,7 +24,7 @@ export const leaseIsAvailable =
 // forced revoke (`releasedAt`) — before `:spentBefore` (now − LIMITS.replayGuardMs). The grant's
 // end keeps its replay key on the item for this (the next grant replaces it), so a copy of the
 // acquire that a healed partition delivers late grants nothing.
-//   acquire(req) ── grant ── release ──┬── acquire(req) ✗ REQUEST_REPLAYED ──┬── replayGuardMs ──▶ acquire(req) is new
+//   acquire(req) ── grant ── ends ── acquire(req) ✗ REQUEST_REPLAYED ── (end + replayGuardMs) ── acquire(req) is new
 export const leaseIsAvailableToNewRequest =
   `(${leaseIsAvailable}) AND (attribute_not_exists(requestHash) OR requestHash <> :requestHash OR expiresAt < :spentBefore OR releasedAt < :spentBefore)`;
 

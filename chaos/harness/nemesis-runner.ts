@@ -312,7 +312,10 @@ export class NemesisRunner {
     const name = regionName(region);
     this.regionDown = region;
     try {
-      for (const worker of this.ctx.workers) worker.setRegionDown(region, { kind: outage });
+      // A blackholed Region heals as a partition does: it delivers the requests it held, also those
+      // whose senders gave up and went to another Region (late copies the server must refuse).
+      const mode = outage === 'blackhole' ? { kind: 'blackhole' as const, healing: true } : { kind: outage };
+      for (const worker of this.ctx.workers) worker.setRegionDown(region, mode);
       this.ctx.event('region-outage', name, { forMs: fault.durationMs, mode: outage, api: this.ctx.apis[region]?.name ?? null });
       this.injected.push({ kind: 'region-outage', target: name, outage });
       this.ctx.log(`${'region-outage'.padEnd(14)} ${name} (${this.ctx.apis[region]?.name}) down (${outage}) for ${seconds(fault.durationMs)}`);

@@ -26,8 +26,11 @@ import { seededRandom, type Random } from './random.js';
  * - `region-outage` (only with `--regions 3`): one Region's API goes down for 3–5 × ttl, for every
  *   worker at once, then comes back. Down is, at random from the seed, `refuse` (every connection
  *   reset at once: a Region that says it is gone) or `blackhole` (nothing answers: requests hang
- *   until the client gives up). The other Regions and the one database (MRSC's one logical table)
- *   stay up; the SDK must carry each worker's requests to its next Region. One Region at a time.
+ *   until the client gives up; when the Region comes back it delivers every request it held, also
+ *   those whose senders gave up: a healing blackhole, chaos/proxy.ts, so late copies of acquires
+ *   reach the server after their grants ended elsewhere). The other Regions and the one database
+ *   (MRSC's one logical table) stay up; the SDK must carry each worker's requests to its next
+ *   Region. One Region at a time.
  *
  * The first faults are every enabled kind once, in a seeded order (spaced to fit the duration), so
  * any run long enough to hold them injects each kind at least once; then kinds are drawn by weight.
