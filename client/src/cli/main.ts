@@ -67,8 +67,8 @@ Commands:
 
 Every command: --endpoint URL (env LEASEHOLD_ENDPOINT, default http://127.0.0.1:8787; repeat it,
 or list them comma-separated, for the APIs of several Regions, the preferred one first),
---sigv4 (env LEASEHOLD_SIGV4=1; automatic for *.amazonaws.com), --region R, --profile P,
---timeout D, --json (one-shot commands), -h/--help. Durations: 15s, 1500ms, 2m.
+--sigv4 (env LEASEHOLD_SIGV4=1; signs every endpoint, else only *.amazonaws.com ones are signed),
+--region R, --profile P, --timeout D, --json (one-shot commands), -h/--help. Durations: 15s, 1500ms, 2m.
 
 Run \`leasehold <command> --help\` for a command's options and examples.
 
