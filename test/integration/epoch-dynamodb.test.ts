@@ -178,30 +178,41 @@ describe('racing a deposed leader against its successor on DynamoDB Local', () =
       let claimSentAtMs = Infinity;
       let claimReturnedAtMs = Infinity;
 
-      // The deposed leader (token 1) keeps writing fresh items, each one untouched by anyone else.
+      // One write of the deposed leader (token 1): a fresh item, untouched by anyone else.
+      const send = async () => {
+        const pk = `race-${round}-${randomUUID()}`;
+        const sentAtMs = performance.now();
+        const answer = await epoch.write(1, [put(pk, 1)]).then(
+          () => 'accepted' as const,
+          (error: unknown) => {
+            if (error instanceof FencedOutError) return 'fenced' as const;
+            // Cancelled because the claim was writing the record at that instant: not applied either.
+            if ((error as { CancellationReasons?: Array<{ Code?: string }> }).CancellationReasons?.[0]?.Code === 'TransactionConflict') return 'conflict' as const;
+            throw error;
+          },
+        );
+        sent.push({ pk, sentAtMs, answer });
+      };
+      // The deposed leader keeps writing.
       const stream = async () => {
         for (let i = 0; i < WRITES_PER_STREAM; i++) {
           await sleep(Math.random() * 4);
-          const pk = `race-${round}-${randomUUID()}`;
-          const sentAtMs = performance.now();
-          const answer = await epoch.write(1, [put(pk, 1)]).then(
-            () => 'accepted' as const,
-            (error: unknown) => {
-              if (error instanceof FencedOutError) return 'fenced' as const;
-              // Cancelled because the claim was writing the record at that instant: not applied either.
-              if ((error as { CancellationReasons?: Array<{ Code?: string }> }).CancellationReasons?.[0]?.Code === 'TransactionConflict') return 'conflict' as const;
-              throw error;
-            },
-          );
-          sent.push({ pk, sentAtMs, answer });
+          await send();
         }
       };
-      // The successor (token 2) claims after a random delay, while those writes are in flight.
+      // The successor (token 2) claims after a random delay, while those writes are in flight. Around
+      // its claim, one write certainly before it, one sent while it is in flight and one certainly
+      // after it: every round has the three cases, whatever the random delays draw.
       const successor = async () => {
+        await send();
         await sleep(Math.random() * 25);
         claimSentAtMs = performance.now();
-        await epoch.claim(2);
+        const claimed = epoch.claim(2);
+        const during = send();
+        await claimed;
         claimReturnedAtMs = performance.now();
+        await during;
+        await send();
       };
       await Promise.all([...Array.from({ length: STREAMS }, stream), successor()]);
 

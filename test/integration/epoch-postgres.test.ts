@@ -214,31 +214,39 @@ describe('racing a deposed leader against its successor on PostgreSQL', () => {
         await epoch.claim(1);
         const ids: Array<{ id: string; sentAtMs: number; committed: boolean }> = [];
         let claimReturnedAtMs = Infinity;
+        // One transaction of the deposed leader (token 1).
+        const send = async () => {
+          const id = `${round}-${randomUUID()}`;
+          const sentAtMs = performance.now();
+          const committed = await epoch
+            .transaction(1, async (client) => {
+              await sleep(Math.random() * 2); // work inside the transaction, holding FOR SHARE
+              await client.query('INSERT INTO writes (id, token) VALUES ($1, 1)', [id]);
+            })
+            .then(
+              () => true,
+              (error: unknown) => {
+                if (!isFencedOutError(error)) throw error;
+                if ((error.cause as { code?: unknown } | undefined)?.code === '40001') totals.serializationFenced++;
+                return false;
+              },
+            );
+          ids.push({ id, sentAtMs, committed });
+        };
         const stream = async () => {
           for (let i = 0; i < WRITES_PER_STREAM; i++) {
             await sleep(Math.random() * 3);
-            const id = `${round}-${randomUUID()}`;
-            const sentAtMs = performance.now();
-            const committed = await epoch
-              .transaction(1, async (client) => {
-                await sleep(Math.random() * 2); // work inside the transaction, holding FOR SHARE
-                await client.query('INSERT INTO writes (id, token) VALUES ($1, 1)', [id]);
-              })
-              .then(
-                () => true,
-                (error: unknown) => {
-                  if (!isFencedOutError(error)) throw error;
-                  if ((error.cause as { code?: unknown } | undefined)?.code === '40001') totals.serializationFenced++;
-                  return false;
-                },
-              );
-            ids.push({ id, sentAtMs, committed });
+            await send();
           }
         };
+        // Around its claim, one transaction certainly before it and one certainly after it: every
+        // round commits one and has one refused, whatever the random delays draw.
         const successor = async () => {
+          await send();
           await sleep(Math.random() * 20);
           await epoch.claim(2);
           claimReturnedAtMs = performance.now();
+          await send();
         };
         await Promise.all([...Array.from({ length: STREAMS }, stream), successor()]);
 
