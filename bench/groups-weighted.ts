@@ -242,7 +242,8 @@ function stabilityRun(policy: WeightedPolicy, halfLifeMs: number, warmupS: numbe
 }
 
 export function simulateWeighted(options: { quick: boolean; seed: number }): WeightedSimResult {
-  const policy = { ...DEFAULT_WEIGHTED_POLICY };
+  // The SDK's default cooldown is four reads (4 × balanceEveryMs): 4 s at one read a second.
+  const policy = { ...DEFAULT_WEIGHTED_POLICY, cooldownMs: 4 * ROUND_MS };
   const loadHalfLifeMs = 10_000;
   const minutes = options.quick ? 2 : 10;
   const warmupS = options.quick ? 60 : 300;

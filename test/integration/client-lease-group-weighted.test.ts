@@ -74,6 +74,16 @@ describe('a load-balanced lease group on the local server', () => {
     });
   }, 40_000);
 
+  it('gives members of capacities 1, 1, 2 and 4 partitions 4, 4, 8 and 16 of 32, each owned by exactly one', async () => {
+    const group = groupName('unequal');
+    const members = [1, 1, 2, 4].map((capacity, i) => member(group, 32, `m${i}`, { capacity }));
+    for (const m of members) m.group.start();
+    const counts = () => members.map((m) => m.group.owned().length);
+    await until(() => counts().join() === '4,4,8,16' && members.every((m) => m.group.balance()?.moves === 0), 30 * TTL_MS);
+    const owners = Array.from({ length: 32 }, (_, p) => members.filter((m) => m.group.isOwner(String(p))).length);
+    expect(owners.every((n) => n === 1)).toBe(true);
+  }, 90_000);
+
   it('publishes reported load in the membership lease’s renewal, batched with the partitions’ renewals: no request of its own', async () => {
     const group = groupName('report');
     const only = member(group, 4, 'only', { loadBalancing: true });

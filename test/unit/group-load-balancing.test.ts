@@ -33,6 +33,15 @@ describe('load balancing options', () => {
     expect(() => LoadBalancing.from({ loadBalancing: { loadHalfLifeMs: 0 } }, partitions, clock)).toThrow(/loadHalfLifeMs/);
   });
 
+  it('keeps a moved partition put for four reads of the group unless cooldownMs is given', () => {
+    const following = LoadBalancing.from({ capacity: 1 }, partitions, clock) as LoadBalancing;
+    following.followReadInterval(1_000);
+    expect(following.policy.cooldownMs).toBe(4_000);
+    const given = LoadBalancing.from({ loadBalancing: { cooldownMs: 9_000 } }, partitions, clock) as LoadBalancing;
+    given.followReadInterval(1_000);
+    expect(given.policy.cooldownMs).toBe(9_000);
+  });
+
   it('takes weights as an object or as a function, the same', () => {
     const object = LoadBalancing.from({ weights: { '0': 5, '1': 3 } }, partitions, clock);
     const fn = LoadBalancing.from({ weights: (p) => ({ '0': 5, '1': 3 })[p] ?? 1 }, partitions, clock);

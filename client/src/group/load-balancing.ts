@@ -20,7 +20,7 @@ import { DEFAULT_WEIGHTED_POLICY, planWeighted, type WeightedMember, type Weight
  * reads everybody's from the group read it makes anyway, so balancing on load costs no request.
  */
 
-/** The knobs of load balancing; each defaults as `DEFAULT_WEIGHTED_POLICY` (docs/groups.md). */
+/** The knobs of load balancing; each defaults as `DEFAULT_WEIGHTED_POLICY` except the cooldown, four reads (docs/groups.md). */
 export interface LoadBalancingOptions extends Partial<WeightedPolicy> {
   /** The half-life of the smoothing of `reportLoad` (ms). Default 10,000. */
   loadHalfLifeMs?: number;
@@ -52,6 +52,8 @@ export interface GroupBalanceView {
 }
 
 const DEFAULT_LOAD_HALF_LIFE_MS = 10_000;
+/** The default cooldown, in reads of the group: long enough that a move is seen settled by every member before the next. */
+const READS_OF_COOLDOWN = 4;
 /** The metadata key: short, since it counts towards the metadata limit. */
 const KEY = 'lh';
 
@@ -63,6 +65,8 @@ interface Smoothed {
 export class LoadBalancing {
   readonly policy: WeightedPolicy;
   private readonly halfLifeMs: number;
+  /** The cooldown was given in the options (else it follows the group's read interval). */
+  private readonly cooldownGiven: boolean;
   private readonly smoothed = new Map<string, Smoothed>();
 
   private constructor(
@@ -84,6 +88,7 @@ export class LoadBalancing {
     for (const key of ['maxMovesPerRound', 'maxMovesPerMember'] as const) {
       if (!Number.isInteger(this.policy[key])) throw new TypeError(`Expected \`loadBalancing.${key}\` to be a whole number, got ${this.policy[key]}.`);
     }
+    this.cooldownGiven = options.cooldownMs !== undefined;
     this.halfLifeMs = options.loadHalfLifeMs ?? DEFAULT_LOAD_HALF_LIFE_MS;
     expectPositive('loadBalancing.loadHalfLifeMs', this.halfLifeMs);
   }
@@ -102,6 +107,11 @@ export class LoadBalancing {
     if (loadBalancing === false) throw new TypeError('Expected `loadBalancing` not to be false with `weights` or `capacity`: they balance on load.');
     if (capacity !== undefined) expectPositive('capacity', capacity);
     return new LoadBalancing(new Set(partitions), resolveWeights(weights, partitions), capacity ?? 1, loadBalancing === true || loadBalancing === undefined ? {} : loadBalancing, clock);
+  }
+
+  /** Without a `cooldownMs` option, a moved partition stays put for `READS_OF_COOLDOWN` of the group's reads. */
+  followReadInterval(balanceEveryMs: number): void {
+    if (!this.cooldownGiven) this.policy.cooldownMs = READS_OF_COOLDOWN * balanceEveryMs;
   }
 
   /** Throws a TypeError unless `partition` is one of the group's and `value` a finite number ≥ 0. */

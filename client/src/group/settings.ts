@@ -67,6 +67,7 @@ export function resolveGroupSettings(client: LeaseGroupApi, options: LeaseGroupO
   const notices = WaitNotices.from(options.warnings, memberCtx.clock, 'member', endpointsLabel(client), memberCtx.name);
   const balanceEveryMs = options.balanceEveryMs ?? Math.round(memberCtx.timing.ttlMs / 2);
   expectPositive('balanceEveryMs', balanceEveryMs);
+  balancing?.followReadInterval(balanceEveryMs);
   const resolved = watchFromOption(options.watch, { signer: client.signer, clock: memberCtx.clock, random: memberCtx.random });
   return {
     group,

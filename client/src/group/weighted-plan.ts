@@ -67,14 +67,17 @@ export interface WeightedPolicy {
   cooldownMs: number;
 }
 
-/** The defaults, documented in docs/groups.md. */
+/**
+ * The defaults, documented in docs/groups.md. A lease group's own default cooldown is four reads
+ * (4 × `balanceEveryMs`); this one is that for the default ttl (15 s, a read every 7.5 s).
+ */
 export const DEFAULT_WEIGHTED_POLICY: Readonly<WeightedPolicy> = Object.freeze({
   band: 0.1,
   minImbalance: 1,
   settle: 0.5,
   maxMovesPerRound: 4,
   maxMovesPerMember: 2,
-  cooldownMs: 60_000,
+  cooldownMs: 30_000,
 });
 
 export interface WeightedMemberPlan {
