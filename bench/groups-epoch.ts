@@ -1,10 +1,13 @@
+import { pathToFileURL } from 'node:url';
 import { CreateTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
-import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../local/dynamodb/dynamodb-local.js';
+import { ensureLeaseTable, ensureSubscriptionTable } from '../functions/lease-table.js';
+import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal } from '../local/dynamodb/dynamodb-local.js';
 import { fmtInt, fmtMs, table } from './format.js';
 import { measureGroups, type GroupRound, type GroupsOptions } from './groups.js';
-import type { WorkerEvent } from './processes.js';
+import { bundleWorkers, startServerProcess, type WorkerEvent } from './processes.js';
 import type { BenchResults } from './results.js';
-import { summarize, type Summary } from './stats.js';
+import { wallNowMs } from './clock.js';
+import { seededRandom, summarize, type Summary } from './stats.js';
 
 /**
  * The lease group with epoch fencing per partition (the group's `fence`), beside the same group
@@ -158,4 +161,51 @@ export function renderGroupsEpoch(results: BenchResults): string[] {
     '',
     `Overlaps (two members believing they own one partition): ${overlaps}.${r.disturbances.length > 0 ? ` Disturbed rounds, retried: ${r.disturbances.join('; ')}.` : ''}${r.error !== undefined ? ` Not measured: ${r.error}.` : ''}`,
   ];
+}
+
+/**
+ * `npx tsx bench/groups-epoch.ts [partitions] [rounds]` (default 16 and 1): this section alone, short,
+ * on its own DynamoDB Local and local server with the watch (direct push), ttl 2 s; prints its table.
+ */
+async function standalone(): Promise<void> {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const partitions = Number(process.argv[2] ?? 16);
+  const rounds = Number(process.argv[3] ?? 1);
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  const db = await startDynamoDBLocal({ jit: 'full' });
+  const tables = { election: 'bench-election-leases', subscriptions: 'bench-subscriptions' };
+  const raw = new DynamoDBClient({ endpoint: db.endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+  let server: Awaited<ReturnType<typeof startServerProcess>> | undefined;
+  try {
+    await ensureLeaseTable(raw, tables.election);
+    await ensureSubscriptionTable(raw, tables.subscriptions);
+    const scripts = await bundleWorkers();
+    server = await startServerProcess({ BENCH_DYNAMODB_ENDPOINT: db.endpoint, BENCH_TABLE: tables.election, BENCH_SUBSCRIPTION_TABLE: tables.subscriptions, BENCH_LATENCY: 'local', BENCH_WATCH_PUSH: 'direct' });
+    const result = await measureGroupsEpoch({
+      script: scripts['group-member'],
+      endpoint: server.url,
+      dynamodbEndpoint: db.endpoint,
+      ttlMs: 2_000,
+      partitions,
+      rounds,
+      steadyTtls: 1,
+      random: seededRandom(1),
+      runId: `standalone-${Math.round(wallNowMs())}`,
+      latency: 'local',
+      push: 'direct',
+      log,
+    });
+    process.stdout.write(`${renderGroupsEpoch({ groupsEpoch: result, errors: {} } as unknown as BenchResults).join('\n')}\n`);
+  } finally {
+    await server?.stop();
+    raw.destroy();
+    await db.stop();
+  }
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  standalone().catch((error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  });
 }
