@@ -154,14 +154,25 @@ describe('yielding to a higher priority', () => {
 
   it('a claim that lapses while onYield runs is not yielded to: the term goes on', async () => {
     const name = uniqueName('lapsed');
+    let ghostSentAtMs = Number.POSITIVE_INFINITY;
     const old = leader({
       name,
       holder: 'v1',
       priority: 1,
-      // The safe point comes only after the claimant, which asked once, has let its claim lapse.
-      onYield: () => expect.poll(async () => (await client.describe(name)).claim, { timeout: 5_000, interval: 50 }).toBeUndefined(),
+      // The safe point comes only once the claimant, which asked once, has let its claim lapse by the
+      // Leader's own reckoning, not merely the server's: the Leader dates the claim's end from the
+      // renewal answer that carried it, which the server made after the ghost asked (at or after
+      // ghostSentAtMs on this machine's clock) and which the Leader read before calling onYield. So
+      // the claim has lapsed for it by now + (expiresAt - ghostSentAtMs), however late that answer
+      // arrived on a loaded machine (a wait for the server alone left it yielding then).
+      onYield: async ({ claimant }) => {
+        const lapsedAtMs = Date.now() + (claimant.expiresAt - ghostSentAtMs) + 2;
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, lapsedAtMs - Date.now())));
+        expect((await client.describe(name)).claim).toBeUndefined();
+      },
     });
     const first = await old.leader.campaign();
+    ghostSentAtMs = Date.now();
     const ghost = await client.acquire(name, { holder: 'ghost', ttlMs: 1_000, priority: 2 });
     expect(ghost).toMatchObject({ acquired: false, claim: { holder: 'ghost' } });
     await old.next((e) => e.type === 'yieldRequested');
