@@ -6,7 +6,8 @@
  * release's round trip as the SDK sees it, and whether quiet's watcher heard it from the route (the
  * direct push, with its default budget) while the stream path was held back.
  *
- *   npx tsx bench/watch-tenants.ts            20 releases in each phase (about a minute)
+ *   npx tsx bench/watch-tenants.ts            20 releases in each phase, after as many unmeasured ones
+ *                                             (3 minutes on the shared 2-core box under load)
  *   npx tsx bench/watch-tenants.ts --quick    5 releases in each phase
  *
  * It prints its numbers and asserts nothing (test/integration/watch-subscription-caps.test.ts does).
