@@ -49,6 +49,7 @@ export function createDeps(options: DepsOptions): HandlerDeps {
       tableName: options.semaphoreTableName ?? defaultSemaphoreTableName(options.tableName),
       clock: options.clock ?? systemClock,
     }),
+    semaphoreTable: { client, tableName: options.semaphoreTableName ?? defaultSemaphoreTableName(options.tableName), clock: options.clock ?? systemClock },
     logger,
     metrics,
     push: options.push?.({ logger, metrics }),

@@ -35,6 +35,12 @@ export const BATCH_ROUTE_IDS: ReadonlySet<RouteId> = idsWhere((route) => route.g
 /** The routes whose functions use the semaphore table (with their actions), not the lease table. */
 export const SEMAPHORE_ROUTE_IDS: ReadonlySet<RouteId> = idsWhere((route) => route.table === 'semaphores');
 
+/**
+ * The rwlock routes (on the semaphore table too): their functions' errors and throttles have an
+ * alarm of their own, as the semaphores' do (five functions, ten metrics).
+ */
+export const RWLOCK_ROUTE_IDS: ReadonlySet<RouteId> = idsWhere((route) => route.path.startsWith('/v1/rwlocks/'));
+
 /** The route handlers plus the `$default` route's fallback; each is `functions/handlers/{id}.ts`. */
 export type FunctionId = RouteId | 'fallback';
 

@@ -24,6 +24,8 @@ export interface LeaseServiceAlarms {
   readonly semaphoreFunctionErrors: Alarm;
   /** Throttled requests and system errors of the semaphore table. */
   readonly semaphoreTableErrors: Alarm;
+  /** Errors and throttles summed over the five rwlock functions (an alarm reads at most 10 metrics). */
+  readonly rwlockFunctionErrors: Alarm;
   /** Errors summed over the four watch functions (unhandled error or timeout). Only with the watch. */
   readonly watchFunctionErrors?: Alarm;
   /** `IteratorAge` of the stream consumer: lease events stuck or late. Only with the watch. */
@@ -52,6 +54,8 @@ export interface ServiceAlarmParts {
   batchFunctions: NodejsFunction[];
   /** The semaphore route functions. */
   semaphoreFunctions: NodejsFunction[];
+  /** The rwlock route functions (their table is the semaphore table). */
+  rwlockFunctions: NodejsFunction[];
   table: ITable;
   semaphoreTable: ITable;
   watch: LeaseWatch | undefined;
@@ -68,7 +72,8 @@ const SEMAPHORE_TABLE_OPERATIONS = [Operation.UPDATE_ITEM, Operation.GET_ITEM];
 
 /**
  * Six alarms on the API, the lease route functions and the lease table, one on the batch route
- * functions, two on the semaphores' functions and table, plus two on the watch when it is on:
+ * functions, two on the semaphores' functions and table, one on the rwlocks' functions, plus two
+ * on the watch when it is on:
  * each fires on a single event in five minutes and treats missing data as fine.
  */
 export function createServiceAlarms(scope: Construct, parts: ServiceAlarmParts): LeaseServiceAlarms {
@@ -172,6 +177,11 @@ export function createServiceAlarms(scope: Construct, parts: ServiceAlarmParts):
         ),
       ),
       'DynamoDB throttled semaphore table requests or returned internal errors (5xx); callers got 503.',
+    ),
+    rwlockFunctionErrors: alarmOn(
+      'RwlockFunctionErrorsAlarm',
+      errorsAndThrottlesOf('Rwlock Lambda Errors and Throttles', parts.rwlockFunctions),
+      'a rwlock function failed (unhandled error or timeout) or was throttled; callers got 5xx.',
     ),
     ...(parts.watch ? createWatchAlarms(parts.watch, period, sumOf, alarmOn) : {}),
     ...(parts.watch

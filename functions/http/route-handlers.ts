@@ -13,6 +13,11 @@ import { createSemaphoreAcquireHandler } from '../handlers/semaphore-acquire.js'
 import { createSemaphoreDescribeHandler } from '../handlers/semaphore-describe.js';
 import { createSemaphoreReleaseHandler } from '../handlers/semaphore-release.js';
 import { createSemaphoreRenewHandler } from '../handlers/semaphore-renew.js';
+import { createRwlockAcquireHandler } from '../handlers/rwlock-acquire.js';
+import { createRwlockDescribeHandler } from '../handlers/rwlock-describe.js';
+import { createRwlockReleaseHandler } from '../handlers/rwlock-release.js';
+import { createRwlockRenewHandler } from '../handlers/rwlock-renew.js';
+import { createRwlockRevokeHandler } from '../handlers/rwlock-revoke.js';
 import type { HandlerDeps, RouteHandler } from './route.js';
 
 export type HandlerFactory = (deps: HandlerDeps) => RouteHandler;
@@ -38,4 +43,9 @@ export const ROUTE_HANDLERS: Readonly<Record<RouteId, HandlerFactory>> = {
   'semaphore-renew': createSemaphoreRenewHandler,
   'semaphore-release': createSemaphoreReleaseHandler,
   'semaphore-describe': createSemaphoreDescribeHandler,
+  'rwlock-acquire': createRwlockAcquireHandler,
+  'rwlock-renew': createRwlockRenewHandler,
+  'rwlock-release': createRwlockReleaseHandler,
+  'rwlock-revoke': createRwlockRevokeHandler,
+  'rwlock-describe': createRwlockDescribeHandler,
 };

@@ -11,6 +11,7 @@ import { isLeaseLostError, isPermitLostError, validateName, validateQueryParamet
 import type { LeaseName } from '../../client/src/protocol/checks.js';
 import type { LeaseStoreCore } from '../lease-store.js';
 import type { SemaphoreStoreCore } from '../semaphore-store.js';
+import type { RwlockStoreOptions } from '../rwlock-store.js';
 import type { DirectPush } from '../watch/direct-push.js';
 import { bodySizeLimit, leaseholdErrors, utf8JsonBody } from './middlewares.js';
 import { canonicalPath } from './canonical-path.js';
@@ -19,6 +20,11 @@ import { canonicalPath } from './canonical-path.js';
 export interface HandlerDeps {
   store: LeaseStoreCore;
   semaphores: SemaphoreStoreCore;
+  /**
+   * The semaphore table, for the stores only some routes build (the rwlock routes: `rwlockStore` in
+   * rwlock-route.ts), so the other routes' bundles do not carry them.
+   */
+  semaphoreTable: Pick<RwlockStoreOptions, 'client' | 'tableName' | 'clock'>;
   logger: Logger;
   metrics: Metrics;
   /** Tells a lease's watchers of a release, handoff or forced revoke at once (functions/watch/direct-push.ts); undefined: the stream path alone does. */
@@ -43,6 +49,13 @@ export const OUTCOME = {
   permitLost: 'permitLost',
   permitReleased: 'permitReleased',
   semaphoreDescribed: 'semaphoreDescribed',
+  rwlockAcquired: 'rwlockAcquired',
+  rwlockHeld: 'rwlockHeld',
+  rwlockRenewed: 'rwlockRenewed',
+  rwlockLost: 'rwlockLost',
+  rwlockReleased: 'rwlockReleased',
+  rwlockRevoked: 'rwlockRevoked',
+  rwlockDescribed: 'rwlockDescribed',
 } as const;
 
 export type RouteHandler = middy.MiddyfiedHandler<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context>;

@@ -10,7 +10,7 @@ import { pascal } from '../../infra/service-function.js';
 import { ADMIN_ROUTE_IDS, LIMITS, ROUTES } from '../../client/src/protocol/index.js';
 import { SKIP_RENEWALS_PATTERN } from '../../functions/watch/stream-filter.js';
 import { SUBSCRIPTION_TABLE_SCHEMA } from '../../functions/watch/subscriptions.js';
-import { BATCH_ROUTE_IDS, DEFAULT_BURST_LIMIT, DEFAULT_RATE_LIMIT, LeaseService, SEMAPHORE_ROUTE_IDS, TABLE_ACTIONS_BY_ROUTE } from '../../infra/lease-service.js';
+import { BATCH_ROUTE_IDS, DEFAULT_BURST_LIMIT, DEFAULT_RATE_LIMIT, LeaseService, RWLOCK_ROUTE_IDS, SEMAPHORE_ROUTE_IDS, TABLE_ACTIONS_BY_ROUTE } from '../../infra/lease-service.js';
 import { batchRouteThrottle } from '../../infra/route-throttle.js';
 import { WATCH_ACCESS, WATCH_FUNCTION_IDS, WATCH_STAGE_NAME, type WatchFunctionId } from '../../infra/lease-watch.js';
 import { WATCH_DIRECT_PUSH_ALARM_THRESHOLD } from '../../infra/service-alarms.js';
@@ -46,8 +46,9 @@ const WATCH_FUNCTION_COUNT = WATCH_FUNCTION_IDS.length;
 const LEASE_WRITES = ROUTES.filter((r) => r.method === 'POST' && r.path.startsWith('/v1/leases/') && !ADMIN_ROUTE_IDS.has(r.id)).map((r) => r.path.split('/').pop() as string);
 
 /** The semaphore routes a lease grant also allows, for the names `names` (`*` or `team-a.*`). */
+/** The semaphore table's routes a lease grant allows: the semaphores' and the rwlocks' (not the rwlock revoke, an admin route). */
 function semaphoreArns(names: string): string[] {
-  return [`${API_ARN}/GET/v1/semaphores/${names}`, ...['acquire', 'renew', 'release'].map((op) => `${API_ARN}/POST/v1/semaphores/${names}/${op}`)];
+  return ['semaphores', 'rwlocks'].flatMap((kind) => [`${API_ARN}/GET/v1/${kind}/${names}`, ...['acquire', 'renew', 'release'].map((op) => `${API_ARN}/POST/v1/${kind}/${names}/${op}`)]);
 }
 
 /** A stack with only a LeaseService and a role, for grant tests. */
@@ -157,6 +158,11 @@ describe('LeaseService table', () => {
       SemaphoreRenew: readWrite,
       SemaphoreRelease: readWrite,
       SemaphoreDescribe: ['kms:Decrypt', 'kms:DescribeKey'],
+      RwlockAcquire: readWrite,
+      RwlockRenew: readWrite,
+      RwlockRelease: readWrite,
+      RwlockRevoke: readWrite,
+      RwlockDescribe: ['kms:Decrypt', 'kms:DescribeKey'],
       Fallback: [],
       // The subscriptions table uses the same key; the stream consumer also reads the lease
       // table's stream (its event source grants kms:Decrypt and kms:DescribeKey for that).
@@ -212,7 +218,7 @@ describe('LeaseService functions', () => {
     for (const [id, props] of routeFunctions) {
       expect((props.Environment as { Variables: unknown }).Variables).toEqual({
         LEASE_TABLE_NAME: { Ref: tableId },
-        ...(id.startsWith('LeasesSemaphore') ? { SEMAPHORE_TABLE_NAME: { Ref: semaphoreTableId(json) } } : {}),
+        ...(id.startsWith('LeasesSemaphore') || id.startsWith('LeasesRwlock') ? { SEMAPHORE_TABLE_NAME: { Ref: semaphoreTableId(json) } } : {}),
         // The routes that push their changes to watchers (watch-direct-push.test.ts) know the watch.
         ...([...DIRECT_PUSH_ROUTE_IDS].some((route) => isFunctionOf(id, route))
           ? { SUBSCRIPTION_TABLE_NAME: expect.anything(), WEBSOCKET_MANAGEMENT_ENDPOINT: expect.anything() }
@@ -285,6 +291,11 @@ describe('LeaseService functions', () => {
       'semaphore-renew': ['dynamodb:UpdateItem'],
       'semaphore-release': ['dynamodb:UpdateItem'],
       'semaphore-describe': ['dynamodb:GetItem'],
+      'rwlock-acquire': ['dynamodb:UpdateItem'],
+      'rwlock-renew': ['dynamodb:UpdateItem'],
+      'rwlock-release': ['dynamodb:UpdateItem'],
+      'rwlock-revoke': ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+      'rwlock-describe': ['dynamodb:GetItem'],
     });
   });
 
@@ -482,7 +493,7 @@ describe('LeaseService alarms', () => {
   it('alarms on Lambda Errors and Throttles summed over the lease route functions and the fallback', () => {
     const batch = batchFunctionIds();
     const routeFunctions = functionIdsOf('Leases')
-      .filter((id) => !id.startsWith('LeasesWatch') && !id.startsWith('LeasesSemaphore'))
+      .filter((id) => !id.startsWith('LeasesWatch') && !id.startsWith('LeasesSemaphore') && !id.startsWith('LeasesRwlock'))
       .map((id) => `{${id}}`)
       .filter((id) => !batch.includes(id))
       .sort();
@@ -502,7 +513,7 @@ describe('LeaseService alarms', () => {
 
   it('alarms on Lambda Errors and Throttles of the four semaphore functions, apart, and on the semaphore table', () => {
     const semaphoreFunctions = functionIdsOf('LeasesSemaphore').map((id) => `{${id}}`).sort();
-    expect(semaphoreFunctions).toHaveLength(SEMAPHORE_ROUTE_IDS.size);
+    expect(semaphoreFunctions).toHaveLength(SEMAPHORE_ROUTE_IDS.size - RWLOCK_ROUTE_IDS.size);
     const alarm = watched.find((metrics) => metrics.some((m) => m.metric === 'AWS/Lambda/Throttles' && semaphoreFunctions.includes(String(m.dimensions.FunctionName))));
     expect(alarm?.map((m) => `${m.metric} ${m.dimensions.FunctionName}`).sort()).toEqual(
       ['Errors', 'Throttles'].flatMap((name) => semaphoreFunctions.map((fn) => `AWS/Lambda/${name} ${fn}`)).sort(),
@@ -515,6 +526,15 @@ describe('LeaseService alarms', () => {
       'AWS/DynamoDB/ThrottledRequests GetItem',
       'AWS/DynamoDB/ThrottledRequests UpdateItem',
     ]);
+  });
+
+  it('alarms on Lambda Errors and Throttles of the five rwlock functions, apart from the semaphores\' (an alarm reads at most 10 metrics)', () => {
+    const rwlockFunctions = functionIdsOf('LeasesRwlock').map((id) => `{${id}}`).sort();
+    expect(rwlockFunctions).toHaveLength(RWLOCK_ROUTE_IDS.size);
+    const alarm = watched.find((metrics) => metrics.some((m) => m.metric === 'AWS/Lambda/Throttles' && rwlockFunctions.includes(String(m.dimensions.FunctionName))));
+    expect(alarm?.map((m) => `${m.metric} ${m.dimensions.FunctionName}`).sort()).toEqual(
+      ['Errors', 'Throttles'].flatMap((name) => rwlockFunctions.map((fn) => `AWS/Lambda/${name} ${fn}`)).sort(),
+    );
   });
 
   it('alarms on Lambda Errors summed over the four watch functions, apart (an alarm reads at most 10 metrics)', () => {
@@ -552,7 +572,7 @@ describe('LeaseService alarms', () => {
   });
 
   it('fires every count alarm on a single event and treats missing data as fine', () => {
-    expect(alarms).toHaveLength(12);
+    expect(alarms).toHaveLength(13);
     // The iterator age's threshold is an age; the direct push's a count of several (watch-direct-push.test.ts).
     for (const alarm of alarms.filter((a) => a.MetricName !== 'IteratorAge' && a.Threshold !== WATCH_DIRECT_PUSH_ALARM_THRESHOLD)) {
       expect(alarm).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' });
@@ -570,7 +590,7 @@ describe('LeaseService alarms', () => {
     new LeaseService(stack, 'Leases', { alarmTopic: topic });
     const withTopic = Template.fromStack(stack);
     const topicRef = { Ref: Object.keys(withTopic.findResources('AWS::SNS::Topic'))[0] };
-    withTopic.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef], OKActions: [topicRef] }, 12);
+    withTopic.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef], OKActions: [topicRef] }, 13);
   });
 });
 
@@ -818,8 +838,8 @@ describe('LeaseService watch', () => {
       expect(resourcesOfType(off, 'AWS::Lambda::EventSourceMapping')).toEqual([]);
     });
 
-    it('has the eight service alarms only, and no WatchUrl output', () => {
-      expect(resourcesOfType(off, 'AWS::CloudWatch::Alarm')).toHaveLength(9);
+    it('has the ten service alarms only, and no WatchUrl output', () => {
+      expect(resourcesOfType(off, 'AWS::CloudWatch::Alarm')).toHaveLength(10);
       expect(Object.keys(off.Outputs ?? {}).sort()).toEqual(['ApiUrl', 'TableName']);
     });
   });
@@ -877,7 +897,7 @@ describe('LeaseService grants', () => {
     const a = invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') });
     const b = invokeArnsOfRole(template, { logicalId: roleId(template, 'TeamBRole') });
     const routes = (arns: string[]) => arns.filter((arn) => arn !== WATCH_CONNECT_ARN);
-    const under = (team: string) => (arn: string) => arn.endsWith(`/v1/groups/${team}`) || ['leases', 'prefixes', 'groups', 'semaphores'].some((kind) => arn.includes(`/v1/${kind}/${team}.*`));
+    const under = (team: string) => (arn: string) => arn.endsWith(`/v1/groups/${team}`) || ['leases', 'prefixes', 'groups', 'semaphores', 'rwlocks'].some((kind) => arn.includes(`/v1/${kind}/${team}.*`));
     expect(routes(a).every(under('team-a'))).toBe(true);
     expect(routes(b).every(under('team-b'))).toBe(true);
     expect(routes(a).filter((arn) => b.includes(arn))).toEqual([]);
@@ -897,7 +917,7 @@ describe('LeaseService grants', () => {
   it('grantRead allows describe, list and opening the watch, and no write', () => {
     const template = serviceWithRole((service, role) => service.grantRead(role));
     expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual(
-      [`${API_ARN}/GET/v1/leases`, `${API_ARN}/GET/v1/leases/*`, `${API_ARN}/GET/v1/groups/*`, `${API_ARN}/GET/v1/semaphores/*`, WATCH_CONNECT_ARN].sort(),
+      [`${API_ARN}/GET/v1/leases`, `${API_ARN}/GET/v1/leases/*`, `${API_ARN}/GET/v1/groups/*`, `${API_ARN}/GET/v1/semaphores/*`, `${API_ARN}/GET/v1/rwlocks/*`, WATCH_CONNECT_ARN].sort(),
     );
   });
 
@@ -915,9 +935,9 @@ describe('LeaseService grants', () => {
 
   it('grantAdmin allows the revoke route only: for every name, or for the names under a prefix', () => {
     const every = serviceWithRole((service, role) => service.grantAdmin(role));
-    expect(invokeArnsOfRole(every, { logicalId: roleId(every, 'TaskRole') })).toEqual([`${API_ARN}/POST/v1/leases/*/revoke`]);
+    expect(invokeArnsOfRole(every, { logicalId: roleId(every, 'TaskRole') })).toEqual([`${API_ARN}/POST/v1/leases/*/revoke`, `${API_ARN}/POST/v1/rwlocks/*/revoke`]);
     const scoped = serviceWithRole((service, role) => service.grantAdmin(role, 'team-a.'));
-    expect(invokeArnsOfRole(scoped, { logicalId: roleId(scoped, 'TaskRole') })).toEqual([`${API_ARN}/POST/v1/leases/team-a.*/revoke`]);
+    expect(invokeArnsOfRole(scoped, { logicalId: roleId(scoped, 'TaskRole') })).toEqual([`${API_ARN}/POST/v1/leases/team-a.*/revoke`, `${API_ARN}/POST/v1/rwlocks/team-a.*/revoke`]);
     expect(() => serviceWithRole((service, role) => service.grantAdmin(role, 'team-*'))).toThrow('Invalid `namePrefix`');
   });
 
@@ -929,7 +949,7 @@ describe('LeaseService grants', () => {
   it('grantRead with a prefix allows describe and the watch under it only, and no list', () => {
     const template = serviceWithRole((service, role) => service.grantRead(role, 'team-a.'));
     expect(invokeArnsOfRole(template, { logicalId: roleId(template, 'TaskRole') })).toEqual(
-      [`${API_ARN}/GET/v1/leases/team-a.*`, `${API_ARN}/GET/v1/groups/team-a.*`, `${API_ARN}/GET/v1/groups/team-a`, `${API_ARN}/GET/v1/semaphores/team-a.*`, WATCH_CONNECT_ARN].sort(),
+      [`${API_ARN}/GET/v1/leases/team-a.*`, `${API_ARN}/GET/v1/groups/team-a.*`, `${API_ARN}/GET/v1/groups/team-a`, `${API_ARN}/GET/v1/semaphores/team-a.*`, `${API_ARN}/GET/v1/rwlocks/team-a.*`, WATCH_CONNECT_ARN].sort(),
     );
   });
 
@@ -989,7 +1009,7 @@ describe('LeaseService grants', () => {
   it('gives a read grant with a prefix describe and the watch under it, and no list (it shows every name)', () => {
     const { template } = synthInProcess({ grants: [{ roleArn: 'arn:aws:iam::123456789012:role/dash', access: 'read', namePrefix: 'a.' }] });
     expect(invokeArnsOfRole(template.toJSON() as CfnTemplate, { roleName: 'dash' })).toEqual(
-      [`${API_ARN}/GET/v1/leases/a.*`, `${API_ARN}/GET/v1/groups/a.*`, `${API_ARN}/GET/v1/groups/a`, `${API_ARN}/GET/v1/semaphores/a.*`, WATCH_CONNECT_ARN].sort(),
+      [`${API_ARN}/GET/v1/leases/a.*`, `${API_ARN}/GET/v1/groups/a.*`, `${API_ARN}/GET/v1/groups/a`, `${API_ARN}/GET/v1/semaphores/a.*`, `${API_ARN}/GET/v1/rwlocks/a.*`, WATCH_CONNECT_ARN].sort(),
     );
   });
 

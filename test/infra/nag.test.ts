@@ -154,6 +154,6 @@ describe('cdk-nag (AwsSolutions and Serverless packs)', { timeout: 120_000 }, ()
     const wildcards = acknowledgements(app)
       .filter((a) => a.rule.startsWith('AwsSolutions-IAM5'))
       .map((a) => a.rule.replace(/<[A-Za-z0-9]+>/g, '<id>'));
-    expect([...new Set(wildcards)].every((rule) => /@connections\/\*|Resource::\*\]|\/v1\/leases\/|\/v1\/prefixes\/|\/v1\/groups\/|\/v1\/semaphores\//.test(rule))).toBe(true);
+    expect([...new Set(wildcards)].every((rule) => /@connections\/\*|Resource::\*\]|\/v1\/leases\/|\/v1\/prefixes\/|\/v1\/groups\/|\/v1\/semaphores\/|\/v1\/rwlocks\//.test(rule))).toBe(true);
   });
 });

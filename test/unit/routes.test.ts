@@ -77,6 +77,7 @@ describe('a name holding a "/" on a route that ends in a verb', () => {
     ['POST', '/v1/leases/a/b/acquire', 'name', '"a/b"'],
     ['POST', '/v1/leases/team/x/y/release', 'name', '"team/x/y"'],
     ['POST', '/v1/semaphores/a/b/acquire', 'name', '"a/b"'],
+    ['POST', '/v1/rwlocks/a/b/renew', 'name', '"a/b"'],
     ['POST', '/v1/prefixes/team/a/renew', 'prefix', '"team/a"'],
   ])('%s %s is refused naming the alphabet of its %s, and echoing it', (method, rawPath, field, shown) => {
     const error = nameOutsideAlphabetError(method, rawPath);

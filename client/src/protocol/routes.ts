@@ -10,8 +10,8 @@ import { LIMITS } from './rules.js';
  *   on it, and nothing else.
  * - `grant`: its class for the construct's grants and alarms. `lease` for a holder's writes,
  *   `batch` for the batched writes (a throttle and an alarm of their own), `read` for reading
- *   leases, `group` for reading a group, `semaphore` for the semaphores' routes (their own table
- *   and alarm), `admin` for the operators' routes that neither `grantLeases` nor `grantRead` allow.
+ *   leases, `group` for reading a group, `semaphore` for the semaphore table's routes (semaphores
+ *   and rwlocks: their own table and alarm), `admin` for the operators' routes that neither `grantLeases` nor `grantRead` allow.
  */
 interface RouteEntry {
   readonly id: string;
@@ -28,7 +28,8 @@ interface RouteEntry {
  * The v1 HTTP routes: the one registry the SDK builds its requests from, the server matches against
  * (functions/http/routes.ts), the local server and the CDK construct serve, deploy, grant and alarm
  * from, the chaos recorder classifies, and the OpenAPI document (docs/openapi.json) is checked
- * against in a test. Every write is one conditional UpdateItem (a semaphore acquire one or two);
+ * against in a test. Every write is one conditional UpdateItem (a semaphore acquire one or two, a
+ * rwlock acquire one, or more when the item moved under it; a rwlock revoke reads first);
  * group-describe reads the group index's keys (Query) and then the items (BatchGetItem).
  */
 export const ROUTES = [
@@ -46,6 +47,11 @@ export const ROUTES = [
   { id: 'semaphore-renew', method: 'POST', path: '/v1/semaphores/{name}/renew', bodyMaxBytes: LIMITS.bodyMaxBytes, handler: 'semaphore-renew', table: 'semaphores', actions: ['dynamodb:UpdateItem'], grant: 'semaphore' },
   { id: 'semaphore-release', method: 'POST', path: '/v1/semaphores/{name}/release', bodyMaxBytes: LIMITS.bodyMaxBytes, handler: 'semaphore-release', table: 'semaphores', actions: ['dynamodb:UpdateItem'], grant: 'semaphore' },
   { id: 'semaphore-describe', method: 'GET', path: '/v1/semaphores/{name}', bodyMaxBytes: LIMITS.bodyMaxBytes, handler: 'semaphore-describe', table: 'semaphores', actions: ['dynamodb:GetItem'], grant: 'semaphore' },
+  { id: 'rwlock-acquire', method: 'POST', path: '/v1/rwlocks/{name}/acquire', bodyMaxBytes: LIMITS.bodyMaxBytes, handler: 'rwlock-acquire', table: 'semaphores', actions: ['dynamodb:UpdateItem'], grant: 'semaphore' },
+  { id: 'rwlock-renew', method: 'POST', path: '/v1/rwlocks/{name}/renew', bodyMaxBytes: LIMITS.bodyMaxBytes, handler: 'rwlock-renew', table: 'semaphores', actions: ['dynamodb:UpdateItem'], grant: 'semaphore' },
+  { id: 'rwlock-release', method: 'POST', path: '/v1/rwlocks/{name}/release', bodyMaxBytes: LIMITS.bodyMaxBytes, handler: 'rwlock-release', table: 'semaphores', actions: ['dynamodb:UpdateItem'], grant: 'semaphore' },
+  { id: 'rwlock-revoke', method: 'POST', path: '/v1/rwlocks/{name}/revoke', bodyMaxBytes: LIMITS.bodyMaxBytes, handler: 'rwlock-revoke', table: 'semaphores', actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], grant: 'admin' },
+  { id: 'rwlock-describe', method: 'GET', path: '/v1/rwlocks/{name}', bodyMaxBytes: LIMITS.bodyMaxBytes, handler: 'rwlock-describe', table: 'semaphores', actions: ['dynamodb:GetItem'], grant: 'semaphore' },
 ] as const satisfies readonly RouteEntry[];
 
 export type Route = (typeof ROUTES)[number];
