@@ -9,10 +9,11 @@ import {
   RENEW_NEW_TTL_SET,
   grantIsCurrent,
   grantIsCurrentAndLive,
-  leaseIsAvailable,
+  leaseIsAvailableToNewRequest,
 } from '../functions/lease-conditions.js';
 import { isConditionFailure } from '../functions/dynamodb-errors.js';
 import { DEFAULT_CLEANUP_AFTER_MS } from '../functions/lease-store.js';
+import { spentBefore } from '../functions/replay-guard.js';
 import { wallNowMs } from './clock.js';
 
 /**
@@ -51,7 +52,7 @@ export class RawLeaseRequests {
           Key: { pk: name },
           // The store's acquire with a requestId (kept as its hash) and no metadata.
           UpdateExpression: `SET ${[...ACQUIRE_SET, 'requestHash = :requestHash'].join(', ')} REMOVE ${[...ACQUIRE_REMOVE, 'metadataJson'].join(', ')}`,
-          ConditionExpression: leaseIsAvailable,
+          ConditionExpression: leaseIsAvailableToNewRequest,
           ExpressionAttributeNames: { '#token': 'token', '#priority': 'priority' },
           ExpressionAttributeValues: {
             ':now': now,
@@ -68,6 +69,7 @@ export class RawLeaseRequests {
             ':availableAt': expiresAt,
             ':expireItemAt': Math.ceil((expiresAt + DEFAULT_CLEANUP_AFTER_MS) / 1000),
             ':requestHash': randomBytes(16).toString('hex'),
+            ':spentBefore': spentBefore(now),
             ':principal': randomBytes(16).toString('hex'),
             ':lastOp': 'acquire',
           },
