@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseClient } from 'leasehold';
 import { startLocalRegions, type LocalRegion, type LocalRegions } from '../../local/regions/regions.js';
 import { localDynamoConfig } from '../support/dynamodb.js';
+import { expectContract } from '../support/openapi.js';
 
 // A late copy of an acquire, end to end, in the local three-Region emulation (local/regions/): the
 // SDK over [us-east-1, us-east-2, us-west-2] sends an acquire while us-east-1 is blackholed, moves on
@@ -97,6 +98,7 @@ describe('an acquire held by a blackholed Region that heals after its grant was 
     await east1.up();
     const late = await network.late.find((held) => held.path.endsWith('/acquire'))?.answer;
     expect(late).toMatchObject({ status: 409, body: { error: { code: 'REQUEST_REPLAYED' } } });
+    expectContract('POST', '/v1/leases/{name}/acquire', 409, late?.body);
     expect(await client.describe(name)).toMatchObject({ holder: null, token: first.lease.token });
     const next = await clientOver(fetch).acquire(name, { holder: 'worker-2', ttlMs: 10_000 });
     expect(next).toMatchObject({ acquired: true, lease: { holder: 'worker-2', token: first.lease.token + 1 } });
@@ -113,6 +115,7 @@ describe('an acquire held by a blackholed Region that heals after its grant was 
     await east1.up();
     const late = await network.late.find((held) => held.path.endsWith('/acquire'))?.answer;
     expect(late).toMatchObject({ status: 409, body: { error: { code: 'REQUEST_REPLAYED' } } });
+    expectContract('POST', '/v1/semaphores/{name}/acquire', 409, late?.body);
     expect(await client.describeSemaphore(name)).toMatchObject({ available: 1, holders: [] });
   });
 });
