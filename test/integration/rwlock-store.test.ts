@@ -1,4 +1,5 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { fenceUpdate, isFencedOut } from 'leasehold/dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../functions/clock.js';
 import { RwlockStore, type RwlockAcquireResult } from '../../functions/rwlock-store.js';
@@ -282,5 +283,40 @@ describe('revoke', () => {
     clock.advance(5_001);
     expect((await take(store, name, 'r1', 'shared')).token).toBe(writer.token + 1);
     await expect(store.revoke(uniqueName('none'), { reason: 'x' }, 'ops')).rejects.toBeInstanceOf(LeaseNotFoundError);
+  });
+});
+
+describe('fencing with phase tokens', () => {
+  async function fencedWrite(key: string, token: number, value: string): Promise<'written' | 'fenced out'> {
+    try {
+      await table.doc.send(
+        new UpdateCommand(
+          fenceUpdate({ TableName: table.tableName, Key: { pk: key }, UpdateExpression: 'SET #v = :v', ExpressionAttributeNames: { '#v': 'value' }, ExpressionAttributeValues: { ':v': value } }, token),
+        ),
+      );
+      return 'written';
+    } catch (error) {
+      if (isFencedOut(error, token)) return 'fenced out';
+      throw error;
+    }
+  }
+
+  it("readers of one phase write side by side; a stale reader's write after the writer's first write is refused, and so is the writer's after the next readers'", async () => {
+    const { store, clock } = storeAt();
+    const name = uniqueName('fence');
+    const resource = `fenced-resource-${name}`;
+    const r1 = await take(store, name, 'r1', 'shared', 1_000);
+    const r2 = await take(store, name, 'r2', 'shared', 1_000);
+    expect(await fencedWrite(resource, r1.token, 'r1')).toBe('written');
+    expect(await fencedWrite(resource, r2.token, 'r2')).toBe('written');
+    // r1 pauses past its expiry; the writer gets in and writes first.
+    clock.advance(1_001);
+    const writer = await take(store, name, 'w', 'exclusive', 1_000);
+    expect(await fencedWrite(resource, writer.token, 'w')).toBe('written');
+    expect(await fencedWrite(resource, r1.token, 'r1 late')).toBe('fenced out');
+    clock.advance(1_001);
+    const next = await take(store, name, 'r3', 'shared');
+    expect(await fencedWrite(resource, next.token, 'r3')).toBe('written');
+    expect(await fencedWrite(resource, writer.token, 'w late')).toBe('fenced out');
   });
 });
