@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../functions/clock.js';
 import { LeaseStore } from '../../functions/lease-store.js';
-import { isLeaseLostError, type Grant } from '../../client/src/protocol/index.js';
+import { ErrorCode, LIMITS, isLeaseLostError, type Grant } from '../../client/src/protocol/index.js';
 import { createTestLeaseTable, type TestTable } from '../support/dynamodb.js';
 
 let table: TestTable;
@@ -32,6 +32,8 @@ interface Tracked {
   expiresAt: number;
   released: boolean;
   requestId: string;
+  /** When a release ended it (undefined while not released). */
+  releasedAtMs?: number;
   /** Which incarnation of the item made the grant (a deletion starts the next one). */
   life: number;
 }
@@ -68,6 +70,15 @@ describe('the lease store under random operation sequences (manual clock, real D
             const mine = latest.get(step.holder);
             const retry = step.retry && mine !== undefined;
             const requestId = retry ? mine.requestId : `request-${String(++requestSeq).padStart(8, '0')}`;
+            // The replay guard: a retry whose grant is the item's latest and ended (released, or
+            // past its expiry) less than LIMITS.replayGuardMs ago produces no other grant.
+            const now = clock.nowMs();
+            const ended = retry && (mine.released || now > mine.expiresAt);
+            const endedAtMs = retry ? Math.min(mine.expiresAt, mine.releasedAtMs ?? Number.POSITIVE_INFINITY) : 0;
+            if (retry && ended && itemExists && mine.life === life && mine.grant.token === maxToken && endedAtMs >= now - LIMITS.replayGuardMs) {
+              await expect(store.acquire(name, { holder: `h${step.holder}`, ttlMs: step.ttlMs, lockDelayMs: step.lockDelayMs, requestId })).rejects.toMatchObject({ code: ErrorCode.REQUEST_REPLAYED });
+              continue;
+            }
             const result = await store.acquire(name, { holder: `h${step.holder}`, ttlMs: step.ttlMs, lockDelayMs: step.lockDelayMs, requestId });
             if (result.acquired) {
               if (retry && result.lease.leaseId === mine.grant.leaseId) {
@@ -94,6 +105,7 @@ describe('the lease store under random operation sequences (manual clock, real D
                 mine.expiresAt = renewed.expiresAt;
               } else {
                 await store.release(name, { leaseId: mine.grant.leaseId, token: mine.grant.token });
+                if (!mine.released) mine.releasedAtMs = clock.nowMs();
                 mine.released = true;
               }
             } catch (error) {
