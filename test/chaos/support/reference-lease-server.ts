@@ -1,3 +1,5 @@
+import { LIMITS } from '../../../client/src/protocol/index.js';
+
 /**
  * An in-memory lease server with exactly the rules of functions/lease-store.ts (one item per
  * name; conditions on the server time passed in), for generating histories a correct server can
@@ -43,8 +45,16 @@ export class ReferenceLeaseServer {
     name: string,
     req: { holder: string; ttlMs: number; requestId?: string; lockDelayMs?: number },
     now: number,
-  ): { acquired: true; grant: RefGrant } | { acquired: false; lease: RefPublic } {
+  ): { acquired: true; grant: RefGrant } | { acquired: false; lease: RefPublic } | { acquired: false; replayed: true } {
     const item = this.items.get(name);
+    // The replay guard: the latest grant is this requestId's and ended less than the guard ago.
+    const spent =
+      item !== undefined &&
+      req.requestId !== undefined &&
+      item.requestId === req.requestId &&
+      (item.holder === undefined || item.expiresAt < now) &&
+      Math.min(item.expiresAt, item.releasedAt ?? Number.POSITIVE_INFINITY) >= now - LIMITS.replayGuardMs;
+    if (spent) return { acquired: false, replayed: true };
     if (item === undefined || item.availableAt < now) {
       const lockDelayMs = req.lockDelayMs ?? 0;
       const next: RefItem = {
@@ -91,7 +101,6 @@ export class ReferenceLeaseServer {
     if (item.revoked?.force) return 'LEASE_LOST'; // a forced revoke ended it: the operator's decision stands
     if (item.holder === undefined) return publicOf(item, now); // released before: harmless
     item.holder = undefined;
-    item.requestId = undefined;
     item.availableAt = now;
     item.releasedAt = now;
     return publicOf(item, now);
@@ -110,7 +119,6 @@ export class ReferenceLeaseServer {
       item.revoked = { at: now, force };
       if (force) {
         item.holder = undefined;
-        item.requestId = undefined;
         item.availableAt = now;
         item.releasedAt = now;
       } else {

@@ -169,6 +169,9 @@ export function simulateWithJobs(config: SimulationConfig, server = new Referenc
             token: result.grant.token,
             ...(step.reported ? { serverNowMs: result.grant.acquiredAt, serverExpiresAtMs: result.grant.expiresAt } : {}),
           });
+        } else if ('replayed' in result) {
+          me.pendingRequestId = null;
+          records.push({ ...fields, completeMs, outcome: 'fail', error: 'REQUEST_REPLAYED' });
         } else {
           me.pendingRequestId = null;
           records.push({ ...fields, completeMs, outcome: 'fail', error: 'LEASE_HELD', ...(step.reported ? { token: result.lease.token } : {}) });
