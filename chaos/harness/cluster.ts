@@ -214,7 +214,7 @@ export interface WorkerNodeOptions {
   /** `--priorities`: each incarnation's priority per lease. */
   prioritiesOf?: (incarnation: string) => Record<string, number>;
   /** `--groups`: every incarnation is a member of the lease group (`leases` are its partitions' lease names). */
-  group?: { partitions: number; balanceEveryMs: number; unsafeClockRate?: number };
+  group?: { partitions: number; balanceEveryMs: number; unsafeClockRate?: number; load?: boolean };
   /**
    * `--regions`: each API instance is a Region's API, and this worker's SDK gets them all as
    * `endpoints` in this order (indices into `apiPorts`, its preferred Region first), each through a

@@ -40,6 +40,11 @@ export function balanceEveryMsFor(ttlMs: number): number {
 
 /** How often a member re-reads its deadlines besides the events (cheap: a binary search over `isOwner`). */
 const SAMPLE_EVERY_MS = 25;
+
+/** `--group-load`: partition `p`'s weight, 1, 2 or 3; its reported load is this ± 20 %. */
+function loadWeight(partition: string): number {
+  return 1 + (Number(partition) % 3);
+}
 /** A deadline is found to within this. */
 const DEADLINE_PRECISION_MS = 0.01;
 /** The journal note that carries an ownership record. */
@@ -124,6 +129,8 @@ export interface GroupMemberOptions {
   fence?: (lease: string) => Fence;
   /** Debug: the member's clock runs at this rate (default 1). Below 1 its deadlines fall late: the checker must report G1. */
   clockRate?: number;
+  /** `--group-load`: balance on load (weights 1-3 by partition, capacity 1 or 2 by member, a noisy reported load per owned partition). */
+  load?: boolean;
   /** Ownership of the partition `lease` began: work it while `term.signal` lasts. */
   onAssigned(lease: string, holding: Holding, term: TermInfo): void;
   onRevoked(lease: string, reason: string, token: number): void;
@@ -138,6 +145,8 @@ export class ChaosGroupMember {
   private rejoining: Promise<void> | undefined;
   private stopped = false;
   private readonly sampler: NodeJS.Timeout;
+  /** `--group-load`: reports made, for the wobble of the next. */
+  private reports = 0;
   /** Per partition lease: the token and deadline (member's clock) last recorded. */
   private readonly recorded = new Map<string, { token: number; deadlineMs: number }>();
 
@@ -147,6 +156,8 @@ export class ChaosGroupMember {
     this.group = this.join();
     this.sampler = setInterval(() => {
       for (const lease of groupLeases(options.partitions)) this.sample(this.group, lease);
+      // A deterministic ±20 % wobble (the golden-ratio sequence), so a seed's run stays the seed's.
+      if (options.load) for (const p of this.group.owned()) this.group.reportLoad(p, loadWeight(p) * (0.8 + 0.4 * ((this.reports++ * 0.618_034) % 1)));
     }, SAMPLE_EVERY_MS);
   }
 
@@ -199,6 +210,7 @@ export class ChaosGroupMember {
       balanceEveryMs: this.options.balanceEveryMs,
       clock: this.clock,
       ...(fence === undefined ? {} : { fence: (partition: string) => fence(partitionLeaseName(CHAOS_GROUP, partition)) }),
+      ...(this.options.load ? { weights: loadWeight, capacity: 1 + (name.charCodeAt(name.length - 1) % 2) } : {}),
       onAssigned: (partition, term) => {
         const lease = partitionLeaseName(CHAOS_GROUP, partition);
         // Read at once: the deadline of the grant that began the belief.

@@ -69,6 +69,8 @@ export interface HarnessOptions {
   groupPartitions: number;
   /** Debug, with --groups: the members' clocks run slow, so their beliefs outlast their grants. The checker must report G1. */
   unsafeSlowMemberClocks: boolean;
+  /** With --groups: the group balances on load (weights, capacities, reported load). */
+  groupLoad: boolean;
 }
 
 export const FENCE_MODES = ['item', 'epoch'] as const;
@@ -115,6 +117,8 @@ export const USAGE = `usage: npm run chaos -- [options]
                          judges (G1: never two believing owners; G2: owners again soon after the heal)
   --partitions N         with --groups: the group's partitions (default 8); each is a lease with a
                          job queue, at --job-rate jobs per second (default 1 with --groups)
+  --group-load           with --groups: the group balances on load (partition weights 1-3, member
+                         capacities 1 and 2, each owner reporting a noisy load per partition)
   --out DIR              output folder (default .chaos/run-<seed>-<time>/)
   --quiet                no live log (the summary is still printed)
 
@@ -171,6 +175,7 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
         priorities: { type: 'boolean', default: false },
         groups: { type: 'boolean', default: false },
         partitions: { type: 'string' },
+        'group-load': { type: 'boolean', default: false },
         'semaphore-limit': { type: 'string' },
         out: { type: 'string' },
         quiet: { type: 'boolean', default: false },
@@ -208,6 +213,7 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
     if (clash !== undefined) throw new UsageError(`Expected \`--${clash}\` without \`--groups\`: ${why[clash]}.`);
   }
   if (!groups && v['unsafe-slow-member-clocks'] === true) throw new UsageError('Expected `--unsafe-slow-member-clocks` only with `--groups`.');
+  if (!groups && v['group-load'] === true) throw new UsageError('Expected `--group-load` only with `--groups`.');
   const groupPartitions = groups ? (v.partitions === undefined ? 8 : parseCount(v.partitions, 'partitions', 1, 32)) : 0;
   const jobRate = v['job-rate'] === undefined ? (groups ? 1 : 4) : Number(v['job-rate']);
   if (!(jobRate > 0 && jobRate <= 50)) throw new UsageError(`Expected \`--job-rate\` to be a number above 0 and at most 50, got "${v['job-rate']}".`);
@@ -269,6 +275,7 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
     priorities: v.priorities === true,
     groupPartitions,
     unsafeSlowMemberClocks: v['unsafe-slow-member-clocks'] === true,
+    groupLoad: v['group-load'] === true,
     semaphoreLimit: v['semaphore-limit'] === undefined ? 2 : parseCount(v['semaphore-limit'], 'semaphore-limit', 0, LIMITS.semaphoreLimitMax),
   };
 }

@@ -61,6 +61,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
           partitions: options.groupPartitions,
           balanceEveryMs: balanceEveryMsFor(options.ttlMs),
           ...(options.unsafeSlowMemberClocks ? { unsafeClockRate: UNSAFE_MEMBER_CLOCK_RATE } : {}),
+          ...(options.groupLoad ? { load: true } : {}),
         }
       : undefined;
   const leases =

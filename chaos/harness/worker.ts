@@ -61,7 +61,7 @@ export interface WorkerConfig {
   /** `--priorities`: the priority of each lease's Leader; leaders then also proclaim now and then. */
   priorities?: Record<string, number>;
   /** `--groups`: be a member of the lease group of this many partitions (`leases` are their lease names) instead of running Leaders. */
-  group?: { partitions: number; balanceEveryMs: number; unsafeClockRate?: number };
+  group?: { partitions: number; balanceEveryMs: number; unsafeClockRate?: number; load?: boolean };
 }
 
 /** Messages to the harness (IPC). */
@@ -157,6 +157,7 @@ if (config.group !== undefined) {
     balanceEveryMs: config.group.balanceEveryMs,
     journal,
     ...(config.group.unsafeClockRate === undefined ? {} : { clockRate: config.group.unsafeClockRate }),
+    ...(config.group.load === true ? { load: true } : {}),
     ...(config.fenceMode === 'epoch' ? { fence: (lease: string) => journalledFence(lease, epochs.get(lease) as DynamoDBEpoch) } : {}),
     onAssigned: (lease, holding, term) => {
       send({ type: 'elected', name, lease, token: term.token });

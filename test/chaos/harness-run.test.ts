@@ -394,6 +394,30 @@ describe('a chaos run of a lease group fenced by epochs whose charges skip the e
   });
 });
 
+describe('a bounded chaos run of a lease group balancing on load (--groups --group-load)', () => {
+  // The same group and nemesis, the members balancing on weights, capacities 1 and 2 and the load
+  // each owner reports, published in their memberships' renewals.
+  const run = harnessRunOnce(['--duration', '20s', '--seed', SEED_GROUPS, '--groups', '--group-load']);
+
+  it('ends with exit status 0 and the verdict PASS, the members’ load reports applied as proclaims of their memberships', () => {
+    expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 0, verdict: 'PASS' });
+    expect(run.summary.invariants.G1!.checked).toBeGreaterThan(10);
+    expect(run.summary.invariants.G2!.checked).toBe(8);
+    expect(run.summary.check.coordination.proclaims.applied).toBeGreaterThanOrEqual(1);
+    const { jobs } = run.summary;
+    expect(jobs).toMatchObject({ chargedOnce: jobs.enqueued, chargedMoreThanOnce: 0, neverCharged: 0 });
+  });
+});
+
+describe('a chaos run of a lease group balancing on load whose members’ clocks run slow (--groups --group-load --unsafe-slow-member-clocks)', () => {
+  const run = harnessRunOnce(['--duration', '20s', '--seed', SEED_GROUPS, '--groups', '--group-load', '--unsafe-slow-member-clocks']);
+
+  it('is caught: two members believed they owned one partition at once (G1)', () => {
+    expect({ code: run.code, verdict: run.summary.verdict }, run.stdout).toEqual({ code: 1, verdict: 'VIOLATIONS' });
+    expect(run.summary.invariants.G1!.status).toBe('fail');
+  });
+});
+
 /** The seed of the bounded `--regions 3` run; its 30 s plan takes one Region down among every other kind of fault. */
 const SEED_REGIONS = '20261141';
 
