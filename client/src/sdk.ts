@@ -28,6 +28,7 @@ export { NotElectedError, isNotElectedError } from './leader/campaign-waiters.js
 export { NOTE_WAIT_AFTER_MS, WARN_EVERY_MS, type WarningsOption } from './term/wait-notices.js';
 export { withLease, type WithLeaseLambdaResult, type WithLeaseOptions, type WithLeaseResult } from './job/with-lease.js';
 export { createSemaphore, withPermit, type Semaphore, type SemaphoreOptions, type WithPermitOptions, type WithPermitResult } from './semaphore/semaphore.js';
+export { RwlockClient, createRwlockHolder, withRwlock, type RwlockAcquireResult, type RwlockHolderOptions, type WithRwlockOptions, type WithRwlockResult } from './rwlock/rwlock.js';
 export {
   DEFAULT_LAMBDA_MARGIN_MS,
   InvocationDeadlineError,

@@ -59,7 +59,7 @@ export class RwlockNotHeldError extends LeaseholdError {
 }
 
 /** Rebuilds the typed error of a rwlock route's error body; other codes as `errorFromBody` does. */
-export function rwlockErrorFromBody(body: ErrorBody['error'] & { rwlock?: PublicRwlock | null }, rwlockName: string): LeaseholdError {
+export function rwlockErrorFromBody(body: ErrorBody['error'] & { rwlock?: unknown }, rwlockName: string): LeaseholdError {
   if (body.code === ErrorCode.LEASE_HELD && isPublicRwlock(body.rwlock)) return new RwlockHeldError(body.rwlock, body.retryAfterMs ?? 0, { message: body.message });
   if (body.code === ErrorCode.LEASE_LOST) {
     return new RwlockLostError(rwlockName, isPublicRwlock(body.rwlock) ? body.rwlock : null, typeof body.reason === 'string' ? body.reason : undefined, {

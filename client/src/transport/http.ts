@@ -11,6 +11,7 @@ import {
   UnauthorizedError,
   UnavailableError,
   errorFromBody,
+  rwlockErrorFromBody,
   isErrorCode,
   isLeaseholdError,
   type ErrorBody,
@@ -323,7 +324,9 @@ function interpret(spec: RequestSpec, endpoint: Endpoint, url: URL, response: Re
     if (wire.code === MISPLACED_CODE) {
       return { ok: false, error: misplaced(`does not serve ${spec.method} ${url.pathname} (it answered ${response.status} ${wire.code}: ${wire.message})`) };
     }
-    return { ok: false, error: errorFromBody(wire, spec.leaseName), ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+    // A rwlock route's body carries `rwlock` where a lease's carries `lease`.
+    const error = 'rwlock' in wire ? rwlockErrorFromBody(wire, spec.leaseName ?? '(unknown)') : errorFromBody(wire, spec.leaseName);
+    return { ok: false, error, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
   }
   const error = errorForStatus(spec, response.status, text, parsed, misplaced);
   return { ok: false, error, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
