@@ -91,7 +91,7 @@ describe("the Regions' request logs", () => {
   it('name the Region that served each request', async () => {
     const run = npmStart(['--port', '0', '--regions', '3'], false);
     const banner = await run.banner;
-    const east2 = new RegExp('^  us-east-2 +(http://127\\.0\\.0\\.1:\\d+)', 'm').exec(banner)?.[1] as string;
+    const east2 = /^ {2}us-east-2 +(http:\/\/127\.0\.0\.1:\d+)/m.exec(banner)?.[1] as string;
     const logged = new Promise<string>((resolve) => {
       const seen = () => {
         const line = /^us-east-2 GET \/v1\/leases\/npm:logged 404 \d+ms$/m.exec(run.output());
