@@ -24,12 +24,12 @@ describe('the route registry', () => {
     }
   });
 
-  it('makes revoke the only operators’ route', () => {
-    expect([...ADMIN_ROUTE_IDS]).toEqual(['revoke']);
+  it('makes the revokes (of a lease, of a rwlock) the only operators’ routes', () => {
+    expect([...ADMIN_ROUTE_IDS]).toEqual(['revoke', 'rwlock-revoke']);
   });
 
-  it('puts the semaphore routes, and only them, on the semaphore table', () => {
-    for (const route of ROUTES) expect(route.table === 'semaphores', route.id).toBe(route.path.startsWith('/v1/semaphores/'));
+  it('puts the semaphore and rwlock routes, and only them, on the semaphore table', () => {
+    for (const route of ROUTES) expect(route.table === 'semaphores', route.id).toBe(route.path.startsWith('/v1/semaphores/') || route.path.startsWith('/v1/rwlocks/'));
   });
 
   it('names, for each route, a handler module that exports the factory the local server runs and a Lambda entry', async () => {
