@@ -10,6 +10,9 @@ import { createSemaphoreAcquireHandler } from '../../functions/handlers/semaphor
 import { createSemaphoreDescribeHandler } from '../../functions/handlers/semaphore-describe.js';
 import { createSemaphoreReleaseHandler } from '../../functions/handlers/semaphore-release.js';
 import { createSemaphoreRenewHandler } from '../../functions/handlers/semaphore-renew.js';
+import { createRwlockAcquireHandler } from '../../functions/handlers/rwlock-acquire.js';
+import { createRwlockReleaseHandler } from '../../functions/handlers/rwlock-release.js';
+import { createRwlockRenewHandler } from '../../functions/handlers/rwlock-renew.js';
 import { defaultSemaphoreTableName } from '../../functions/config.js';
 import { ensureSemaphoreTable } from '../../functions/lease-table.js';
 import { REDACTED } from '../../functions/logging.js';
@@ -139,6 +142,35 @@ describe('handler logs', () => {
     expect(log).toContain('permit released');
     expect(log).toContain(REDACTED);
     expectNoSecret([first.permitId, requestId, strangerPermitId]);
+  });
+
+  it('hold no leaseId or requestId through a rwlock acquire, retry, refusal, renew, loss and release', async () => {
+    const { raw, tableName } = await createTestLeaseTable('rw-logs');
+    await ensureSemaphoreTable(raw, defaultSemaphoreTableName(tableName));
+    const dynamo = { region: 'us-east-1', dynamodbEndpoint: localDynamoConfig().endpoint, credentials: LOCAL_CREDENTIALS, clock: systemClock };
+    const deps = createDeps({ tableName, ...dynamo });
+    const acquire = createRwlockAcquireHandler(deps);
+    const renew = createRwlockRenewHandler(deps);
+    const path = (action: string) => `/v1/rwlocks/logged/${action}`;
+    const requestId = newRequestId();
+    const strangerLeaseId = 'e'.repeat(32);
+
+    const first = JSON.parse((await acquire(event('POST', path('acquire'), { holder: 'r1', ttlMs: 5_000, mode: 'shared', requestId }), context)).body as string).grant;
+    const retried = JSON.parse((await acquire(event('POST', path('acquire'), { holder: 'r1', ttlMs: 5_000, mode: 'shared', requestId }), context)).body as string).grant;
+    expect(retried.leaseId).toBe(first.leaseId);
+    const busy = await acquire(event('POST', path('acquire'), { holder: 'w', ttlMs: 5_000, mode: 'exclusive', requestId: newRequestId() }), context);
+    expect(busy.statusCode).toBe(409);
+    expect(busy.body).not.toContain(first.leaseId);
+    expect((await renew(event('POST', path('renew'), { leaseId: first.leaseId, token: first.token }), context)).statusCode).toBe(200);
+    expect((await renew(event('POST', path('renew'), { leaseId: strangerLeaseId, token: first.token + 9 }), context)).statusCode).toBe(409);
+    expect((await createRwlockReleaseHandler(deps)(event('POST', path('release'), { leaseId: first.leaseId, token: first.token }), context)).statusCode).toBe(200);
+
+    const log = lines.join('\n');
+    expect(log).toContain('rwlock acquired');
+    expect(log).toContain('rwlock held');
+    expect(log).toContain('rwlock grant lost');
+    expect(log).toContain(REDACTED);
+    expectNoSecret([first.leaseId, requestId, strangerLeaseId]);
   });
 
   it('of the watch functions hold no leaseId or requestId of a logged stream record', () => {
