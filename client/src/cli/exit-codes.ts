@@ -34,7 +34,8 @@ export const EXIT_CODE_HELP = `Exit codes:
   0  ok
   1  internal error (the service answered 500, or a bug in this tool)
   2  invalid input: bad flags or arguments, or the service refused the input (400, 413, 415,
-     409 LIMIT_MISMATCH: run --limit with another limit than the semaphore's)
+     409 LIMIT_MISMATCH: run --limit with another limit than the semaphore's; 409 REQUEST_REPLAYED:
+     a late copy of an acquire whose grant already ended)
   3  held: the lease is held by someone else, or the semaphore is full (acquire lost the race;
      run --wait gave up)
   4  lost: the grant is no longer current (renew/release); run lost leadership and killed its command;
@@ -88,7 +89,7 @@ const HINT_BY_CODE: Record<ErrorCode, string> = {
   UNSUPPORTED_MEDIA_TYPE: 'The endpoint refused a JSON body: is --endpoint a leasehold API?',
   LEASE_HELD: 'Try again after the time above, or wait for it with `leasehold run --wait`.',
   LEASE_LOST: 'The grant is gone (expired, released, or taken over): stop the work it protected and acquire again.',
-  LEASE_NOT_HELD: 'Nobody holds the lease now (released or expired), so there is nothing to revoke.',
+  LEASE_NOT_HELD: 'Nobody holds the lease now (released or expired), so there is nothing to revoke. A lease a handoff reserved for its next holder is not held either: `--force` ends the reservation and frees it at once.',
   LEASE_NOT_FOUND: 'Check the name (`leasehold list --prefix …`); a lease exists once it has been acquired.',
   SEMAPHORE_NOT_FOUND: 'Check the name; a semaphore exists once a permit of it has been acquired.',
   SEMAPHORE_FULL: 'All permits are held: try again after the time above, or wait for one with `leasehold run --limit N --wait`.',
