@@ -181,7 +181,7 @@ describe('cdk synth (pinned CLI, offline)', () => {
   });
 
   it('sends every alarm to the SNS topic given as context', () => {
-    template.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [ALARM_TOPIC_ARN], OKActions: [ALARM_TOPIC_ARN] }, 12);
+    template.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { AlarmActions: [ALARM_TOPIC_ARN], OKActions: [ALARM_TOPIC_ARN] }, 13);
   });
 
   it("limits team A's task role to lease names under team-a., with the watch (scoped there) and without list", () => {
@@ -197,9 +197,9 @@ describe('cdk synth (pinned CLI, offline)', () => {
     );
   });
 
-  it('lets the dashboard role describe (leases, groups and semaphores), list and open the watch only', () => {
+  it('lets the dashboard role describe (leases, groups, semaphores and rwlocks), list and open the watch only', () => {
     expect(invokeArnsOfRole(json, { roleName: 'dashboard' })).toEqual(
-      [`${API_ARN}/GET/v1/leases`, `${API_ARN}/GET/v1/leases/*`, `${API_ARN}/GET/v1/groups/*`, `${API_ARN}/GET/v1/semaphores/*`, `${WATCH_ARN}/$connect`].sort(),
+      [`${API_ARN}/GET/v1/leases`, `${API_ARN}/GET/v1/leases/*`, `${API_ARN}/GET/v1/groups/*`, `${API_ARN}/GET/v1/semaphores/*`, `${API_ARN}/GET/v1/rwlocks/*`, `${WATCH_ARN}/$connect`].sort(),
     );
   });
 
