@@ -5,7 +5,6 @@ import { defaultSemaphoreTableName, readConfig, readServiceIdentity, type Handle
 import { createDocumentClient } from './dynamodb-client.js';
 import { createLogger } from './logging.js';
 import { LeaseStoreCore } from './lease-store.js';
-import { SemaphoreStoreCore } from './semaphore-store.js';
 import type { DirectPush } from './watch/direct-push.js';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { HandlerDeps, RouteHandler } from './http/route.js';
@@ -44,11 +43,6 @@ export function createDeps(options: DepsOptions): HandlerDeps {
   const metrics = new Metrics({ namespace: metricsNamespace, serviceName });
   return {
     store: new LeaseStoreCore({ client, tableName: options.tableName, clock: options.clock ?? systemClock }),
-    semaphores: new SemaphoreStoreCore({
-      client,
-      tableName: options.semaphoreTableName ?? defaultSemaphoreTableName(options.tableName),
-      clock: options.clock ?? systemClock,
-    }),
     semaphoreTable: { client, tableName: options.semaphoreTableName ?? defaultSemaphoreTableName(options.tableName), clock: options.clock ?? systemClock },
     logger,
     metrics,

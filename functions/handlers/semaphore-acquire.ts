@@ -3,11 +3,13 @@ import { validateSemaphoreAcquireRequest, type PermitResponse } from '../../clie
 import { callerPrincipal } from '../http/principal.js';
 import { jsonResponse } from '../http/responses.js';
 import { OUTCOME, leaseName, leaseRoute, type HandlerDeps } from '../http/route.js';
+import { semaphoreStore } from '../http/semaphore-route.js';
 import { lambdaEntry } from '../runtime.js';
 
 /** POST /v1/semaphores/{name}/acquire */
 export function createSemaphoreAcquireHandler(deps: HandlerDeps) {
-  return leaseRoute(deps, { jsonBody: true }, async (event, { semaphores, logger, metrics }) => {
+  const semaphores = semaphoreStore(deps);
+  return leaseRoute(deps, { jsonBody: true }, async (event, { logger, metrics }) => {
     const name = leaseName(event);
     const request = validateSemaphoreAcquireRequest(event.body);
     const result = await semaphores.acquire(name, request, callerPrincipal(event));

@@ -2,11 +2,13 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { validateSemaphoreReleaseRequest, type SemaphoreReleaseResponse } from '../../client/src/protocol/index.js';
 import { jsonResponse } from '../http/responses.js';
 import { OUTCOME, countingPermitLoss, leaseName, leaseRoute, type HandlerDeps } from '../http/route.js';
+import { semaphoreStore } from '../http/semaphore-route.js';
 import { lambdaEntry } from '../runtime.js';
 
 /** POST /v1/semaphores/{name}/release */
 export function createSemaphoreReleaseHandler(deps: HandlerDeps) {
-  return leaseRoute(deps, { jsonBody: true }, async (event, { semaphores, logger, metrics }) => {
+  const semaphores = semaphoreStore(deps);
+  return leaseRoute(deps, { jsonBody: true }, async (event, { logger, metrics }) => {
     const name = leaseName(event);
     const request = validateSemaphoreReleaseRequest(event.body);
     const semaphore = await countingPermitLoss(deps, 'release', name, request.token, () => semaphores.release(name, request));

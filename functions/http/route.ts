@@ -10,7 +10,6 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { isLeaseLostError, isPermitLostError, validateName, validateQueryParameters } from '../../client/src/protocol/index.js';
 import type { LeaseName } from '../../client/src/protocol/checks.js';
 import type { LeaseStoreCore } from '../lease-store.js';
-import type { SemaphoreStoreCore } from '../semaphore-store.js';
 import type { RwlockStoreOptions } from '../rwlock-store.js';
 import type { DirectPush } from '../watch/direct-push.js';
 import { bodySizeLimit, leaseholdErrors, utf8JsonBody } from './middlewares.js';
@@ -19,10 +18,10 @@ import { canonicalPath } from './canonical-path.js';
 /** What a route needs. Built once per cold start (see runtime.ts) or by the local server. */
 export interface HandlerDeps {
   store: LeaseStoreCore;
-  semaphores: SemaphoreStoreCore;
   /**
-   * The semaphore table, for the stores only some routes build (the rwlock routes: `rwlockStore` in
-   * rwlock-route.ts), so the other routes' bundles do not carry them.
+   * The semaphore table, for the stores only some routes build (the semaphore routes: `semaphoreStore`
+   * in semaphore-route.ts; the rwlock routes: `rwlockStore` in rwlock-route.ts), so the other routes'
+   * bundles do not carry them.
    */
   semaphoreTable: Pick<RwlockStoreOptions, 'client' | 'tableName' | 'clock'>;
   logger: Logger;
