@@ -559,7 +559,7 @@ describe('the bundled watch functions behave exactly as the source handlers do',
     expect(bundle).toEqual({
       result: { statusCode: 200 },
       posts: [],
-      items: [{ pk: `connection#${connectionId}`, sk: 'scope', connectionId, prefixes: ['team-a.'], expireAt: '<epoch seconds>' }],
+      items: [{ pk: `connection#${connectionId}`, sk: 'scope', connectionId, prefixes: ['team-a.'], principal: `aws:${ACCOUNT}:role/team-a-tasks`, expireAt: '<epoch seconds>' }],
     });
   });
 
@@ -592,11 +592,12 @@ describe('the bundled watch functions behave exactly as the source handlers do',
     const { bundle } = await watchSideBySide(async (w) => {
       await w.connect(connectionId, TEAM_A_CALLER);
       await w.invoke('watch-subscribe', socketEvent('subscribe', connectionId, { action: 'subscribe', names: ['team-a.indexer'], prefixes: ['team-a.jobs.'] }));
-      return { posts: w.posts(), items: withoutScope(await w.subscriptionsOf(connectionId)).map((item) => item.sk) };
+      return { posts: w.posts(), items: withoutScope(await w.subscriptionsOf(connectionId)).map((item) => item.pk) };
     });
+    // The name's and the prefix's subscription, and what the connection counts towards its principal's cap.
     expect(bundle).toEqual({
       posts: [{ method: 'POST', connectionId, body: { type: 'subscribed', names: ['team-a.indexer'], prefixes: ['team-a.jobs.'] } }],
-      items: [connectionId, `team-a.jobs.#${connectionId}`],
+      items: ['name#team-a.indexer', 'prefix#team-a.jobs.', `principal#aws:${ACCOUNT}:role/team-a-tasks`],
     });
   });
 
@@ -634,7 +635,7 @@ describe('the bundled watch functions behave exactly as the source handlers do',
     });
   });
 
-  it('subscribe: stores one item per name and prefix, and posts `subscribed` to the connection', async () => {
+  it('subscribe: stores one item per name and prefix and one towards its principal\'s cap, and posts `subscribed` to the connection', async () => {
     const connectionId = 'sUbScRiBe0Aa1=';
     const { bundle } = await watchSideBySide(async (w) => ({
       connected: await w.connect(connectionId),
@@ -646,7 +647,7 @@ describe('the bundled watch functions behave exactly as the source handlers do',
     expect(bundle.posts).toEqual([
       { method: 'POST', connectionId, body: { type: 'subscribed', names: ['infra-watch.a'], prefixes: ['infra-watch.'] } },
     ]);
-    expect(withoutScope(bundle.items).map((item) => item.pk)).toEqual(['name#infra-watch.a', 'prefixes']);
+    expect(withoutScope(bundle.items).map((item) => item.pk)).toEqual(['name#infra-watch.a', 'prefix#infra-watch.', `principal#aws:${ACCOUNT}:role/dashboard`]);
   });
 
   it('subscribe: signs its post to the management API with SigV4 for execute-api in the function region', async () => {
@@ -681,7 +682,8 @@ describe('the bundled watch functions behave exactly as the source handlers do',
       const result = await w.invoke('watch-disconnect', socketEvent('$disconnect', connectionId));
       return { before, result, after: await w.subscriptionsOf(connectionId) };
     });
-    expect(bundle).toEqual({ before: 4, result: { statusCode: 200 }, after: [] });
+    // The scope, two names, one prefix and the principal's count.
+    expect(bundle).toEqual({ before: 5, result: { statusCode: 200 }, after: [] });
   });
 
   it('stream: turns a grant into an acquired event, posted to the name and prefix subscribers, with no batch item failure', async () => {
@@ -746,6 +748,7 @@ describe('the bundled watch functions behave exactly as the source handlers do',
         management.gone.delete(connectionId);
       }
     });
-    expect(bundle).toEqual({ before: 3, result: { batchItemFailures: [] }, after: [] });
+    // The scope, the name, the prefix and the principal's count.
+    expect(bundle).toEqual({ before: 4, result: { batchItemFailures: [] }, after: [] });
   });
 });
