@@ -96,7 +96,11 @@ export function grantTokenAttribute(leaseId: string): `t_${string}` {
   return `${GRANT_TOKEN_PREFIX}${leaseId}`;
 }
 
-/** Every grant entry on the item (live, expired or released), oldest first. */
+/**
+ * Every grant entry on the item (live, expired or released), oldest first: by token, then grant time,
+ * then holder name, so readers granted in the same millisecond are listed the same way every time
+ * (the item's attributes come back in no particular order).
+ */
 export function grantsOf(record: RwlockRecord): GrantView[] {
   const out: GrantView[] = [];
   for (const [key, value] of Object.entries(record)) {
@@ -104,7 +108,7 @@ export function grantsOf(record: RwlockRecord): GrantView[] {
     const leaseId = key.slice(GRANT_PREFIX.length);
     out.push({ ...(value as GrantEntry), leaseId, token: record[grantTokenAttribute(leaseId)] ?? 0 });
   }
-  return out.sort((a, b) => a.token - b.token || a.acquiredAt - b.acquiredAt);
+  return out.sort((a, b) => a.token - b.token || a.acquiredAt - b.acquiredAt || compareText(a.holder, b.holder));
 }
 
 export function grantOf(record: RwlockRecord, leaseId: string): GrantView | undefined {
@@ -246,4 +250,9 @@ export function grantLostReason(record: RwlockRecord | undefined, request: { lea
   if (grant.revoked !== undefined) return LeaseLostReason.revoked;
   if (grant.releasedAt !== undefined) return LeaseLostReason.released;
   return grant.token < record.token ? LeaseLostReason.superseded : LeaseLostReason.expired;
+}
+
+/** Plain code-unit order: the same in every locale. */
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -179,6 +179,13 @@ describe('public views', () => {
     expect(JSON.stringify(view)).not.toContain('secret-hash');
   });
 
+  it('lists readers granted in the same millisecond by holder name, whatever order the item holds them in', () => {
+    const same = { acquiredAt: NOW - 1_000 };
+    const forwards = item(7, 'shared', [{ ...same, holder: 'r1' }, { ...same, holder: 'r2' }]);
+    const backwards = item(7, 'shared', [{ ...same, holder: 'r2' }, { ...same, holder: 'r1' }]);
+    for (const record of [forwards, backwards]) expect(toPublicRwlock(record, NOW).holders.map((h) => h.holder)).toEqual(['r1', 'r2']);
+  });
+
   it("a shared grant says when a writer waits, so its holder knows renewals no longer extend it", () => {
     const wait: WaitEntry = { holder: 'w', owner: 'o', since: NOW - 1, waitExpiresAt: NOW + 10 };
     expect(toRwlockGrant(item(7, 'shared', [{}], wait), id(0), NOW).writerWaiting).toBe(true);
