@@ -17,6 +17,7 @@ import { newRequestId, type AcquireResult, type LeaseApi, type LeaseClientOption
 import {
   ErrorCode,
   LeaseLostError,
+  REQUEST_FIELDS,
   RWLOCK_REQUEST_FIELDS,
   RwlockHeldError,
   RwlockLostError,
@@ -27,9 +28,12 @@ import {
   validateRwlockAcquireRequest,
   validateRwlockGrantRef,
   validateRwlockMode,
+  validateRevokeRequest,
   type Grant,
   type PublicLease,
   type PublicRwlock,
+  type RevokeRequest,
+  type RevokedRecord,
   type RwlockAcquireRequest,
   type RwlockDescribeResponse,
   type RwlockGrant,
@@ -87,6 +91,22 @@ export class RwlockClient {
     validateName(name);
     const body = validateRwlockGrantRef(pickFields(grant, RWLOCK_REQUEST_FIELDS['rwlock-release']), 'rwlock-release');
     const out = (await this.transport.send({ operation: 'rwlock-release', ...routeRequest('rwlock-release', name), body, leaseName: name, idempotent: true }, call)) as RwlockReleaseResponse;
+    return out.rwlock;
+  }
+
+  /**
+   * Operators (`grantAdmin`): takes every live grant away, audited. Safe by default (the grants can
+   * no longer renew and keep excluding until their expiry); `force` releases them at once. With
+   * `expectedToken` (the phase token a describe showed) a revoke that lands after the lock moved on
+   * is refused (LEASE_LOST) and changes nothing, so only then is it retried.
+   */
+  async revoke(name: string, request: RevokeRequest, call?: CallOptions): Promise<PublicRwlock & { revoked: RevokedRecord }> {
+    validateName(name);
+    const body = validateRevokeRequest(pickFields(request, REQUEST_FIELDS.revoke));
+    const out = (await this.transport.send(
+      { operation: 'rwlock-revoke', ...routeRequest('rwlock-revoke', name), body, leaseName: name, idempotent: body.expectedToken !== undefined },
+      call,
+    )) as { rwlock: PublicRwlock & { revoked: RevokedRecord } };
     return out.rwlock;
   }
 
