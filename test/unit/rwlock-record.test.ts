@@ -186,6 +186,14 @@ describe('public views', () => {
     for (const record of [forwards, backwards]) expect(toPublicRwlock(record, NOW).holders.map((h) => h.holder)).toEqual(['r1', 'r2']);
   });
 
+  it('shows each live grant with its own ttl beside its time left, so a viewer can tell how much of its term is gone', () => {
+    const view = toPublicRwlock(item(7, 'shared', [{ ttlMs: 10_000, expiresAt: NOW + 2_000 }, { ttlMs: 30_000, expiresAt: NOW + 29_000 }]), NOW);
+    expect(view.holders.map((h) => [h.ttlMs, h.remainingMs])).toEqual([
+      [10_000, 2_000],
+      [30_000, 29_000],
+    ]);
+  });
+
   it("a shared grant says when a writer waits, so its holder knows renewals no longer extend it", () => {
     const wait: WaitEntry = { holder: 'w', owner: 'o', since: NOW - 1, waitExpiresAt: NOW + 10 };
     expect(toRwlockGrant(item(7, 'shared', [{}], wait), id(0), NOW).writerWaiting).toBe(true);

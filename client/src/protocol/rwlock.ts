@@ -58,6 +58,8 @@ export interface RwlockHolder {
   mode: RwlockMode;
   /** The token of the grant's phase: shared grants of one phase carry the same token. */
   token: number;
+  /** The grant's ttl: what each renewal extends it by (a shared one's is kept unextended while a writer waits). */
+  ttlMs: number;
   expiresAt: number;
   remainingMs: number;
 }
