@@ -69,6 +69,7 @@ const RECORDING: Readonly<Record<RouteId, Recording>> = {
   'rwlock-release': { kind: 'none' },
   'rwlock-revoke': { kind: 'none' },
   'rwlock-describe': { kind: 'none' },
+  'rwlock-renew-batch': { kind: 'none' },
 };
 
 /**

@@ -16,7 +16,9 @@ const PARAMETER_RULES: Record<string, (value: string, field: string) => unknown>
  */
 export function nameOutsideAlphabetError(method: string, rawPath: string): ValidationError | undefined {
   const segments = rawPath.split('/');
-  for (const route of ROUTES) {
+  // The longest routes first: `/v1/prefixes/a/b/rwlocks/renew` is the rwlocks' batch for "a/b",
+  // not the leases' batch for "a/b/rwlocks".
+  for (const route of [...ROUTES].sort((a, b) => b.path.split('/').length - a.path.split('/').length)) {
     if (route.method !== method) continue;
     const pattern = route.path.split('/');
     const at = pattern.findIndex((segment) => segment.startsWith('{'));

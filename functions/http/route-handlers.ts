@@ -18,6 +18,7 @@ import { createRwlockDescribeHandler } from '../handlers/rwlock-describe.js';
 import { createRwlockReleaseHandler } from '../handlers/rwlock-release.js';
 import { createRwlockRenewHandler } from '../handlers/rwlock-renew.js';
 import { createRwlockRevokeHandler } from '../handlers/rwlock-revoke.js';
+import { createRwlockRenewBatchHandler } from '../handlers/rwlock-renew-batch.js';
 import type { HandlerDeps, RouteHandler } from './route.js';
 
 export type HandlerFactory = (deps: HandlerDeps) => RouteHandler;
@@ -48,4 +49,5 @@ export const ROUTE_HANDLERS: Readonly<Record<RouteId, HandlerFactory>> = {
   'rwlock-release': createRwlockReleaseHandler,
   'rwlock-revoke': createRwlockRevokeHandler,
   'rwlock-describe': createRwlockDescribeHandler,
+  'rwlock-renew-batch': createRwlockRenewBatchHandler,
 };

@@ -12,6 +12,13 @@ describe('route matching', () => {
     expect(matchRoute('GET', '/v1/leases')).toMatchObject({ route: { id: 'list' } });
   });
 
+  it("tells the rwlocks' batched renew from the leases' batched renew of a prefix named like its path", () => {
+    expect(matchRoute('POST', '/v1/prefixes/team-a./rwlocks/renew')).toMatchObject({ route: { id: 'rwlock-renew-batch' }, pathParameters: { prefix: 'team-a.' } });
+    expect(matchRoute('POST', '/v1/prefixes/rwlocks/renew')).toMatchObject({ route: { id: 'renew-batch' }, pathParameters: { prefix: 'rwlocks' } });
+    expect(matchRoute('POST', '/v1/prefixes/rwlocks/rwlocks/renew')).toMatchObject({ route: { id: 'rwlock-renew-batch' }, pathParameters: { prefix: 'rwlocks' } });
+    expect(() => matchRoute('GET', '/v1/prefixes/x/rwlocks/renew')).toThrow(expect.objectContaining({ code: 'METHOD_NOT_ALLOWED', allow: ['POST'] }));
+  });
+
   it('answers a known path with the wrong method as 405 with the allowed methods', () => {
     expect(() => matchRoute('PUT', '/v1/leases/x/renew')).toThrow(expect.objectContaining({ code: 'METHOD_NOT_ALLOWED', allow: ['POST'] }));
   });
@@ -79,6 +86,7 @@ describe('a name holding a "/" on a route that ends in a verb', () => {
     ['POST', '/v1/semaphores/a/b/acquire', 'name', '"a/b"'],
     ['POST', '/v1/rwlocks/a/b/renew', 'name', '"a/b"'],
     ['POST', '/v1/prefixes/team/a/renew', 'prefix', '"team/a"'],
+    ['POST', '/v1/prefixes/team/a/rwlocks/renew', 'prefix', '"team/a"'],
   ])('%s %s is refused naming the alphabet of its %s, and echoing it', (method, rawPath, field, shown) => {
     const error = nameOutsideAlphabetError(method, rawPath);
     expect(error).toMatchObject({ code: 'VALIDATION_ERROR', field });

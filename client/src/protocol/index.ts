@@ -11,3 +11,4 @@ export * from './routes.js';
 export * from './watch.js';
 export * from './rwlock.js';
 export * from './rwlock-errors.js';
+export * from './rwlock-batch.js';

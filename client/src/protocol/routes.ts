@@ -52,6 +52,7 @@ export const ROUTES = [
   { id: 'rwlock-release', method: 'POST', path: '/v1/rwlocks/{name}/release', bodyMaxBytes: LIMITS.bodyMaxBytes, handler: 'rwlock-release', table: 'semaphores', actions: ['dynamodb:UpdateItem'], grant: 'semaphore' },
   { id: 'rwlock-revoke', method: 'POST', path: '/v1/rwlocks/{name}/revoke', bodyMaxBytes: LIMITS.bodyMaxBytes, handler: 'rwlock-revoke', table: 'semaphores', actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], grant: 'admin' },
   { id: 'rwlock-describe', method: 'GET', path: '/v1/rwlocks/{name}', bodyMaxBytes: LIMITS.bodyMaxBytes, handler: 'rwlock-describe', table: 'semaphores', actions: ['dynamodb:GetItem'], grant: 'semaphore' },
+  { id: 'rwlock-renew-batch', method: 'POST', path: '/v1/prefixes/{prefix}/rwlocks/renew', bodyMaxBytes: LIMITS.batchBodyMaxBytes, handler: 'rwlock-renew-batch', table: 'semaphores', actions: ['dynamodb:UpdateItem'], grant: 'semaphore' },
 ] as const satisfies readonly RouteEntry[];
 
 export type Route = (typeof ROUTES)[number];

@@ -216,7 +216,7 @@ export function validateBatchHandoffRequest(prefix: string, body: unknown): Chec
  * `name` under `prefix` plus the single route's fields (`fieldsOf`), errors naming the entry by
  * its index (`grants[3].name`).
  */
-function batchEntries<T>(
+export function batchEntries<T>(
   prefix: string,
   input: Record<string, unknown>,
   field: string,
