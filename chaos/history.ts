@@ -28,8 +28,28 @@ import type { JsonValue } from '../client/src/protocol/index.js';
  *   raised the lease's epoch in the jobs store to `token`.
  * - `permit-acquire`, `permit-renew`, `permit-release`: the semaphore API, by a worker; `lease` is
  *   then the semaphore's name and `token` the permit's token.
+ * - `rw-acquire`, `rw-renew`, `rw-release`, `rw-revoke`: the rwlock API (`--rw`); `lease` is the
+ *   rwlock's name, `mode` the mode asked for, `token` the grant's phase token. `rw-write`: a fenced
+ *   write to the rwlock's resource row with a grant's token and `mode`; `seq` is the resource's
+ *   own order of the writes it accepted.
  */
-export const OP_KINDS = ['acquire', 'renew', 'release', 'describe', 'revoke', 'write', 'claim', 'permit-acquire', 'permit-renew', 'permit-release'] as const;
+export const OP_KINDS = [
+  'acquire',
+  'renew',
+  'release',
+  'describe',
+  'revoke',
+  'write',
+  'claim',
+  'permit-acquire',
+  'permit-renew',
+  'permit-release',
+  'rw-acquire',
+  'rw-renew',
+  'rw-release',
+  'rw-revoke',
+  'rw-write',
+] as const;
 export type OpKind = (typeof OP_KINDS)[number];
 
 /** The operations on a semaphore's permits; every other kind is about a lease (or its fenced resource). */
@@ -38,6 +58,24 @@ export type PermitOpKind = (typeof PERMIT_OP_KINDS)[number];
 
 export function isPermitOpKind(kind: OpKind): kind is PermitOpKind {
   return (PERMIT_OP_KINDS as readonly OpKind[]).includes(kind);
+}
+
+/** The operations on rwlocks and their resource rows (`--rw`): checked apart from leases and permits (chaos/checker/rw-*.ts). */
+export const RW_OP_KINDS = ['rw-acquire', 'rw-renew', 'rw-release', 'rw-revoke', 'rw-write'] as const satisfies readonly OpKind[];
+export type RwOpKind = (typeof RW_OP_KINDS)[number];
+
+export function isRwOpKind(kind: OpKind): kind is RwOpKind {
+  return (RW_OP_KINDS as readonly OpKind[]).includes(kind);
+}
+
+export const RW_MODES = ['shared', 'exclusive'] as const;
+export type RwMode = (typeof RW_MODES)[number];
+
+/** A rwlock as a refused `rw-acquire`'s answer showed it (server clock): its live grants and its waiting writer. */
+export interface RwlockSeen {
+  token: number;
+  holders: Array<{ holder: string; mode: RwMode; token: number; expiresAt: number }>;
+  waitingWriter: { holder: string; since: number; waitExpiresAt: number } | null;
 }
 
 /**
@@ -160,6 +198,14 @@ export interface OpRecord {
   windowMs?: number;
   /** With several Regions (`--regions 3`): the Region the attempt was sent to, e.g. "region-2". */
   via?: string;
+  /** rw-acquire: the mode asked for; rw-write: the mode of the grant whose token it carries. */
+  mode?: RwMode;
+  /** rw-write ok: the resource row's count of accepted writes after this one (the resource's own order). */
+  seq?: number;
+  /** rw-acquire refused (LEASE_HELD): the lock as the answer showed it. */
+  rwlock?: RwlockSeen;
+  /** rw-acquire ok, rw-renew ok: the grant was answered with `writerWaiting` (a shared grant kept, not extended, while a writer waits). */
+  writerWaiting?: boolean;
 }
 
 export interface EventRecord {
@@ -277,6 +323,19 @@ export function validateRecord(value: unknown, line: number, source = 'history')
   optional('to', string);
   optional('windowMs', finite);
   optional('via', string);
+  optional('mode', (k) => oneOf(k, RW_MODES));
+  optional('seq', integer);
+  optional('writerWaiting', boolean);
+  optional('rwlock', (k) => {
+    const l = r[k] as { token?: unknown; holders?: unknown; waitingWriter?: unknown } | null;
+    const holders = l?.holders;
+    const w = l?.waitingWriter as Record<string, unknown> | null | undefined;
+    const valid =
+      typeof l === 'object' && l !== null && Number.isSafeInteger(l.token) && Array.isArray(holders) &&
+      holders.every((h: Record<string, unknown>) => typeof h?.holder === 'string' && RW_MODES.includes(h.mode as RwMode) && Number.isSafeInteger(h.token) && Number.isFinite(h.expiresAt)) &&
+      (w === null || (typeof w === 'object' && typeof w.holder === 'string' && Number.isFinite(w.since) && Number.isFinite(w.waitExpiresAt)));
+    if (!valid) fail(`${describe(k)} must be a rwlock: an integer \`token\`, \`holders\` (holder, mode, token, expiresAt) and \`waitingWriter\` (null or holder, since, waitExpiresAt)`);
+  });
   optional('claim', (k) => {
     const c = r[k] as Record<string, unknown> | null;
     const valid = typeof c === 'object' && c !== null && typeof c.holder === 'string' && Number.isSafeInteger(c.priority) && Number.isFinite(c.expiresAt);
@@ -285,18 +344,21 @@ export function validateRecord(value: unknown, line: number, source = 'history')
 
   const op = r.op as OpKind;
   const outcome = r.outcome as Outcome;
-  const presentsToken = ['renew', 'release', 'write', 'claim', 'permit-renew', 'permit-release'].includes(op);
-  const answersToken = outcome === 'ok' && ['acquire', 'describe', 'revoke', 'permit-acquire'].includes(op);
+  const presentsToken = ['renew', 'release', 'write', 'claim', 'permit-renew', 'permit-release', 'rw-renew', 'rw-release', 'rw-write'].includes(op);
+  const answersToken = outcome === 'ok' && ['acquire', 'describe', 'revoke', 'permit-acquire', 'rw-acquire'].includes(op);
   if ((presentsToken || answersToken) && typeof r.token !== 'number') fail(`${describe('token')} is required on ${outcome} ${op}`);
-  if ((op === 'acquire' || op === 'permit-acquire') && typeof r.holder !== 'string') fail(`${describe('holder')} is required on ${op}`);
+  if ((op === 'acquire' || op === 'permit-acquire' || op === 'rw-acquire') && typeof r.holder !== 'string') fail(`${describe('holder')} is required on ${op}`);
+  if ((op === 'rw-acquire' || op === 'rw-write') && r.mode === undefined) fail(`${describe('mode')} is required on ${op}`);
+  if (op === 'rw-write' && outcome === 'ok' && r.seq === undefined) fail(`${describe('seq')} is required on ok rw-write`);
+  if (op === 'rw-revoke' && typeof r.force !== 'boolean') fail(`${describe('force')} is required on rw-revoke`);
   if (r.to !== undefined && op !== 'release') fail(`${describe('to')} is recorded only on a release (a handoff)`);
   if (op === 'revoke' && typeof r.force !== 'boolean') fail(`${describe('force')} is required on revoke`);
   if (op === 'revoke' && outcome === 'ok' && typeof r.revokedForce !== 'boolean') fail(`${describe('revokedForce')} is required on ok revoke`);
   if (op === 'describe' && outcome === 'ok' && r.holder === undefined) {
     fail(`\`holder\` is required on describe ok (null when nobody holds the lease)`);
   }
-  if (op === 'write') {
-    string('job');
+  if (op === 'write' || op === 'rw-write') {
+    if (op === 'write') string('job');
     const expected = outcome === 'unknown' ? undefined : outcome === 'ok';
     if (r.accepted !== expected) {
       fail(

@@ -1,5 +1,5 @@
 import { ErrorCode } from '../../client/src/protocol/index.js';
-import { isPermitOpKind, type OpRecord } from '../history.js';
+import { isPermitOpKind, isRwOpKind, type OpRecord } from '../history.js';
 import { effectOf, settledByMs } from './answers.js';
 import { coordinationOf } from './lease-coordination.js';
 import type { LeaseModelOptions, LeaseOp } from './lease-types.js';
@@ -23,7 +23,7 @@ export function toLeaseHistory(records: readonly OpRecord[], options: LeaseModel
       .map((r) => r.requestId),
   );
   records.forEach((r, index) => {
-    if (r.op === 'write' || r.op === 'claim' || isPermitOpKind(r.op)) return; // the resource's operations, or a semaphore's
+    if (r.op === 'write' || r.op === 'claim' || isPermitOpKind(r.op) || isRwOpKind(r.op)) return; // the resource's operations, a semaphore's or a rwlock's
     const effect = effectOf(r);
     if (effect === 'none' || (effect === 'maybe' && r.op === 'describe')) return;
 
