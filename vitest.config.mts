@@ -39,7 +39,7 @@ const INTEGRATION_IN_UNIT_FOLDERS = [
 ];
 
 /** Pure functions in a folder of integration tests. */
-const UNIT_IN_INTEGRATION_FOLDERS = ['test/cli/page-semaphores.test.ts'];
+const UNIT_IN_INTEGRATION_FOLDERS = ['test/cli/page-semaphores.test.ts', 'test/cli/page-rwlocks.test.ts'];
 
 const DYNAMODB_LOCAL = ['test/support/global-setup.ts'];
 

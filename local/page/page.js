@@ -3,8 +3,9 @@
 // like any client: GET /v1/leases?prefix= once a second, and at once when the watch (/v1/watch)
 // pushes a change. The time bars count down locally from the server's remainingMs, and "last
 // change" counts up from the server's clock at the read, both on the page's monotonic clock.
-// The Semaphores section below the leases is semaphores.js's.
+// The Semaphores section below the leases is semaphores.js's, the rwlocks section rwlocks.js's.
 import { orderLeases, rowCells, serverNowMs, statusText } from './lease-rows.js';
+import { startRwlocks } from './rwlocks.js';
 import { startSemaphores } from './semaphores.js';
 import { cell, timeCell } from './table-cells.js';
 
@@ -282,3 +283,4 @@ watch();
 if (adoptFirstPaint()) pollTimer = setTimeout(refresh, POLL_MS);
 else void refresh();
 startSemaphores();
+startRwlocks();

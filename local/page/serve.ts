@@ -32,6 +32,8 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   '/page/lease-rows.js': { file: 'lease-rows.js', type: 'text/javascript; charset=utf-8' },
   '/page/semaphores.js': { file: 'semaphores.js', type: 'text/javascript; charset=utf-8' },
   '/page/semaphore-rows.js': { file: 'semaphore-rows.js', type: 'text/javascript; charset=utf-8' },
+  '/page/rwlocks.js': { file: 'rwlocks.js', type: 'text/javascript; charset=utf-8' },
+  '/page/rwlock-rows.js': { file: 'rwlock-rows.js', type: 'text/javascript; charset=utf-8' },
   '/page/table-cells.js': { file: 'table-cells.js', type: 'text/javascript; charset=utf-8' },
   '/page/page.css': { file: 'page.css', type: 'text/css; charset=utf-8' },
 };
@@ -39,7 +41,7 @@ const ASSETS: Record<string, { file: string; type: string }> = {
 const HEADERS = {
   'cache-control': 'no-cache',
   'x-content-type-options': 'nosniff',
-  // Same-origin only: the page fetches /v1/leases and /v1/semaphores/{name} and opens the /v1/watch
+  // Same-origin only: the page fetches /v1/leases, /v1/semaphores/{name} and /v1/rwlocks/{name} and opens the /v1/watch
   // WebSocket. The inline JSON block is data (type application/json), which script-src does not govern.
   'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
 };

@@ -3,12 +3,12 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseClient, type Grant, type JsonValue, type Permit } from '../../client/src/index.js';
+import { LeaseClient, RwlockClient, type Grant, type JsonValue, type Permit, type RwlockGrant, type RwlockMode } from '../../client/src/index.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
 import { ROOT } from './support.js';
 
 /**
- * The live lease page of the local server (GET /), its leases and its semaphores, in headless Chromium (Debian's `chromium`,
+ * The live lease page of the local server (GET /), its leases, semaphores and rwlocks, in headless Chromium (Debian's `chromium`,
  * driven by playwright-core). Never skipped: if Chromium is missing, scripts/ensure-chromium.sh
  * installs it (root and apt needed, as in CI).
  *
@@ -191,9 +191,9 @@ describe('the first paint, the order and escaping', () => {
     })).toEqual(moved);
   });
 
-  it('heads its two sections "Leases" and "Semaphores"', async () => {
+  it('heads its three sections "Leases", "Semaphores" and "Shared and exclusive leases (rwlocks)"', async () => {
     await page.goto(server.url);
-    expect(await page.getByRole('heading', { level: 2 }).allTextContents()).toEqual(['Leases', 'Semaphores']);
+    expect(await page.getByRole('heading', { level: 2 }).allTextContents()).toEqual(['Leases', 'Semaphores', 'Shared and exclusive leases (rwlocks)']);
     expect(await page.getByRole('region', { name: 'Leases' }).getByRole('table').count()).toBe(1);
   });
 
@@ -514,6 +514,161 @@ describe('the semaphores section (no list route, no watch: each named semaphore 
     expect(await scripted.locator('img').count()).toBe(0);
     expect(dialogs).toEqual([]);
     expect(await scripted.content()).not.toContain(permit.permitId);
+    await scripted.close();
+  });
+});
+
+/** A grant of rwlock `name`, acquired through the public API as any client would. */
+async function acquireRwlock(name: string, holder: string, mode: RwlockMode, ttlMs = 15_000): Promise<RwlockGrant> {
+  const result = await new RwlockClient({ endpoint: server.url }).acquire(name, { holder, mode, ttlMs });
+  if (!result.acquired) throw new Error(`${name} refused ${holder} (${mode}): ${JSON.stringify(result.rwlock)}`);
+  return result.grant;
+}
+
+/** Names a rwlock in the section's labelled input, and submits it from the keyboard. */
+async function watchRwlock(name: string, on: Page = page): Promise<void> {
+  await on.getByLabel('Watch a rwlock').fill(name);
+  await on.getByLabel('Watch a rwlock').press('Enter');
+}
+
+/**
+ * A watched rwlock's block as the user sees it: its phase line, the waiting writer's line (null
+ * while hidden) and a row per live grant, read in one go (a poll may replace them between reads).
+ */
+function rwlockOf(name: string, on: Page = page) {
+  return on.getByRole('group', { name, exact: true }).evaluate(
+    (block) => {
+      const waiting = block.querySelector<HTMLElement>('.waiting');
+      return {
+        phase: block.querySelector('.phase')?.textContent,
+        waiting: waiting && !waiting.hidden ? waiting.textContent : null,
+        waitedTitle: waiting?.querySelector<HTMLElement>('.waited')?.title,
+        tableHidden: block.querySelector('table')?.hidden,
+        grants: Array.from(block.querySelectorAll('tbody tr'), (row) => {
+          const cells = Array.from(row.querySelectorAll('td'));
+          const bar = row.querySelector('progress');
+          return {
+            holder: cells[0]?.textContent,
+            mode: cells[1]?.textContent,
+            token: cells[2]?.textContent,
+            left: cells[3]?.textContent,
+            valueNow: Number(bar?.getAttribute('value')),
+            valueMax: Number(bar?.getAttribute('max')),
+            label: bar?.getAttribute('aria-label'),
+          };
+        }),
+      };
+    },
+    undefined,
+    { timeout: 1_000 },
+  );
+}
+
+/** The block of `name` once `check` holds for what it shows. */
+function rwlockShowing(name: string, what: string, check: (shown: Awaited<ReturnType<typeof rwlockOf>>) => boolean, on: Page = page) {
+  return until(`${name} to show ${what}`, async () => {
+    const shown = await rwlockOf(name, on);
+    return check(shown) ? shown : undefined;
+  });
+}
+
+describe('the rwlocks section (no list route, no watch: each named rwlock is read every second)', () => {
+  const name = 'reports:daily';
+  let readers: RwlockGrant[];
+
+  it('shows two readers of one shared phase, each with the phase\'s one token, its mode and a bar on its ttl, and no leaseId', async () => {
+    readers = [await acquireRwlock(name, 'reader-1', 'shared', 45_000), await acquireRwlock(name, 'reader-2', 'shared', 20_000)];
+    const token = readers[0]!.token;
+    expect(readers[1]!.token).toBe(token);
+    await page.goto(server.url);
+    await watchRwlock(name);
+    const shown = await rwlockShowing(name, 'two readers', (s) => s.grants.length === 2);
+    expect(shown.phase).toBe(`shared by 2 holders (at most 32) · token ${token}`);
+    expect(shown.grants.map((g) => [g.holder, g.mode, g.token])).toEqual([
+      ['reader-1', 'shared', String(token)],
+      ['reader-2', 'shared', String(token)],
+    ]);
+    expect(shown.grants.map((g) => g.valueMax)).toEqual([45_000, 20_000]);
+    for (const [g, ttlMs] of [[shown.grants[0], 45_000], [shown.grants[1], 20_000]] as const) {
+      expect(g?.valueNow).toBeGreaterThan(ttlMs - 10_000);
+      expect(g?.valueNow).toBeLessThanOrEqual(ttlMs);
+      expect(g?.left).toMatch(/ s left$/);
+    }
+    expect(shown.grants[0]?.label).toBe(`Time left for the shared grant of reader-1 on ${name}`);
+    expect(shown.waiting).toBeNull();
+    expect(new URL(page.url()).searchParams.get('rwlocks')).toBe(name);
+    expect(await page.getByLabel('Watch a rwlock').inputValue()).toBe('');
+    const html = await page.content();
+    for (const grant of readers) expect(html).not.toContain(grant.leaseId);
+  });
+
+  it('shows a waiting writer: who, how long it has waited, when the readers end at the latest, and when its wait lapses', async () => {
+    const asked = await new RwlockClient({ endpoint: server.url }).acquire(name, { holder: 'writer-1', mode: 'exclusive', ttlMs: 30_000 });
+    expect(asked.acquired).toBe(false);
+    const since = asked.acquired ? 0 : (asked.rwlock.waitingWriter?.since ?? 0);
+    const shown = await rwlockShowing(name, 'the waiting writer', (s) => s.waiting !== null);
+    expect(shown.waiting).toMatch(
+      /^Writer waiting: writer-1 · waiting [\d.]+ (ms|s) · the readers' grants end within [\d.]+ s · its wait lapses in [\d.]+ s unless it asks again$/,
+    );
+    expect(shown.waitedTitle).toBe(`waiting since ${new Date(since).toISOString()}`);
+    // The readers still hold: the writer waits for them, and nobody new may join them meanwhile.
+    expect(shown.grants.map((g) => g.holder)).toEqual(['reader-1', 'reader-2']);
+    expect(shown.phase).toBe(`shared by 2 holders (at most 32) · token ${readers[0]!.token}`);
+  });
+
+  it("replaces the readers with the writer's exclusive grant, with the next token, once they release", async () => {
+    const client = new RwlockClient({ endpoint: server.url });
+    for (const grant of readers) await client.release(name, grant);
+    const writer = await acquireRwlock(name, 'writer-1', 'exclusive', 30_000);
+    expect(writer.token).toBe(readers[0]!.token + 1);
+    const shown = await rwlockShowing(name, 'the exclusive grant', (s) => s.phase === `exclusive · token ${writer.token}`);
+    expect(shown.grants.map((g) => [g.holder, g.mode, g.token, g.valueMax])).toEqual([['writer-1', 'exclusive', String(writer.token), 30_000]]);
+    expect(shown.waiting).toBeNull();
+    expect(await page.content()).not.toContain(writer.leaseId);
+
+    await client.release(name, writer);
+    const free = await rwlockShowing(name, 'a free lock', (s) => s.grants.length === 0);
+    expect(free.phase).toBe(`free · last token ${writer.token}`);
+    expect(free.tableHidden).toBe(true);
+  });
+
+  it('says plainly that a name nobody has used is not in use', async () => {
+    await watchRwlock('nobody:rw');
+    const shown = await rwlockShowing('nobody:rw', '"not in use"', (s) => s.phase !== 'Loading…');
+    expect(shown).toMatchObject({ phase: 'not in use: no grant of it is on record', waiting: null, grants: [], tableHidden: true });
+    expect(new URL(page.url()).searchParams.get('rwlocks')).toBe(`${name},nobody:rw`);
+    await page.getByRole('group', { name: 'nobody:rw' }).getByRole('button', { name: 'Remove nobody:rw' }).click();
+    expect(new URL(page.url()).searchParams.get('rwlocks')).toBe(name);
+  });
+
+  it('never lets a name or a holder put HTML in the page: hostile names are refused, hostile holders shown as text', async () => {
+    const hostile = '<img/src=x/onerror=alert(1)>';
+    const reader = await acquireRwlock('xss:rw', hostile, 'shared', 30_000);
+    const asked = await new RwlockClient({ endpoint: server.url }).acquire('xss:rw', { holder: '<script>alert(2)</script>', mode: 'exclusive', ttlMs: 30_000 });
+    expect(asked.acquired).toBe(false);
+    const dialogs: string[] = [];
+    const scripted = await browser.newPage();
+    scripted.on('dialog', (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.dismiss();
+    });
+    // A hostile name in the address is dropped, from the page and from the address.
+    await scripted.goto(`${server.url}/?rwlocks=${encodeURIComponent(`${hostile},xss:rw`)}`);
+    const shown = await rwlockShowing('xss:rw', 'the hostile holders', (s) => s.waiting !== null && s.grants.length === 1, scripted);
+    expect(shown.grants[0]?.holder).toBe(hostile);
+    expect(shown.waiting).toContain('Writer waiting: <script>alert(2)</script> · waiting');
+    expect(new URL(scripted.url()).searchParams.get('rwlocks')).toBe('xss:rw');
+    expect(await scripted.locator('.rwlock').count()).toBe(1);
+    // A hostile name typed in is refused with the reason, and nothing is added.
+    await watchRwlock(hostile, scripted);
+    expect(await scripted.getByLabel('Watch a rwlock').getAttribute('aria-invalid')).toBe('true');
+    expect(await scripted.getByRole('alert').textContent()).toBe('A rwlock name is 1-200 letters, digits and . _ : -, starting with a letter or digit.');
+    expect(await scripted.locator('.rwlock').count()).toBe(1);
+    expect(await scripted.locator('img').count()).toBe(0);
+    // The one inline script block is the first paint's JSON (data, not code).
+    expect(await scripted.locator('script:not([src]):not([type="application/json"])').count()).toBe(0);
+    expect(dialogs).toEqual([]);
+    expect(await scripted.content()).not.toContain(reader.leaseId);
     await scripted.close();
   });
 });
