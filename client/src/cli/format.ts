@@ -1,5 +1,5 @@
 /// <reference types="node" />
-import type { Grant, PublicLease } from '../protocol/index.js';
+import type { Grant, PublicLease, PublicRwlock } from '../protocol/index.js';
 
 /** Human-readable output. Times are the server's: remainingMs as it answered, epoch ms as UTC. */
 
@@ -51,4 +51,38 @@ export function formatLeaseTable(leases: PublicLease[]): string {
     ['NAME', 'HOLDER', 'TOKEN', 'EXPIRES IN', 'TRANSITIONS'],
     leases.map((l) => [l.name, l.holder ?? '-', String(l.token), l.holder === null ? '-' : formatMs(l.remainingMs), String(l.transitions)]),
   );
+}
+
+/**
+ * A rwlock: a key/value block, then its live grants as a table. The waiting writer's times are
+ * counted from the server's own now, which every live grant carries (expiresAt - remainingMs); with
+ * no live grant they are shown as UTC.
+ */
+export function formatRwlock(rwlock: PublicRwlock): string {
+  const first = rwlock.holders[0];
+  const serverNow = first === undefined ? undefined : first.expiresAt - first.remainingMs;
+  const rows: Array<[string, string]> = [
+    ['name', rwlock.name],
+    ['mode', rwlock.mode ?? '(none: available)'],
+    ['token', String(rwlock.token)],
+    ['holders', `${rwlock.holders.length} (at most ${rwlock.readerCap} shared, or 1 exclusive)`],
+  ];
+  const writer = rwlock.waitingWriter;
+  if (writer !== null) {
+    const when =
+      serverNow === undefined
+        ? `waiting since ${utc(writer.since)}; lapses at ${utc(writer.waitExpiresAt)} unless it asks again`
+        : `waiting for ${formatMs(serverNow - writer.since)}; lapses in ${formatMs(writer.waitExpiresAt - serverNow)} unless it asks again`;
+    rows.push(['waiting writer', `${writer.holder} (${when})`]);
+  } else {
+    rows.push(['waiting writer', '-']);
+  }
+  const width = Math.max(...rows.map(([key]) => key.length));
+  const block = rows.map(([key, value]) => `${key.padEnd(width)}  ${value}`).join('\n');
+  if (rwlock.holders.length === 0) return block;
+  const table = formatTable(
+    ['HOLDER', 'MODE', 'TOKEN', 'EXPIRES IN'],
+    rwlock.holders.map((h) => [h.holder, h.mode, String(h.token), formatMs(h.remainingMs)]),
+  );
+  return `${block}\n\n${table}`;
 }

@@ -25,20 +25,26 @@ function print(text: string): void {
 
 // ---------------------------------------------------------------------------------------------
 export const DESCRIBE_HELP = `Usage: leasehold describe NAME [--json]
+       leasehold describe --rwlock NAME [--json]
 
 Shows a lease's public state: holder, fencing token, time left, transitions (never its lease id).
 
-  --json   print the API's answer {"lease": {...}} on one line
+  --rwlock   NAME is a shared/exclusive lease (a rwlock, a resource of its own beside the lease of
+             the same name): its mode, phase token, each holder with its mode, token and time
+             left, and any waiting writer
+  --json     print the API's answer {"lease": {...}} (with --rwlock {"rwlock": {...}}) on one line
 
-Example:
+Examples:
   $ leasehold describe my-app:cron-leader
+  $ leasehold describe --rwlock reports:db
 
 ${CONNECTION_HELP}
 
 ${EXIT_CODE_HELP}`;
 
 export const describeCommand: Command = async (argv) => {
-  const { values, positionals } = parseCommandLine('describe', argv, { ...CONNECTION_OPTIONS, ...JSON_OPTION });
+  const { values, positionals } = parseCommandLine('describe', argv, { ...CONNECTION_OPTIONS, ...JSON_OPTION, rwlock: { type: 'boolean' } });
+  if (values.rwlock) return (await import('./rwlock-commands.js')).describeRwlock(positionals, values);
   const name = requireName(positionals, 'describe');
   const { client } = connect(values, 'describe');
   const lease = await client.describe(name);
@@ -222,6 +228,7 @@ export const releaseCommand: Command = async (argv) => {
 };
 
 export const REVOKE_HELP = `Usage: leasehold revoke NAME --reason TEXT [--force] [--token N] [--json]
+       leasehold revoke --rwlock NAME --reason TEXT [--force] [--token N] [--json]
 
 For operators: takes the current grant away from its holder (one that renews but no longer works),
 and records who did it, when and why on the lease until it is next granted (describe shows it).
@@ -238,7 +245,10 @@ reason superseded). That is also what makes it safe to retry and to send on to a
                   its deadline, and only fenced writes keep its late work out. A lease a handoff
                   left reserved (nobody holds it) is freed too: reservation and claim end.
   --token N       the grant to revoke, by the token describe printed (default: describe it now)
+  --rwlock        NAME is a shared/exclusive lease: revoke every live grant of the phase whose token
+                  \`describe --rwlock\` shows (or --token); --force releases them all at once
   --json          print the API's answer {"lease": {..., "revoked": {...}}} on one line
+                  (with --rwlock {"rwlock": {..., "revoked": {...}}})
 
 Revoking again answers the same record (--force upgrades a safe revoke). Exits 4 if nobody holds the
 lease or it moved on past --token, 5 if it was never acquired.
@@ -251,11 +261,12 @@ ${CONNECTION_HELP}
 ${EXIT_CODE_HELP}`;
 
 export const revokeCommand: Command = async (argv) => {
-  const options = { ...CONNECTION_OPTIONS, ...JSON_OPTION, reason: { type: 'string' }, force: { type: 'boolean' }, token: { type: 'string' } } as const;
+  const options = { ...CONNECTION_OPTIONS, ...JSON_OPTION, reason: { type: 'string' }, force: { type: 'boolean' }, token: { type: 'string' }, rwlock: { type: 'boolean' } } as const;
   const { values, positionals } = parseCommandLine('revoke', argv, options);
   const name = requireName(positionals, 'revoke');
-  if (values.reason === undefined) throw new UsageError('--reason is required: say why the lease is revoked (it is kept on the lease).', 'revoke');
+  if (values.reason === undefined) throw new UsageError(`--reason is required: say why the ${values.rwlock ? 'rwlock' : 'lease'} is revoked (it is kept on the ${values.rwlock ? 'grants' : 'lease'}).`, 'revoke');
   const given = values.token === undefined ? undefined : parseToken(values.token, 'revoke', 'describe');
+  if (values.rwlock) return (await import('./rwlock-commands.js')).revokeRwlock(name, values, { reason: values.reason, expectedToken: given });
   const { client } = connect(values, 'revoke');
   // The grant the operator acts on is the one they saw: a revoke that lands after it ended is refused.
   const expectedToken = given ?? (await client.describe(name)).token;

@@ -56,13 +56,17 @@ Leases and leader election with fencing tokens, from the shell.
 
 Commands:
   describe NAME                           show a lease: holder, token, time left, transitions
+  describe --rwlock NAME                  show a shared/exclusive lease: holders, modes, tokens, waiting writer
   list [--prefix P]                       list leases
   acquire NAME --holder H [--ttl 15s]     ask for a lease once; prints the grant (token, lease id)
   renew NAME --lease-id ID --token T      extend a grant (or --from-stdin with acquire --json)
   release NAME --lease-id ID --token T    give a grant up
   revoke NAME --reason TEXT [--force]     operators: take the current grant away (audited); it names
               [--token N]                 the grant describe shows, or N, and changes nothing once it moved on
+  revoke --rwlock NAME --reason TEXT      … every live grant of a shared/exclusive lease
   run NAME [--ttl 15s] -- COMMAND ARGS…   run COMMAND only while leading NAME (fail-closed)
+  run --shared NAME -- COMMAND ARGS…      run COMMAND while holding a shared grant of the rwlock NAME
+  run --exclusive NAME -- COMMAND ARGS…   … or its exclusive grant: alone, after the shared ones
   sidecar NAME --port 8080                hold NAME for a main container: GET /leader, /healthz, /metrics
 
 Every command: --endpoint URL (env LEASEHOLD_ENDPOINT, default http://127.0.0.1:8787; repeat it,

@@ -1,7 +1,7 @@
 /// <reference types="node" />
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { LeaseClient } from '../api/lease-client.js';
+import { LeaseClient, type LeaseClientOptions } from '../api/lease-client.js';
 import { isTtlMs } from '../protocol/checks.js';
 import { HOLDER_PATTERN, LIMITS, NAME_PATTERN } from '../protocol/index.js';
 import type { RequestSigner } from '../transport/signing.js';
@@ -136,6 +136,8 @@ export function defaultHolder(command: string): string {
 
 export interface Connection {
   client: LeaseClient;
+  /** The options `client` was made with: another client of the same API (the rwlocks') takes them too. */
+  clientOptions: LeaseClientOptions;
   /** Every endpoint, the preferred one first. */
   endpoints: URL[];
   /** `--region` or the environment's: the signing Region of a host that does not name one. */
@@ -175,19 +177,20 @@ export function connect(values: ConnectionValues, command: string, env: NodeJS.P
   const timeoutMs = values.timeout === undefined ? undefined : parseDuration(values.timeout, 'timeout', command);
   if (timeoutMs !== undefined && timeoutMs <= 0) throw new UsageError('--timeout must be more than 0.', command);
   const signer = signed ? sigv4Signer() : undefined;
+  const clientOptions: LeaseClientOptions = {
+    endpoints: endpoints.map((url) => ({ ...withRegion(url, region), ...(signs(url) ? {} : { signed: false }) })),
+    ...(signer ? { signer } : {}),
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+  };
   let client: LeaseClient;
   try {
-    client = new LeaseClient({
-      endpoints: endpoints.map((url) => ({ ...withRegion(url, region), ...(signs(url) ? {} : { signed: false }) })),
-      ...(signer ? { signer } : {}),
-      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-    });
+    client = new LeaseClient(clientOptions);
   } catch (error) {
     // A signed endpoint on plain http to another host: the client refuses to send credentials in clear.
     if (error instanceof TypeError) throw new UsageError(`${error.message} (--sigv4 or LEASEHOLD_SIGV4 signs every --endpoint.)`, command);
     throw error;
   }
-  return { client, endpoints, region, signer, signs };
+  return { client, clientOptions, endpoints, region, signer, signs };
 }
 
 /**

@@ -31,7 +31,10 @@ export function parseRunCommandLine<T extends OptionsSpec>(argv: string[], optio
   return { ...parseCommandLine('run', argv, options), commandLine: [] };
 }
 
-/** Where the command starts when it was written without `--`: the second positional, if no unknown option precedes it. */
+/** The options that carry run's NAME (`--shared NAME`, `--exclusive NAME`): with one, the first positional is already the command. */
+const NAME_OPTIONS: ReadonlySet<string> = new Set(['shared', 'exclusive']);
+
+/** Where the command starts when it was written without `--`: the second NAME-like word, if no unknown option precedes it. */
 function strayCommandIndex(argv: string[], options: OptionsSpec): number | undefined {
   let tokens: ReturnType<typeof parseArgs>['tokens'];
   try {
@@ -42,7 +45,8 @@ function strayCommandIndex(argv: string[], options: OptionsSpec): number | undef
   let positionals = 0;
   for (const token of tokens ?? []) {
     if (token.kind === 'option' && !Object.hasOwn(options, token.name)) return undefined; // a mistyped flag of run's: say that
-    if (token.kind === 'positional' && ++positionals === 2) return token.index;
+    if (token.kind === 'option' && NAME_OPTIONS.has(token.name) && token.value !== undefined) positionals += 1;
+    if (token.kind === 'positional' && ++positionals >= 2) return token.index;
   }
   return undefined;
 }

@@ -1,6 +1,6 @@
 /// <reference types="node" />
 import { createLeader } from '../leader/leader.js';
-import { LIMITS } from '../protocol/index.js';
+import { LIMITS, RWLOCK_LIMITS } from '../protocol/index.js';
 import { permitsAsLeases } from '../semaphore/semaphore.js';
 import { campaignApi } from './campaign.js';
 import { EXIT_CODE_HELP, UsageError } from './exit-codes.js';
@@ -20,6 +20,7 @@ import {
 } from './options.js';
 import { PARENT_POLL_MS } from './parent-watch.js';
 import { RUN_FORM, parseRunCommandLine } from './run-args.js';
+import { checkRwlockFlags, rwlockRun, rwlockTarget } from './rwlock-commands.js';
 import { runTiming } from './run-timing.js';
 import { Runner } from './runner.js';
 
@@ -29,15 +30,21 @@ import { Runner } from './runner.js';
  */
 
 export const RUN_HELP = `Usage: leasehold run NAME [options] -- COMMAND [ARGS...]
+       leasehold run (--shared NAME | --exclusive NAME) [options] -- COMMAND [ARGS...]
 
 Campaigns for the lease NAME and runs COMMAND only while leading. The lease is renewed in the
 background (every ttl/3). With --limit N, NAME is a semaphore instead: COMMAND runs while this
 process holds one of its N permits (at most N such commands run at once, fleet-wide), with the same
-fail-closed rules. The command gets the fencing token and the lease in its environment:
+fail-closed rules. With --shared NAME or --exclusive NAME, NAME is a rwlock (a shared/exclusive
+lease, not the lease NAME): COMMAND runs while this process holds a grant of that mode, alongside up
+to ${RWLOCK_LIMITS.readerCap} shared holders or alone as the exclusive one, with the same fail-closed rules. The command
+gets the fencing token and the lease in its environment:
 
   LEASEHOLD_TOKEN   fencing token of this term (attach it to the writes it protects: a store that keeps the highest token seen rejects a stale term)
   LEASEHOLD_NAME    the lease name
   LEASEHOLD_HOLDER  the holder identity
+  LEASEHOLD_MODE    with --shared or --exclusive: shared or exclusive. Every shared holder of one
+                    phase gets the same LEASEHOLD_TOKEN; a later exclusive grant gets a larger one
 
 Fail-closed: when leadership is lost (renewals failing until the local deadline, another holder,
 a pause), the command's process group gets SIGTERM at once and SIGKILL after --grace, and the grace
@@ -59,6 +66,14 @@ Options:
   --limit N         use the semaphore NAME with at most N holders (1 to 100) instead of the lease;
                     every holder of NAME must pass the same N (another one exits 2 while permits
                     are live). No --watch: followers retry at the earliest permit's expiry
+  --shared NAME     hold a shared grant of the rwlock NAME (in place of the positional NAME): many
+                    shared runs at once. While an exclusive run waits, no new shared grant is made
+                    and held ones are no longer extended: their commands are stopped by their
+                    expiry (exit 4), so the writer gets in within a ttl. Not with --limit,
+                    --priority or --watch
+  --exclusive NAME  hold the exclusive grant of the rwlock NAME: alone, once the shared ones ended.
+                    A run that gives up (--wait) leaves its place as the waiting writer to lapse
+                    within min(ttl, 60s), keeping new shared grants out until then
   --forever         after the command exits (or leadership is lost), campaign again and rerun it
                     (not after an operator's revoke: then it exits 4)
   --wait D          give up if not leading within D: exit 3 (held) or the error's code. Use
@@ -83,6 +98,9 @@ Examples:
   leasehold run --forever --ttl 15s billing:sweeper -- node sweeper.js
   # at most 3 backfills at once across the fleet
   leasehold run --limit 3 --forever backfills -- ./backfill.sh
+  # many report readers at once; the nightly migration runs alone, after them
+  leasehold run --shared reports:db -- ./report.sh
+  leasehold run --exclusive reports:db -- ./migrate.sh
 
 ${CONNECTION_HELP}
 
@@ -98,12 +116,15 @@ function parseLimit(text: string): number {
 }
 
 export const runCommand: Command = async (argv) => {
+  checkRwlockFlags(argv);
   const { values, positionals, commandLine } = parseRunCommandLine(argv, {
     ...CONNECTION_OPTIONS,
     ttl: { type: 'string' },
     grace: { type: 'string' },
     holder: { type: 'string' },
     limit: { type: 'string' },
+    shared: { type: 'string', multiple: true },
+    exclusive: { type: 'string', multiple: true },
     priority: { type: 'string' },
     forever: { type: 'boolean' },
     wait: { type: 'string' },
@@ -112,7 +133,8 @@ export const runCommand: Command = async (argv) => {
     quiet: { type: 'boolean' },
     'outlive-parent': { type: 'boolean' },
   });
-  const name = requireName(positionals, 'run');
+  const target = rwlockTarget(values, positionals);
+  const name = target?.name ?? requireName(positionals, 'run');
   const [command, ...args] = commandLine;
   if (command === undefined || command === '') {
     throw new UsageError(`the command to run is missing: put it after -- (${RUN_FORM}), e.g. leasehold run my-app:cron -- ./nightly.sh`, 'run');
@@ -126,11 +148,19 @@ export const runCommand: Command = async (argv) => {
   if (limit !== undefined && values.watch !== undefined) throw new UsageError('--watch does not apply to --limit: semaphores have no watch.', 'run');
   const priority = values.priority === undefined ? undefined : parsePriority(values.priority, 'run');
   if (limit !== undefined && priority !== undefined) throw new UsageError('--priority does not apply to --limit: semaphores have no priorities.', 'run');
+  if (target !== undefined) {
+    const flag = `--${target.mode}`;
+    if (limit !== undefined) throw new UsageError(`--limit does not apply to ${flag}: NAME is either a semaphore or a rwlock.`, 'run');
+    if (priority !== undefined) throw new UsageError(`--priority does not apply to ${flag}: rwlocks have no priorities.`, 'run');
+    if (values.watch !== undefined) throw new UsageError(`--watch does not apply to ${flag}: the watch follows leases; a rwlock's followers ask again when the service says.`, 'run');
+  }
   const connection = connect(values, 'run');
   const watch = watchFrom(values.watch, connection, 'run');
   const api = limit === undefined ? connection.client : permitsAsLeases(connection.client, limit, undefined);
   const log = values.quiet ? () => undefined : (line: string) => process.stderr.write(`leasehold run: ${line}\n`);
-  const runner = new Runner({ name, holder, command, args, timing, waitMs, forever: values.forever === true, log, limit, outliveParent: values['outlive-parent'] === true }, (hooks) =>
+  const settings = { name, holder, command, args, timing, waitMs, forever: values.forever === true, log, limit, outliveParent: values['outlive-parent'] === true };
+  const rwlock = target === undefined ? undefined : rwlockRun(connection, target, { holder, timing, retryEveryMs, log });
+  const runner = rwlock !== undefined ? new Runner({ ...settings, rwlock: rwlock.rwlock }, rwlock.makeLeader) : new Runner(settings, (hooks) =>
     createLeader(campaignApi(api, retryEveryMs, hooks), {
       name,
       holder,

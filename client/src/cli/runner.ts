@@ -1,5 +1,6 @@
 /// <reference types="node" />
 import type { Leader } from '../leader/leader.js';
+import type { RwlockMode } from '../protocol/index.js';
 import type { LeaderEvent, LossReason, TermInfo } from '../term/events.js';
 import { RELEASE_TIMEOUT_MS } from '../time/timing.js';
 import { dedupe, errorMessage, withTimeout, type CampaignHooks } from './campaign.js';
@@ -30,6 +31,18 @@ export interface RunSettings {
   limit: number | undefined;
   /** With --outlive-parent: the exit of the process that started run is not a SIGTERM. */
   outliveParent: boolean;
+  /**
+   * With --shared or --exclusive: NAME is a rwlock, a term is a grant of `mode` (the command also
+   * gets LEASEHOLD_MODE), and `busy()` says in the lock's own words why it is not granted yet.
+   */
+  rwlock?: { mode: RwlockMode; busy(): string | undefined } | undefined;
+}
+
+/** How run's lines name a term of NAME: a lease, a semaphore's permit, or a rwlock's grant. */
+function termWords(s: RunSettings): { holding: string; lost: string; term: string } {
+  if (s.rwlock !== undefined) return { holding: `holding a ${s.rwlock.mode} grant of`, lost: `the ${s.rwlock.mode} grant of `, term: `the ${s.rwlock.mode} grant` };
+  if (s.limit !== undefined) return { holding: 'holding a permit of', lost: 'the permit of ', term: 'the permit' };
+  return { holding: 'leading', lost: '', term: 'leadership' };
 }
 
 export type RunnerHooks = CampaignHooks & { onLeaderEvent(event: LeaderEvent): void };
@@ -66,11 +79,12 @@ export class Runner {
           return;
         }
         const state =
-          s.limit !== undefined
+          s.rwlock?.busy() ??
+          (s.limit !== undefined
             ? `full: all ${s.limit} permits are held (the newest by ${lease.holder}, token ${lease.token})`
             : lease.holder === null
               ? `not available yet (lock-delay or a handoff, token ${lease.token})`
-              : `held by ${lease.holder} (token ${lease.token})`;
+              : `held by ${lease.holder} (token ${lease.token})`);
         this.logOnce(`${s.name} is ${state}; waiting`);
       },
       onError: (error) => {
@@ -163,7 +177,7 @@ export class Runner {
       const status = outcome.signal !== null ? statusForSignal(outcome.signal) : (outcome.code ?? ExitCode.LOST);
       const how = outcome.signal !== null ? `was ended by ${outcome.signal}` : `exited with status ${String(outcome.code)}`;
       if (outcome.lost !== undefined) {
-        s.log(`the command ${how} after ${s.limit === undefined ? 'leadership' : 'the permit'} was lost`);
+        s.log(`the command ${how} after ${termWords(s).term} was lost`);
         // A revoke is an operator's decision that this process should not lead: --forever obeys it.
         if (outcome.lost === 'revoked') {
           s.log(`${s.name} was revoked by an operator: not campaigning again`);
@@ -193,7 +207,7 @@ export class Runner {
       const onLoss = () => {
         const reason = term.signal.reason as { reason?: LossReason } | undefined;
         lost = reason?.reason ?? 'expired';
-        s.log(`lost ${s.limit === undefined ? '' : 'the permit of '}${s.name} (${lost}): SIGTERM to the command now, SIGKILL in ${formatMs(s.timing.graceMs)} if it is still running`);
+        s.log(`lost ${termWords(s).lost}${s.name} (${lost}): SIGTERM to the command now, SIGKILL in ${formatMs(s.timing.graceMs)} if it is still running`);
         supervisor.send({ type: 'stop', reason: lost });
         // Without --forever there is no next term: stop campaigning (the SDK would campaign again).
         if (!s.forever || this.interrupted !== undefined) queueMicrotask(() => void this.leader.resign().catch(() => undefined));
@@ -229,7 +243,7 @@ export class Runner {
         }
       });
       void supervisor.exited.then(() => finish({ kind: 'supervisorGone', pid }));
-      s.log(`${s.limit === undefined ? 'leading' : 'holding a permit of'} ${s.name} as ${s.holder} (token ${term.token})`);
+      s.log(`${termWords(s).holding} ${s.name} as ${s.holder} (token ${term.token})`);
       this.childRunning = true;
       term.signal.addEventListener('abort', onLoss, { once: true });
       if (term.signal.aborted) {
@@ -252,6 +266,7 @@ export class Runner {
     const env: Record<string, string> = {};
     for (const [key, value] of Object.entries(process.env)) if (value !== undefined) env[key] = value;
     Object.assign(env, { LEASEHOLD_TOKEN: String(token), LEASEHOLD_NAME: this.s.name, LEASEHOLD_HOLDER: this.s.holder });
+    if (this.s.rwlock !== undefined) env.LEASEHOLD_MODE = this.s.rwlock.mode;
     supervisor.send({ type: 'spawn', command: this.s.command, args: this.s.args, env, deadlineNs, graceMs: this.s.timing.graceMs });
   }
 
@@ -273,14 +288,14 @@ export class Runner {
   /** The campaign was abandoned: say why, with the matching exit code. */
   private notElected(): number {
     if (this.interrupted !== undefined) {
-      this.s.log(`${this.interrupted}: stopped before ${this.s.limit === undefined ? 'leading' : 'holding a permit of'} ${this.s.name}`);
+      this.s.log(`${this.interrupted}: stopped before ${termWords(this.s).holding} ${this.s.name}`);
       return statusForSignal(this.interrupted);
     }
     if (this.fatal !== undefined) throw this.fatal;
     if (this.gaveUp && this.last !== undefined) {
       if ('held' in this.last) {
         const { holder, token } = this.last.held;
-        const who = this.s.limit !== undefined ? `full (${this.s.limit} permits held, the newest token ${token})` : `${holder === null ? 'not available yet' : `held by ${holder}`} (token ${token})`;
+        const who = this.s.rwlock?.busy() ?? (this.s.limit !== undefined ? `full (${this.s.limit} permits held, the newest token ${token})` : `${holder === null ? 'not available yet' : `held by ${holder}`} (token ${token})`);
         this.s.log(`gave up after --wait: ${this.s.name} is ${who}`);
         return ExitCode.HELD;
       }
