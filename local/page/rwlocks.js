@@ -178,7 +178,9 @@ export function startRwlocks() {
     entry.readAt = readAt;
     entry.read = true;
     entry.block.dataset.phase = phaseOf(rwlock);
-    entry.phase.textContent = phaseText(rwlock);
+    // Rewritten only when it changes: the line is polite-live, and a screen reader may repeat a rewrite.
+    const text = phaseText(rwlock);
+    if (entry.phase.textContent !== text) entry.phase.textContent = text;
     entry.table.hidden = entry.rows.size === 0;
     paint(entry, readAt);
   }
