@@ -616,6 +616,21 @@ describe('the rwlocks section (no list route, no watch: each named rwlock is rea
     expect(shown.phase).toBe(`shared by 2 holders (at most 32) · token ${readers[0]!.token}`);
   });
 
+  it("counts the grants' time left down and the writer's wait up between its reads of the API", async () => {
+    const scripted = await browser.newPage();
+    let reads = 0;
+    // Let the first read through, then hold every later one: only the page's own clock moves the times.
+    await scripted.route('**/v1/rwlocks/**', (route) => (++reads === 1 ? route.continue() : undefined));
+    await scripted.goto(`${server.url}/?rwlocks=${name}`);
+    const before = await rwlockShowing(name, 'the waiting writer', (s) => s.waiting !== null, scripted);
+    const waited = (s: typeof before) => Number(/waiting ([\d.]+) s/.exec(s.waiting ?? '')?.[1] ?? Number.NaN);
+    // More than a poll interval's worth: the page does not wait for an answer to move them.
+    const later = await rwlockShowing(name, 'the times to move', (s) => (s.grants[0]?.valueNow ?? Infinity) < (before.grants[0]?.valueNow ?? 0) - 1_500, scripted);
+    expect(waited(later)).toBeGreaterThan(waited(before));
+    expect(reads).toBeGreaterThan(1);
+    await scripted.close();
+  });
+
   it("replaces the readers with the writer's exclusive grant, with the next token, once they release", async () => {
     const client = new RwlockClient({ endpoint: server.url });
     for (const grant of readers) await client.release(name, grant);
