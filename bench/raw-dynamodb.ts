@@ -14,6 +14,7 @@ import {
 import { isConditionFailure } from '../functions/dynamodb-errors.js';
 import { DEFAULT_CLEANUP_AFTER_MS } from '../functions/lease-store.js';
 import { spentBefore } from '../functions/replay-guard.js';
+import { REPLAY_HISTORY_VALUES } from '../functions/lease-replay-history.js';
 import { wallNowMs } from './clock.js';
 
 /**
@@ -72,6 +73,7 @@ export class RawLeaseRequests {
             ':spentBefore': spentBefore(now),
             ':principal': randomBytes(16).toString('hex'),
             ':lastOp': 'acquire',
+            ...REPLAY_HISTORY_VALUES,
           },
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',

@@ -1,4 +1,5 @@
 import { LAST_OP_ATTRIBUTE } from './lease-record.js';
+import { REPLAY_HISTORY_SET, notInReplayHistory } from './lease-replay-history.js';
 
 /**
  * The conditions and update expressions of the lease store's writes, in one place:
@@ -20,13 +21,15 @@ export const leaseIsAvailable =
   'NOT (claimHolder = reservedFor AND claimExpiresAt >= releasedAt AND attribute_exists(claimPrincipal) AND claimPrincipal <> :principal))))';
 
 // acquire with a requestId: the lease is available, and that request (its replay key, `:requestHash`)
-// did not produce the latest grant, or that grant ended — by expiry, or by a release, handoff or
-// forced revoke (`releasedAt`) — before `:spentBefore` (now − LIMITS.replayGuardMs). The grant's
-// end keeps its replay key on the item for this (the next grant replaces it), so a copy of the
-// acquire that a healed partition delivers late grants nothing.
+// produced none of the item's last REPLAY_HISTORY_GRANTS grants that ended — by expiry, or by a
+// release, handoff or forced revoke (`releasedAt`) — at or after `:spentBefore` (now −
+// LIMITS.replayGuardMs). The latest grant's key stays on the item when it ends, and the earlier
+// ones in the history slots (lease-replay-history.ts), so a copy of the acquire that a healed
+// partition delivers late grants nothing, even after other grants came in between.
 //   acquire(req) ── grant ── ends ── acquire(req) ✗ REQUEST_REPLAYED ── (end + replayGuardMs) ── acquire(req) is new
+//   acquire(req) ── grant ── ends ── grant(w2) ── ends ── acquire(req) ✗ (up to 7 grants in between)
 export const leaseIsAvailableToNewRequest =
-  `(${leaseIsAvailable}) AND (attribute_not_exists(requestHash) OR requestHash <> :requestHash OR expiresAt < :spentBefore OR releasedAt < :spentBefore)`;
+  `(${leaseIsAvailable}) AND (attribute_not_exists(requestHash) OR requestHash <> :requestHash OR expiresAt < :spentBefore OR releasedAt < :spentBefore) AND ${notInReplayHistory}`;
 
 // renew: only the current grant (same leaseId and token), not released, not yet expired — and
 // never older than the last write: a renew that read its clock before a later renew landed (an
@@ -49,8 +52,12 @@ export const grantIsCurrent = 'leaseId = :leaseId AND #token = :token AND attrib
 // (release), but never choose who comes next.
 export const grantIsCurrentAndUnrevoked = `${grantIsCurrent} AND attribute_not_exists(revokedAt)`;
 
-/** What every acquire sets; the store adds `metadataJson` and `requestHash` when the request has them. */
+/**
+ * What every acquire sets, the replay history's shift included (its values: REPLAY_HISTORY_VALUES);
+ * the store adds `metadataJson` and `requestHash` when the request has them.
+ */
 export const ACQUIRE_SET = [
+  ...REPLAY_HISTORY_SET,
   'holder = :holder',
   'leaseId = :leaseId',
   '#token = if_not_exists(#token, :tokenBase) + :one',

@@ -30,15 +30,14 @@ import {
 } from '../client/src/protocol/index.js';
 import type { Checked, LeaseName } from '../client/src/protocol/checks.js';
 import type { WallClock } from './clock.js';
-import { LOCAL_PRINCIPAL, principalKey, replayKey } from './caller-keys.js';
+import { LOCAL_PRINCIPAL } from './caller-keys.js';
+import { acquireWrite } from './lease-acquire-write.js';
 import { readGroup } from './lease-groups.js';
 import { readLease, scanLeases, stringifyQuery } from './lease-reads.js';
 import { isConditionFailure, translate } from './dynamodb-errors.js';
-import { isSpentLeaseRequest, requestReplayed, spentBefore } from './replay-guard.js';
+import { isSpentLeaseRequest, requestReplayed } from './replay-guard.js';
 import { MAX_HOLD_MS, conflictItem, endGrant, leaseLost, revokeGrant, type OnWritten } from './lease-endings.js';
 import {
-  ACQUIRE_REMOVE,
-  ACQUIRE_SET,
   RENEW_COMMON_SET,
   RENEW_NEW_TTL_SET,
   RENEW_SAME_TTL_SET,
@@ -46,7 +45,6 @@ import {
   claimIsWanted,
   grantIsCurrentAndLive,
   grantIsCurrentAndUnexpired,
-  leaseIsAvailable, leaseIsAvailableToNewRequest,
 } from './lease-conditions.js';
 import {
   claimOf,
@@ -132,58 +130,16 @@ export class LeaseStoreCore {
    * its claim is its alone.
    */
   async acquire(name: LeaseName, request: Checked<AcquireRequest>, principal: string = LOCAL_PRINCIPAL): Promise<AcquireResult> {
-    const lockDelayMs = request.lockDelayMs ?? 0;
-    const caller = principalKey(principal);
-    const requestHash = request.requestId === undefined ? undefined : replayKey('lease', principal, request.requestId);
     const now = this.clock.nowMs();
-    const expiresAt = now + request.ttlMs;
-
-    const set: string[] = [...ACQUIRE_SET];
-    const remove: string[] = [...ACQUIRE_REMOVE];
-    const values: Record<string, unknown> = {
-      ':now': now,
-      ':holder': request.holder,
-      ':leaseId': this.newLeaseId(),
-      ':tokenBase': now * 1000,
-      ':one': 1,
-      ':zero': 0,
-      ':ttlMs': request.ttlMs,
-      ':lockDelayMs': lockDelayMs,
-      ':holdMs': request.ttlMs + lockDelayMs,
-      ':expiresAt': expiresAt,
-      ':availableAt': expiresAt + lockDelayMs,
-      ':expireItemAt': this.expireItemAt(expiresAt + lockDelayMs),
-      ':lastOp': 'acquire' satisfies LastOp,
-      ':priority': request.priority ?? 0,
-      ':principal': caller,
-    };
-    if (request.metadata !== undefined && request.metadata !== null) {
-      set.push('metadataJson = :metadataJson');
-      values[':metadataJson'] = JSON.stringify(request.metadata);
-    } else {
-      remove.push('metadataJson');
-    }
-    if (requestHash !== undefined) {
-      set.push('requestHash = :requestHash');
-      values[':requestHash'] = requestHash;
-      values[':spentBefore'] = spentBefore(now);
-    } else {
-      remove.push('requestHash');
-    }
-    if (request.group !== undefined) {
-      set.push('leaseGroup = :group');
-      values[':group'] = request.group;
-    } else {
-      remove.push('leaseGroup');
-    }
+    const { update, condition, values, caller, requestHash } = acquireWrite(request, principal, { nowMs: now, leaseId: this.newLeaseId(), expireItemAt: (ms) => this.expireItemAt(ms) });
 
     try {
       const out = await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { pk: name },
-          UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
-          ConditionExpression: requestHash === undefined ? leaseIsAvailable : leaseIsAvailableToNewRequest,
+          UpdateExpression: update,
+          ConditionExpression: condition,
           ExpressionAttributeNames: { '#token': 'token', '#priority': 'priority' },
           ExpressionAttributeValues: values,
           ReturnValues: 'ALL_NEW',

@@ -1,5 +1,6 @@
 import { ErrorCode, LIMITS, LeaseholdError } from '../client/src/protocol/index.js';
 import type { LeaseRecord } from './lease-record.js';
+import { REPLAY_HISTORY_GRANTS, earlierGrants } from './lease-replay-history.js';
 import { permitsOf, replayAttribute, REPLAY_PREFIX, type PermitView, type SemaphoreRecord } from './semaphore-record.js';
 
 /**
@@ -12,8 +13,9 @@ import { permitsOf, replayAttribute, REPLAY_PREFIX, type PermitView, type Semaph
  * the first, and the guard is twice that, so no retry of its own is ever refused unless its grant
  * ended before the retry was sent (then it is told so, and acquires again with a new requestId).
  *
- * What it keeps: a lease keeps its latest grant's replay key after the grant ends (one attribute;
- * the next grant replaces it). A semaphore keeps a permit's replay index while the permit's entry
+ * What it keeps: a lease keeps its latest grant's replay key after the grant ends, and the keys of
+ * the REPLAY_HISTORY_GRANTS − 1 grants before it (lease-replay-history.ts: each acquire shifts them
+ * in its own write), so a copy that lands after more later grants than that is a new acquire. A semaphore keeps a permit's replay index while the permit's entry
  * stays, and a sweep that removes an entry that ended within the guard leaves its index behind as
  * a marker, `-endedAtMs` (about 45 bytes), that a later sweep removes once the guard has passed
  * (with the entries it sweeps, at most SWEEP_MAX in one write, so its expressions stay within
@@ -23,12 +25,16 @@ import { permitsOf, replayAttribute, REPLAY_PREFIX, type PermitView, type Semaph
  * delays anyone else's acquire.
  */
 
-/** The answer to an acquire whose requestId already produced a grant that has ended. */
+/**
+ * The answer to an acquire whose requestId already produced a grant that has ended: one of the
+ * lease's last REPLAY_HISTORY_GRANTS grants, or a permit of the semaphore.
+ */
 export function requestReplayed(name: string, kind: 'lease' | 'permit'): LeaseholdError {
+  const produced = kind === 'lease' ? `one of the lease's last ${REPLAY_HISTORY_GRANTS} grants` : 'a permit';
   return new LeaseholdError(
     ErrorCode.REQUEST_REPLAYED,
-    `${kind === 'lease' ? 'Lease' : 'Semaphore'} "${name}": this requestId already produced a ${kind === 'lease' ? 'grant' : 'permit'}, which has ended; ` +
-      `it produces no other for ${LIMITS.replayGuardMs / 1000} s after that. Acquire again with a new requestId.`,
+    `${kind === 'lease' ? 'Lease' : 'Semaphore'} "${name}": this requestId already produced ${produced}, which has ended less than ` +
+      `${LIMITS.replayGuardMs / 1000} s ago; it produces no other until then. Acquire again with a new requestId.`,
     { leaseName: name },
   );
 }
@@ -39,11 +45,14 @@ export function spentBefore(nowMs: number): number {
 }
 
 /**
- * The lease item says this replay key's grant ended within the guard: the acquire's condition
- * (lease-conditions.ts leaseIsAvailableToNewRequest) refused it for that, or would have.
+ * The lease item says this replay key produced one of the grants it remembers (the latest, or one
+ * in its history: lease-replay-history.ts), and that grant ended within the guard: the acquire's
+ * condition (lease-conditions.ts leaseIsAvailableToNewRequest) refused it for that, or would have.
  */
 export function isSpentLeaseRequest(record: LeaseRecord, requestHash: string | undefined, nowMs: number): boolean {
-  if (requestHash === undefined || record.requestHash !== requestHash) return false;
+  if (requestHash === undefined) return false;
+  if (earlierGrants(record).some((g) => g.requestHash === requestHash && g.endedAtMs >= spentBefore(nowMs))) return true;
+  if (record.requestHash !== requestHash) return false;
   const endedAtMs = Math.min(record.expiresAt, record.releasedAt ?? Number.POSITIVE_INFINITY);
   const ended = record.holder === undefined || record.expiresAt < nowMs;
   return ended && endedAtMs >= spentBefore(nowMs);
