@@ -50,6 +50,7 @@ const SECTION_KEYS: Record<Section, Array<keyof BenchResults>> = {
   rolling: ['rolling'],
   groups: ['groups'],
   regions: ['regions'],
+  rwlocks: ['rwlocks'],
 };
 
 /**

@@ -40,6 +40,8 @@ import { renderGroupsEpoch } from './groups-epoch.js';
 import { renderColdStart, renderCost, renderLatency, renderPeers, renderScale } from './report-operations.js';
 import { measureRegionOutage } from './regions.js';
 import { renderRegions } from './report-regions.js';
+import { renderRwlocks } from './report-rwlocks.js';
+import { measureRwlocks, rwlockProfilesOf } from './rwlocks.js';
 import { renderAgain, writeReportFiles } from './outputs.js';
 import { renderHeader, renderTargets } from './report.js';
 import { PROFILED_SECTIONS } from './plan.js';
@@ -377,6 +379,13 @@ async function main(): Promise<void> {
         }
       });
       print(renderEpochFencing(results.epoch, results.errors.epoch));
+    }
+
+    if (only.has('rwlocks')) {
+      await section('rwlocks', '13. Shared and exclusive leases (rwlocks)', async () => {
+        results.rwlocks = await measureRwlocks({ dynamodbEndpoint: (db as DynamoDBLocal).endpoint, profiles: rwlockProfilesOf(configurations), plan, random, runId, log });
+      });
+      print(renderRwlocks(results.rwlocks, results.errors.rwlocks));
     }
 
     if (only.has('coldstart')) {

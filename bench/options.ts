@@ -16,7 +16,8 @@ export const HELP = `Usage: npm run bench -- [--quick] [--only SECTIONS] [--late
                    aws-provisioned (aws, with the construct's HANDOVER_PROVISIONED_CONCURRENCY: no cold
                    start on the handover routes); each runs with the watch's direct push and with the
                    stream path alone, side by side (aws-provisioned with the direct push only)
-                   (default: local,aws,aws-provisioned; the other sections always run under local)
+                   (default: local,aws,aws-provisioned; the rwlocks section runs under local and aws,
+                   aws-provisioned counting as aws; the other sections always run under local)
   --repeat N       measure the ${PROFILED_SECTIONS.join(', ')} sections N times in this run (the
                    others once); the report gives each headline number's median over the runs and
                    their min–max (default: 1)

@@ -1,6 +1,6 @@
 /** What a bench run measures and how much: the sections, and the counts of a full and a quick run. */
 
-export const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart', 'epoch', 'bundle', 'pause', 'rolling', 'groups', 'regions'] as const;
+export const SECTIONS = ['latency', 'peers', 'scale', 'cost', 'failover', 'handover', 'coldstart', 'epoch', 'bundle', 'pause', 'rolling', 'groups', 'regions', 'rwlocks'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 /**
@@ -50,6 +50,15 @@ export interface Plan {
   regionsTtlMs: number;
   regionsHolders: number;
   regionsOutageTtls: number;
+  /** The rwlocks section: the writers' and the stream's readers' ttl. */
+  rwlockTtlMs: number;
+  /** Acquires of each kind (shared on a free lock, shared joining, exclusive) per latency profile. */
+  rwlockLatencyCount: number;
+  /** Handovers from readers to a waiting writer per latency profile, and the readers of each. */
+  rwlockHandoverTrials: number;
+  rwlockHandoverReaders: number;
+  /** Writers in a steady stream of readers per latency profile. */
+  rwlockStarvationTrials: number;
 }
 
 export const FULL: Plan = {
@@ -79,6 +88,11 @@ export const FULL: Plan = {
   regionsTtlMs: 15_000,
   regionsHolders: 12,
   regionsOutageTtls: 10,
+  rwlockTtlMs: 2_000,
+  rwlockLatencyCount: 500,
+  rwlockHandoverTrials: 20,
+  rwlockHandoverReaders: 4,
+  rwlockStarvationTrials: 10,
   scale: [
     { leases: 1_000, ttlMs: 60_000, windowMs: 60_000 },
     { leases: 10_000, ttlMs: 300_000, windowMs: 100_000 },
@@ -117,6 +131,11 @@ export const QUICK: Plan = {
   regionsTtlMs: 5_000,
   regionsHolders: 6,
   regionsOutageTtls: 10,
+  rwlockTtlMs: 2_000,
+  rwlockLatencyCount: 100,
+  rwlockHandoverTrials: 6,
+  rwlockHandoverReaders: 4,
+  rwlockStarvationTrials: 3,
   scale: [
     { leases: 1_000, ttlMs: 30_000, windowMs: 30_000 },
     { leases: 1_000, ttlMs: 30_000, windowMs: 30_000, batch: true },

@@ -7,13 +7,14 @@ import { renderGroupsEpoch } from './groups-epoch.js';
 import { renderColdStart, renderCost, renderLatency, renderPeers, renderScale } from './report-operations.js';
 import { renderHandover, renderRollingDeploys } from './report-profiles.js';
 import { renderRegions } from './report-regions.js';
+import { renderRwlocks } from './report-rwlocks.js';
 import type { BenchResults } from './results.js';
 import { checkTargets } from './targets.js';
 
 /**
  * The benchmark's markdown report: its header, the targets, and every section in order. Each
  * section family has its renderer module (report-operations, report-elections, report-profiles, report-groups,
- * report-epoch, report-regions, and bundle.ts); all are pure functions of the results (results.ts), unit-tested in
+ * report-epoch, report-regions, report-rwlocks, and bundle.ts); all are pure functions of the results (results.ts), unit-tested in
  * test/bench. The targets it checks are in targets.ts, the failover plot in plot.ts.
  */
 
@@ -82,6 +83,7 @@ export function renderMarkdown(results: BenchResults): string {
     results.groups || results.errors.groups ? renderGroups(results) : [],
     renderGroupsEpoch(results),
     renderRegions(results),
+    renderRwlocks(results.rwlocks, results.errors.rwlocks),
   ].filter((p) => p.length > 0);
   return `${parts.map((p) => p.join('\n')).join('\n\n')}\n`;
 }

@@ -10,6 +10,7 @@ import type { LatencyCell, PeerLatency } from './latency.js';
 import type { MachineInfo } from './machine.js';
 import type { PauseTrial } from './pause.js';
 import type { RegionsResult } from './regions.js';
+import type { RwlocksResult } from './report-rwlocks.js';
 import type { RollingDeploy } from './rolling-deploy.js';
 import type { ScaleResult } from './scale.js';
 
@@ -102,6 +103,8 @@ export interface BenchResults {
   groupsEpoch?: GroupsEpochResult;
   /** Section 12: one of three Regions down for 10 ttls: leases kept, renewals through another Region, a crash failover with the Region. */
   regions?: RegionsResult;
+  /** Section 13: shared and exclusive leases (rwlocks): acquire latency, handover to a waiting writer, a writer's wait among readers, write units per renewal. */
+  rwlocks?: RwlocksResult;
   /** Sections copied from the previous full run's JSON because this run measured only others. */
   carriedOver?: CarriedSection[];
   /** Sections that failed, with the error message: the rest of the run still reports. */
