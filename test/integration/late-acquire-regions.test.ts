@@ -104,6 +104,25 @@ describe('an acquire held by a blackholed Region that heals after its grant was 
     expect(next).toMatchObject({ acquired: true, lease: { holder: 'worker-2', token: first.lease.token + 1 } });
   });
 
+  it('grants nothing when another holder acquired and released the lease in between: 409 REQUEST_REPLAYED, and the lease stays free', async () => {
+    const network = networkThatHolds();
+    const client = clientOver(network.fetch);
+    const other = clientOver(fetch);
+    const name = `late:lease-between-${randomUUID().slice(0, 8)}`;
+    await east1.down('blackhole');
+    const first = await client.acquire(name, { holder: 'worker-1', ttlMs: 10_000 });
+    if (!first.acquired) throw new Error('expected a grant through another Region');
+    await client.release(name, first.lease);
+    const second = await other.acquire(name, { holder: 'worker-2', ttlMs: 10_000 });
+    if (!second.acquired) throw new Error('expected worker-2 to be granted the lease');
+    await other.release(name, second.lease);
+    await east1.up();
+    const late = await network.late.find((held) => held.path.endsWith('/acquire'))?.answer;
+    expect(late).toMatchObject({ status: 409, body: { error: { code: 'REQUEST_REPLAYED' } } });
+    expectContract('POST', '/v1/leases/{name}/acquire', 409, late?.body);
+    expect(await other.describe(name)).toMatchObject({ holder: null, token: second.lease.token });
+  });
+
   it('issues no second permit of a semaphore when it is delivered: 409 REQUEST_REPLAYED, and the permit stays free', async () => {
     const network = networkThatHolds();
     const client = clientOver(network.fetch);
