@@ -8,7 +8,7 @@ import type { DeliveryLog } from './deliveries.js';
 import { isPushedDirectly } from './deliveries.js';
 import { endingEventsOf } from './lease-events.js';
 import { postTasks, postToConnection } from './outbox.js';
-import type { SubscriptionStore } from './subscriptions.js';
+import { rwlockWatchName, type Subscriber, type SubscriptionStore } from './subscriptions.js';
 
 /**
  * A release, a handoff and a forced revoke tell the lease's watchers in the request that made the
@@ -21,10 +21,17 @@ import type { SubscriptionStore } from './subscriptions.js';
  * Lookup and posts together get DIRECT_PUSH_BUDGET_MS: past it the posts still in flight are
  * abandoned, the route answers, and every connection not told is left to the stream path, which
  * stays the guarantee (and the only path for acquires, renewals, claims and expiries).
+ *
+ * A rwlock's release and forced revoke push the same way (rwlock-events.ts), to the rwlock's
+ * watchers by its name alone, and record nothing: the semaphore table has no stream to skip them.
+ * A rwlock watcher not told within the budget is told by nobody; its holder asks again on the
+ * server's schedule, as without the watch.
  */
 
 /** The routes whose handlers push (release, handoff and revoke, single and batched): the construct gives them the watch. */
 export const DIRECT_PUSH_ROUTES = ['release', 'handoff', 'handoff-batch', 'revoke'] as const satisfies readonly RouteId[];
+/** The rwlock routes that push (rwlock-events.ts): they read a rwlock's watchers and post, and record nothing. */
+export const RWLOCK_PUSH_ROUTES = ['rwlock-release', 'rwlock-revoke'] as const satisfies readonly RouteId[];
 
 /** The time a route spends finding its change's watchers and posting to them, at most. */
 export const DIRECT_PUSH_BUDGET_MS = 50;
@@ -70,61 +77,78 @@ export interface PushOutcome {
 export interface DirectPush {
   /** Tells the watchers of the changes these writes made (release, handoff and revoke answers); never throws. */
   ended(written: readonly LeaseRecord[]): Promise<PushOutcome>;
+  /** Tells a rwlock's watchers of its events (rwlock-events.ts), recording nothing; never throws. */
+  rwlockChanged(events: readonly LeaseEvent[]): Promise<PushOutcome>;
 }
+
+/** Finds each event's watchers; `abortSignal` cancels the reads once the budget is spent. */
+type WatcherLookup = (abortSignal: AbortSignal) => (event: LeaseEvent) => Promise<Subscriber[]>;
 
 export function createDirectPush(options: DirectPushOptions): DirectPush {
   const budgetMs = options.budgetMs ?? DIRECT_PUSH_BUDGET_MS;
   const { logger, metrics } = options;
 
-  return {
-    async ended(written) {
-      const events = written.flatMap(endingEventsOf).filter(isPushedDirectly);
-      if (events.length === 0) return { posted: 0, failed: 0, overBudget: false };
-      const deadline = new AbortController();
-      const timer = setTimeout(() => deadline.abort(), budgetMs);
-      const told = new Map<LeaseEvent, Set<string>>();
-      let posted = 0;
-      let failed = 0;
-      try {
-        // Past the budget the lookup's reads are cancelled, not left running unheard.
-        const lookup = options.subscriptions.lookup(events.map((e) => e.name), { abortSignal: deadline.signal });
-        const found = await beforeAbort(
-          deadline.signal,
-          Promise.all(events.map(async (event) => ({ event, to: await lookup(event.name) }))),
-        );
-        // Not found within the budget: every watcher is left to the stream path.
-        if (found !== undefined) {
-          const tasks = postTasks(found.map(({ event, to }) => ({ lease: event.name, deliveries: [{ event, to }] })));
-          await mapBounded(tasks, POST_CONCURRENCY, async (task) => {
-            for (const data of task.messages) {
-              if (deadline.signal.aborted) return;
-              // Abandoned at the deadline even by a request handler that does not heed the signal.
-              const outcome = (await beforeAbort(deadline.signal, postToConnection(options.management, logger, task.connectionId, data, deadline.signal))) ?? 'failed';
-              // Gone: the stream path drops its subscriptions. Failed or abandoned: the stream path posts it.
-              if (outcome === 'failed' && !deadline.signal.aborted) failed += 1;
-              if (outcome !== 'posted') return;
-              posted += 1;
-            }
-            for (const event of task.events) {
-              const set = told.get(event) ?? new Set<string>();
-              set.add(task.connectionId);
-              told.set(event, set);
-            }
-          });
-        }
-      } catch (error) {
-        failed += 1;
-        logger.warn('could not look up the watchers of a change; the stream path will tell them', { error: error as Error });
-      } finally {
-        clearTimeout(timer);
+  const tell = async (events: readonly LeaseEvent[], watchersOf: WatcherLookup, record: boolean): Promise<PushOutcome> => {
+    if (events.length === 0) return { posted: 0, failed: 0, overBudget: false };
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), budgetMs);
+    const told = new Map<LeaseEvent, Set<string>>();
+    let posted = 0;
+    let failed = 0;
+    try {
+      // Past the budget the lookup's reads are cancelled, not left running unheard.
+      const lookup = watchersOf(deadline.signal);
+      const found = await beforeAbort(
+        deadline.signal,
+        Promise.all(events.map(async (event) => ({ event, to: await lookup(event) }))),
+      );
+      // Not found within the budget: every watcher is left to the stream path.
+      if (found !== undefined) {
+        // A rwlock's events are grouped apart from the lease of the same name's.
+        const group = (event: LeaseEvent) => (event.resource === 'rwlock' ? rwlockWatchName(event.name) : event.name);
+        const tasks = postTasks(found.map(({ event, to }) => ({ lease: group(event), deliveries: [{ event, to }] })));
+        await mapBounded(tasks, POST_CONCURRENCY, async (task) => {
+          for (const data of task.messages) {
+            if (deadline.signal.aborted) return;
+            // Abandoned at the deadline even by a request handler that does not heed the signal.
+            const outcome = (await beforeAbort(deadline.signal, postToConnection(options.management, logger, task.connectionId, data, deadline.signal))) ?? 'failed';
+            // Gone: the stream path drops its subscriptions. Failed or abandoned: the stream path posts it.
+            if (outcome === 'failed' && !deadline.signal.aborted) failed += 1;
+            if (outcome !== 'posted') return;
+            posted += 1;
+          }
+          for (const event of task.events) {
+            const set = told.get(event) ?? new Set<string>();
+            set.add(task.connectionId);
+            told.set(event, set);
+          }
+        });
       }
-      const overBudget = deadline.signal.aborted;
-      await recordTold(options.deliveries, told, logger, budgetMs / 2);
-      metrics.addMetric(PUSH_METRIC.pushed, MetricUnit.Count, posted);
-      if (overBudget) metrics.addMetric(PUSH_METRIC.overBudget, MetricUnit.Count, 1);
-      if (failed > 0) metrics.addMetric(PUSH_METRIC.failed, MetricUnit.Count, failed);
-      if (overBudget) logger.info('the direct push ran out of its budget; the stream path tells the rest', { budgetMs, posted });
-      return { posted, failed, overBudget };
+    } catch (error) {
+      failed += 1;
+      logger.warn('could not look up the watchers of a change; the stream path will tell them', { error: error as Error });
+    } finally {
+      clearTimeout(timer);
+    }
+    const overBudget = deadline.signal.aborted;
+    if (record) await recordTold(options.deliveries, told, logger, budgetMs / 2);
+    metrics.addMetric(PUSH_METRIC.pushed, MetricUnit.Count, posted);
+    if (overBudget) metrics.addMetric(PUSH_METRIC.overBudget, MetricUnit.Count, 1);
+    if (failed > 0) metrics.addMetric(PUSH_METRIC.failed, MetricUnit.Count, failed);
+    if (overBudget) logger.info('the direct push ran out of its budget; the stream path tells the rest', { budgetMs, posted });
+    return { posted, failed, overBudget };
+  };
+
+  return {
+    ended(written) {
+      const events = written.flatMap(endingEventsOf).filter(isPushedDirectly);
+      return tell(events, (abortSignal) => {
+        const lookup = options.subscriptions.lookup(events.map((e) => e.name), { abortSignal });
+        return (event) => lookup(event.name);
+      }, true);
+    },
+    rwlockChanged(events) {
+      return tell(events, (abortSignal) => (event) => options.subscriptions.rwlockWatchers(event.name, { abortSignal }), false);
     },
   };
 }

@@ -2,6 +2,7 @@ import { PostToConnectionCommand } from '@aws-sdk/client-apigatewaymanagementapi
 import type { APIGatewayProxyResultV2, APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
 import { ForbiddenError, WATCH_BATCHED_QUERY, isLeaseholdError, validateSubscribeMessage, type WatchMessage } from '../../client/src/protocol/index.js';
 import type { WatchDeps } from './watch-deps.js';
+import { rwlockWatchName } from './subscriptions.js';
 import { assertWatchable, principalKey } from './watch-grants.js';
 
 /**
@@ -62,18 +63,30 @@ export function createSubscribeHandler(deps: WatchDeps): SocketHandler {
     let reply: WatchMessage;
     try {
       const message = validateSubscribeMessage(parseJson(event.body));
+      const rwlocks = message.rwlocks ?? [];
       const connection = await deps.subscriptions.connectionOf(connectionId);
       if (deps.grants !== undefined) {
         if (connection?.prefixes === undefined) throw new ForbiddenError('This connection has no watch grant recorded: reconnect.');
-        assertWatchable(connection.prefixes, message.names ?? [], message.prefixes ?? []);
+        assertWatchable(connection.prefixes, message.names ?? [], message.prefixes ?? [], rwlocks);
       }
       // Without renewed events the subscription still holds for the rest, and says so: refusing it
       // would fail a socket that other consumers (followers waiting for a release) share.
       const unavailable = message.renewed === true && !deps.renewedEvents;
       const renewed = message.renewed === true && deps.renewedEvents;
-      await deps.subscriptions.admit(connectionId, connection, message.names ?? [], message.prefixes ?? []);
-      await deps.subscriptions.subscribe(connectionId, message.names ?? [], message.prefixes ?? [], { renewed, batched: connection?.batched ?? false });
-      reply = { type: 'subscribed', names: message.names ?? [], prefixes: message.prefixes ?? [], ...(unavailable ? { renewed: false as const } : {}) };
+      // A rwlock is watched under its own name (rwlockWatchName), counted against the caps as a name is.
+      const watched = [...(message.names ?? []), ...rwlocks.map(rwlockWatchName)];
+      await deps.subscriptions.admit(connectionId, connection, watched, message.prefixes ?? []);
+      const batched = connection?.batched ?? false;
+      await deps.subscriptions.subscribe(connectionId, message.names ?? [], message.prefixes ?? [], { renewed, batched });
+      // Rwlocks have no renewals pushed: their subscriptions never ask for them.
+      if (rwlocks.length > 0) await deps.subscriptions.subscribe(connectionId, rwlocks.map(rwlockWatchName), [], { renewed: false, batched });
+      reply = {
+        type: 'subscribed',
+        names: message.names ?? [],
+        prefixes: message.prefixes ?? [],
+        ...(rwlocks.length > 0 ? { rwlocks } : {}),
+        ...(unavailable ? { renewed: false as const } : {}),
+      };
     } catch (error) {
       if (!isLeaseholdError(error)) throw error;
       const body = error.toBody();

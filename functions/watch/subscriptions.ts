@@ -1,5 +1,6 @@
 import { BatchGetCommand, BatchWriteCommand, GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { WallClock } from '../clock.js';
+import { rwlockKey } from '../rwlock-record.js';
 import { DELIVERY_PARTITION_PREFIX } from './deliveries.js';
 import { admitSubscriptions, principalPartition, subscriptionKeys } from './subscription-caps.js';
 
@@ -24,6 +25,13 @@ export const SUBSCRIPTION_TABLE_SCHEMA = {
   connectionIndex: 'byConnection',
   ttlAttribute: 'expireAt',
 } as const;
+
+/**
+ * The name a connection watches the rwlock `name` under, in the `name#` partitions: its item's key
+ * (`rwlock#<name>`). `#` is in no lease name, so no lease's watchers are ever its, and no lease
+ * prefix is a prefix of it that a lookup reads (a rwlock's watchers are read by name alone).
+ */
+export const rwlockWatchName = rwlockKey;
 
 /** The older version's one partition of every prefix watch; nothing writes it any more. */
 const LEGACY_PREFIXES_PARTITION = 'prefixes';
@@ -325,6 +333,12 @@ export class SubscriptionStore {
       }
       return subscribersOf(name);
     };
+  }
+
+  /** Who watches the rwlock `name` (by its name alone: prefixes watch leases), with one Query. */
+  async rwlockWatchers(name: string, { abortSignal }: { abortSignal?: AbortSignal } = {}): Promise<Subscriber[]> {
+    const key = rwlockWatchName(name);
+    return this.subscribersFrom(key, await this.query(`name#${key}`, undefined, abortSignal), []);
   }
 
   /**

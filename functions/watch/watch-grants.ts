@@ -130,9 +130,10 @@ export class TableWatchGrants implements WatchGrants {
 /**
  * Refuses a subscription with FORBIDDEN unless every name and every prefix in it lies under one
  * of `allowed`. A subscribed prefix must itself start with an allowed prefix: `team-a.jobs.` is
- * inside `team-a.`, but `team-` is not (it would match `team-b.` names too).
+ * inside `team-a.`, but `team-` is not (it would match `team-b.` names too). A rwlock's name is
+ * held to the same prefixes as a lease's: a grant of `team-a.` watches team-a's rwlocks too.
  */
-export function assertWatchable(allowed: readonly string[], names: readonly string[], prefixes: readonly string[]): void {
+export function assertWatchable(allowed: readonly string[], names: readonly string[], prefixes: readonly string[], rwlocks: readonly string[] = []): void {
   const outside = (value: string) => !allowed.some((prefix) => value.startsWith(prefix));
   const scope = allowed.map((p) => `"${p}"`).join(', ');
   names.forEach((name, i) => {
@@ -140,6 +141,9 @@ export function assertWatchable(allowed: readonly string[], names: readonly stri
   });
   prefixes.forEach((prefix, i) => {
     if (outside(prefix)) throw new ForbiddenError(`prefixes[${i}] "${prefix}" is outside the lease prefixes this caller may watch (${scope}).`);
+  });
+  rwlocks.forEach((name, i) => {
+    if (outside(name)) throw new ForbiddenError(`rwlocks[${i}] "${name}" is outside the name prefixes this caller may watch (${scope}).`);
   });
 }
 

@@ -78,7 +78,7 @@ describe('createWatch validates its options', () => {
 
   it('rejects a filter with neither names nor prefixes', () => {
     const { watch } = setup();
-    expect(() => watch.subscribe({}, () => undefined)).toThrow('Invalid `names`: at least one name or prefix is required.');
+    expect(() => watch.subscribe({}, () => undefined)).toThrow('Invalid `names`: at least one name, prefix or rwlock is required.');
   });
 });
 

@@ -10,6 +10,8 @@ import type { JsonValue, LeaseClaim, RevokedRecord } from './types.js';
  * on a refresh), the holder's `proclaimed` metadata (and, on request, `renewed`).
  * What is NOT pushed: an expiry. Expiry writes nothing to the table, so no stream record and no
  * event exist for it; followers keep their scheduled retry at `retryAfterMs` for crash failover.
+ * Rwlocks (subscribed by `rwlocks`, events marked `resource: 'rwlock'`) have no stream: their routes
+ * push a release that frees the lock, and a forced revoke, in the request that made it.
  */
 export type LeaseEventType = 'acquired' | 'released' | 'handoff' | 'renewed' | 'revoked' | 'claimed' | 'proclaimed';
 
@@ -40,13 +42,21 @@ export interface LeaseEvent {
   metadata?: JsonValue | null;
   /** Server epoch ms of the change. */
   atMs: number;
+  /**
+   * `'rwlock'`: an event of the rwlock `name` (a subscription's `rwlocks`), never of the lease of
+   * that name; absent: a lease's. A rwlock is pushed only its `released` (the release left no live
+   * grant, or freed a place under the reader cap) and its forced `revoked`, with no `holder`.
+   */
+  resource?: 'rwlock';
 }
 
-/** Client → server. `names` and `prefixes` add to the connection's subscriptions. */
+/** Client → server. `names`, `prefixes` and `rwlocks` add to the connection's subscriptions. */
 export interface SubscribeMessage {
   action: 'subscribe';
   names?: string[];
   prefixes?: string[];
+  /** Rwlock names (exact; a prefix watches leases only): their `released` and forced `revoked`, as events with `resource: 'rwlock'`. */
+  rwlocks?: string[];
   /** Also push `renewed` events (noisy: one per renewal). Default false. */
   renewed?: boolean;
 }
@@ -66,7 +76,7 @@ export type WatchMessage =
    * `renewed: false` only when `renewed` events were asked for and this deployment does not push
    * them (`watch: { renewedEvents: false }`): the rest of the subscription holds.
    */
-  | { type: 'subscribed'; names: string[]; prefixes: string[]; renewed?: false }
+  | { type: 'subscribed'; names: string[]; prefixes: string[]; rwlocks?: string[]; renewed?: false }
   | { type: 'event'; event: LeaseEvent }
   /** To a connection opened with WATCH_BATCHED_QUERY: events in stream order for each lease (at most eventsMessageMaxBytes). */
   | { type: 'events'; events: LeaseEvent[] }
@@ -106,8 +116,8 @@ export function validateSubscribeMessage(body: unknown): SubscribeMessage {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ValidationError('body', 'must be a JSON object');
   const input = body as Record<string, unknown>;
   for (const key of Object.keys(input)) {
-    if (!['action', 'names', 'prefixes', 'renewed'].includes(key)) {
-      throw new ValidationError(key, 'is not a known field (expected action, names, prefixes, renewed)');
+    if (!['action', 'names', 'prefixes', 'rwlocks', 'renewed'].includes(key)) {
+      throw new ValidationError(key, 'is not a known field (expected action, names, prefixes, rwlocks, renewed)');
     }
   }
   if (input.action !== 'subscribe') throw new ValidationError('action', 'must be "subscribe"');
@@ -118,9 +128,10 @@ export function validateSubscribeMessage(body: unknown): SubscribeMessage {
     }
     return p;
   });
-  if (names.length === 0 && prefixes.length === 0) throw new ValidationError('names', 'at least one name or prefix is required');
+  const rwlocks = optionalList(input.rwlocks, 'rwlocks', WATCH_LIMITS.namesPerMessage).map((n, i) => validateName(n, `rwlocks[${i}]`));
+  if (names.length === 0 && prefixes.length === 0 && rwlocks.length === 0) throw new ValidationError('names', 'at least one name, prefix or rwlock is required');
   if (input.renewed !== undefined && typeof input.renewed !== 'boolean') throw new ValidationError('renewed', 'must be a boolean');
-  return { action: 'subscribe', names, prefixes, ...(input.renewed ? { renewed: true } : {}) };
+  return { action: 'subscribe', names, prefixes, ...(rwlocks.length > 0 ? { rwlocks } : {}), ...(input.renewed ? { renewed: true } : {}) };
 }
 
 function optionalList(value: unknown, field: string, max: number): unknown[] {
@@ -173,6 +184,8 @@ export function isLeaseEvent(value: unknown): value is LeaseEvent {
     typeof e.name === 'string' &&
     typeof e.token === 'number' &&
     (e.holder === null || typeof e.holder === 'string') &&
+    // An event of a kind of resource this SDK does not know must not pass for a lease's.
+    (e.resource === undefined || e.resource === 'rwlock') &&
     (e.type !== 'handoff' || typeof e.to === 'string') &&
     (e.type !== 'revoked' || (typeof e.revoked === 'object' && e.revoked !== null && typeof (e.revoked as { force?: unknown }).force === 'boolean')) &&
     (e.type !== 'claimed' || (typeof e.claim === 'object' && e.claim !== null && typeof (e.claim as { holder?: unknown }).holder === 'string'))

@@ -10,7 +10,8 @@
  * `signal` that aborts on loss, renewal at ttl/3, pause detection and typed loss reasons. A shared
  * grant's renewal while a writer waits is answered without extending it: the term's deadline
  * follows the server's `remainingMs`, so the reader fails closed at the unchanged expiry and the
- * writer gets in. Followers ask again at the server's `retryAfterMs`.
+ * writer gets in. Followers ask again at the server's `retryAfterMs`, or, given a `watch`, the moment
+ * a release frees the lock (wake.ts).
  */
 import { createPermitHolder, type Leader, type LeaderOptions } from '../leader/leader.js';
 import { newRequestId, type AcquireResult, type LeaseApi, type LeaseClientOptions } from '../api/lease-client.js';
@@ -45,16 +46,21 @@ import {
 import { HttpTransport, type CallOptions } from '../transport/http.js';
 import { runWithLease, type WithLeaseLambdaResult, type WithLeaseOptions } from '../job/with-lease.js';
 import type { TermInfo } from '../term/events.js';
+import type { RequestSigner } from '../transport/signing.js';
+import { rwlockWatch } from './wake.js';
 
 export type RwlockAcquireResult = { acquired: true; grant: RwlockGrant } | { acquired: false; rwlock: PublicRwlock; retryAfterMs: number };
 
 /** The rwlock routes over HTTP, with the LeaseClient's options (endpoints, signing, retries). */
 export class RwlockClient {
+  /** The signer of this client's requests; a holder given a watch URL signs its socket with it too. */
+  readonly signer: RequestSigner | undefined;
   private readonly transport: HttpTransport;
 
   constructor(options: LeaseClientOptions) {
     if (typeof options !== 'object' || options === null) throw new TypeError('Expected RwlockClient options with an `endpoint` (or `endpoints`).');
     this.transport = new HttpTransport(options);
+    this.signer = options.signer;
   }
 
   get endpoint(): string {
@@ -139,13 +145,21 @@ export async function withRwlock<T>(client: RwlockClient, name: string, options:
 
 export interface RwlockHolderOptions extends Omit<LeaderOptions, 'lockDelayMs' | 'metadata'> {
   mode: RwlockMode;
+  /**
+   * Wakes a waiting holder (a writer behind readers, a reader behind a writer) the moment a release
+   * frees the rwlock, instead of at the server's `retryAfterMs`: a WatchClient (shared, not closed
+   * here; the holder subscribes the rwlock, never the lease of the same name) or the watch URL(s),
+   * for a socket of its own signed with the client's `signer`. Default: none (the server's schedule).
+   */
+  watch?: LeaderOptions['watch'];
 }
 
 /** A long-lived holder of one mode of the rwlock: a Leader (`campaign`, `resign`, `isLeader`, `throwIfLost`, `signal`). */
 export function createRwlockHolder(client: RwlockClient, options: RwlockHolderOptions): Leader {
   if (typeof options !== 'object' || options === null) throw new TypeError('Expected rwlock holder options with `name`, `mode` and `holder`.');
-  const { mode, ...rest } = options;
-  return createPermitHolder(rwlocksAsLeases(client, checkedMode(mode)), rest);
+  const { mode, watch, ...rest } = options;
+  const wake = rwlockWatch(watch, { signer: client.signer, clock: rest.clock, random: rest.random });
+  return createPermitHolder(rwlocksAsLeases(client, checkedMode(mode)), { ...rest, ...(wake === undefined ? {} : { watch: wake }) });
 }
 
 function checkedMode(mode: unknown): RwlockMode {

@@ -4,7 +4,7 @@ import { closeQuietly } from './socket.js';
 import type { WebSocketLike } from './types.js';
 import type { Endpoint } from '../transport/endpoints.js';
 
-/** A subscription key (`n:<name>` or `p:<prefix>`) with its `renewed` flag. */
+/** A subscription key (`n:<name>`, `p:<prefix>` or `r:<rwlock>`) with its `renewed` flag. */
 export type KeyEntry = [string, boolean];
 
 /**
@@ -52,10 +52,16 @@ export class Connection {
       const group = keys.filter(([, r]) => r === renewed);
       const names = group.filter(([key]) => key.startsWith('n:')).map(([key]) => key.slice(2));
       const prefixes = group.filter(([key]) => key.startsWith('p:')).map(([key]) => key.slice(2));
-      while (names.length > 0 || prefixes.length > 0) {
+      const rwlocks = group.filter(([key]) => key.startsWith('r:')).map(([key]) => key.slice(2));
+      while (names.length > 0 || prefixes.length > 0 || rwlocks.length > 0) {
         const batchNames = names.splice(0, WATCH_LIMITS.namesPerMessage);
         const batchPrefixes = prefixes.splice(0, WATCH_LIMITS.prefixesPerMessage);
-        const batchKeys: KeyEntry[] = [...batchNames.map((n) => [`n:${n}`, renewed] as KeyEntry), ...batchPrefixes.map((p) => [`p:${p}`, renewed] as KeyEntry)];
+        const batchRwlocks = rwlocks.splice(0, WATCH_LIMITS.namesPerMessage);
+        const batchKeys: KeyEntry[] = [
+          ...batchNames.map((n) => [`n:${n}`, renewed] as KeyEntry),
+          ...batchPrefixes.map((p) => [`p:${p}`, renewed] as KeyEntry),
+          ...batchRwlocks.map((r) => [`r:${r}`, renewed] as KeyEntry),
+        ];
         for (const [key] of batchKeys) this.requested.set(key, (this.requested.get(key) ?? false) || renewed);
         this.queue.push({ message: subscribeMessage(batchKeys, renewed), keys: batchKeys });
       }
@@ -98,11 +104,13 @@ export class Connection {
   }
 }
 
-/** One subscribe message for keys (`n:<name>` or `p:<prefix>`) that share a `renewed` flag. */
+/** One subscribe message for keys (`n:<name>`, `p:<prefix>`, `r:<rwlock>`) that share a `renewed` flag. */
 function subscribeMessage(keys: ReadonlyArray<readonly [string, boolean]>, renewed: boolean): SubscribeMessage {
   const names = keys.filter(([key]) => key.startsWith('n:')).map(([key]) => key.slice(2));
   const prefixes = keys.filter(([key]) => key.startsWith('p:')).map(([key]) => key.slice(2));
-  return { action: 'subscribe', names, prefixes, ...(renewed ? { renewed: true } : {}) };
+  const rwlocks = keys.filter(([key]) => key.startsWith('r:')).map(([key]) => key.slice(2));
+  // `rwlocks` only when there are some: a server that predates them refuses the unknown field.
+  return { action: 'subscribe', names, prefixes, ...(rwlocks.length > 0 ? { rwlocks } : {}), ...(renewed ? { renewed: true } : {}) };
 }
 
 /** A key sent with `renewed: sent` serves a consumer that needs `renewed: needed`. */

@@ -7,8 +7,10 @@ import { resolveFilter } from './options.js';
 export interface Consumer {
   names: ReadonlySet<string>;
   prefixes: readonly string[];
+  /** Rwlock names: only events marked `resource: 'rwlock'` match them, and only them. */
+  rwlocks: ReadonlySet<string>;
   renewed: boolean;
-  /** Subscription keys this consumer needs confirmed: `n:<name>` and `p:<prefix>`. */
+  /** Subscription keys this consumer needs confirmed: `n:<name>`, `p:<prefix>` and `r:<rwlock>`. */
   keys: readonly string[];
   listener: WatchListener;
   live: boolean;
@@ -34,13 +36,14 @@ export class Consumers {
 
   /** Validates the filter and the listener, and adds a consumer (not live yet). */
   add(filter: WatchFilter, listener: WatchListener): Consumer {
-    const { names, prefixes, renewed } = resolveFilter(filter);
+    const { names, prefixes, rwlocks, renewed } = resolveFilter(filter);
     if (typeof listener?.event !== 'function') throw new TypeError('Expected a listener function or an object with an `event` method.');
     const consumer: Consumer = {
       names: new Set(names),
       prefixes,
+      rwlocks: new Set(rwlocks),
       renewed,
-      keys: [...new Set([...names.map((n) => `n:${n}`), ...prefixes.map((p) => `p:${p}`)])],
+      keys: [...new Set([...names.map((n) => `n:${n}`), ...prefixes.map((p) => `p:${p}`), ...rwlocks.map((r) => `r:${r}`)])],
       listener,
       live: false,
     };
@@ -81,7 +84,7 @@ export class Consumers {
   dispatch(event: LeaseEvent): void {
     for (const consumer of [...this.all]) {
       if (event.type === 'renewed' && !consumer.renewed) continue;
-      if (!consumer.names.has(event.name) && !consumer.prefixes.some((p) => event.name.startsWith(p))) continue;
+      if (!matches(consumer, event)) continue;
       this.call(() => consumer.listener.event(event));
     }
   }
@@ -120,4 +123,10 @@ export class Consumers {
       // A broken hook must not break the watch.
     }
   }
+}
+
+/** A rwlock's event matches the consumer's rwlocks alone; a lease's its names and prefixes. */
+function matches(consumer: Consumer, event: LeaseEvent): boolean {
+  if (event.resource === 'rwlock') return consumer.rwlocks.has(event.name);
+  return consumer.names.has(event.name) || consumer.prefixes.some((p) => event.name.startsWith(p));
 }

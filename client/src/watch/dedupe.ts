@@ -14,7 +14,8 @@ import type { LeaseEvent } from '../protocol/index.js';
  *   dropped: an event of an earlier token, or the `acquired`, `renewed`, `claimed` or `proclaimed`
  *   of that same token, which can only have been written before it ended.
  * It remembers the last `MAX_REMEMBERED` names and changes, which covers the seconds in which the
- * two paths can disagree.
+ * two paths can disagree. A rwlock's events (`resource: 'rwlock'`) are kept apart from the lease of
+ * the same name's: `#` is in no lease name.
  */
 export const MAX_REMEMBERED = 1_024;
 
@@ -31,15 +32,16 @@ export class WatchEventGuard {
 
   /** True if `event` is news for consumers; false for a change seen already, or one older than an end seen. */
   accept(event: LeaseEvent): boolean {
-    const ended = this.endedToken.get(event.name);
+    const name = event.resource === 'rwlock' ? `rwlock#${event.name}` : event.name;
+    const ended = this.endedToken.get(name);
     if (ended !== undefined && (event.token < ended || (event.token === ended && DURING_GRANT.has(event.type)))) return false;
     if (!ENDINGS.has(event.type)) return true;
     if (event.type === 'revoked' && event.revoked?.force !== true) return true;
-    const key = `${event.name}\n${event.type}\n${event.token}\n${event.atMs}`;
+    const key = `${name}\n${event.type}\n${event.token}\n${event.atMs}`;
     if (this.seen.has(key)) return false;
     remember(this.seen, key);
-    this.endedToken.delete(event.name);
-    this.endedToken.set(event.name, Math.max(ended ?? event.token, event.token));
+    this.endedToken.delete(name);
+    this.endedToken.set(name, Math.max(ended ?? event.token, event.token));
     if (this.endedToken.size > MAX_REMEMBERED) this.endedToken.delete(this.endedToken.keys().next().value as string);
     return true;
   }

@@ -58,23 +58,24 @@ export function resolveWatchOptions(options: WatchOptions): WatchSettings {
   };
 }
 
-/** A consumer's filter, checked: names and prefixes by the server's own rules, at least one of either. */
-export function resolveFilter(filter: WatchFilter): { names: string[]; prefixes: string[]; renewed: boolean } {
-  if (typeof filter !== 'object' || filter === null) throw new TypeError('Expected a watch filter with `names` or `prefixes`.');
+/** A consumer's filter, checked: names, prefixes and rwlocks by the server's own rules, at least one of them. */
+export function resolveFilter(filter: WatchFilter): { names: string[]; prefixes: string[]; rwlocks: string[]; renewed: boolean } {
+  if (typeof filter !== 'object' || filter === null) throw new TypeError('Expected a watch filter with `names`, `prefixes` or `rwlocks`.');
   const names = listOf(filter.names, 'names');
   const prefixes = listOf(filter.prefixes, 'prefixes');
-  if (names.length === 0 && prefixes.length === 0) throw new ValidationError('names', 'at least one name or prefix is required');
+  const rwlocks = listOf(filter.rwlocks, 'rwlocks');
+  if (names.length === 0 && prefixes.length === 0 && rwlocks.length === 0) throw new ValidationError('names', 'at least one name, prefix or rwlock is required');
   if (filter.renewed !== undefined && typeof filter.renewed !== 'boolean') {
     throw new TypeError(`Expected \`renewed\` to be a boolean, got ${String(filter.renewed)}.`);
   }
-  return { names, prefixes, renewed: filter.renewed === true };
+  return { names, prefixes, rwlocks, renewed: filter.renewed === true };
 }
 
 /**
  * Checks each entry with the server's own rule (the protocol's subscribe validation, one entry at a
  * time), without its per-message limits: a long list is sent in as many messages as it needs.
  */
-function listOf(value: readonly string[] | undefined, field: 'names' | 'prefixes'): string[] {
+function listOf(value: readonly string[] | undefined, field: 'names' | 'prefixes' | 'rwlocks'): string[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) throw new ValidationError(field, 'must be an array');
   return value.map((entry: unknown, i) => {

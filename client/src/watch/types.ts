@@ -72,10 +72,16 @@ export interface WatchOptions {
   random?: () => number;
 }
 
-/** What a consumer watches: exact names and name prefixes (at least one of either). */
+/** What a consumer watches: exact lease names, lease name prefixes and rwlock names (at least one). */
 export interface WatchFilter {
   names?: readonly string[];
   prefixes?: readonly string[];
+  /**
+   * Rwlocks by exact name: their events carry `resource: 'rwlock'` and never match `names` or
+   * `prefixes` (a rwlock named `x` is not the lease `x`). Pushed: a release that leaves no live
+   * grant (or frees a place under the reader cap) as `released`, and a forced `revoked`.
+   */
+  rwlocks?: readonly string[];
   /** Also deliver `renewed` events (one per renewal: noisy). Default false. */
   renewed?: boolean;
 }
