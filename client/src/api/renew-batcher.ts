@@ -48,32 +48,58 @@ export const BATCH_WINDOW_TTL_FRACTION = 0.01;
 /** A window longer than this would eat into the renewal's margin (ttl/3 less 1 % of the ttl). */
 export const MAX_BATCH_WINDOW_MS = 1_000;
 
-interface Pending {
-  entry: BatchRenewEntry;
+/**
+ * How a batcher speaks its batch route: the entry a renewal sends, and what each result means. The
+ * leases' is the default; the rwlocks' (`rwlock/batch.ts`) speaks `POST /v1/prefixes/{prefix}/rwlocks/renew`.
+ */
+export interface BatchCodec<Request, Entry extends { name: string }, Result extends { name: string }, Answer> {
+  /** The entry sent for a renewal of `name` (already validated). */
+  entry(name: string, request: Request): Entry;
+  /** The ttl the renewal names, if any: its default window is a share of it. */
+  ttlMsOf(request: Request): number | undefined;
+  /** An entry's result: its answer, or the error the single renew would have raised. */
+  decode(result: Result, name: string): { answer: Answer } | { error: unknown };
+  /** What a renewal renews, for messages ("lease"). */
+  noun: string;
+}
+
+/** The leases' batched renew (`POST /v1/prefixes/{prefix}/renew`). */
+export const LEASE_BATCH_CODEC: BatchCodec<RenewRequest, BatchRenewEntry, BatchRenewResult, Grant> = {
+  // metadata travels only when asked for: a renewal that carries it is a proclaim.
+  entry: (name, request) => ({ ...pickFields(request, RENEW_GRANT_FIELDS), ...(request.metadata === undefined ? {} : { metadata: request.metadata }), name }),
+  ttlMsOf: (request) => request.ttlMs,
+  decode: (result, name) => ('lease' in result ? { answer: result.lease } : { error: errorFromBody(result.error, name) }),
+  noun: 'lease',
+};
+
+interface Pending<Entry, Answer> {
+  entry: Entry;
   call: CallOptions;
   askedAtMs: number;
   /** When it must be sent at the latest. */
   sendByMs: number;
   settled: boolean;
-  resolve(grant: Grant): void;
+  resolve(answer: Answer): void;
   reject(error: unknown): void;
   /** Removes the abort listener from the caller's signal once settled (a long-lived signal must not keep it). */
   unlisten?: () => void;
 }
 
-export type SendBatch = (prefix: string, entries: BatchRenewEntry[], call: CallOptions) => Promise<BatchRenewResult[]>;
+export type SendBatch<Entry = BatchRenewEntry, Result = BatchRenewResult> = (prefix: string, entries: Entry[], call: CallOptions) => Promise<Result[]>;
 
-export class RenewBatcher {
+export class RenewBatcher<Request = RenewRequest, Entry extends { name: string } = BatchRenewEntry, Result extends { name: string } = BatchRenewResult, Answer = Grant> {
   readonly prefix: string;
   private readonly windowMs: number | undefined;
-  private queue: Pending[] = [];
+  private queue: Array<Pending<Entry, Answer>> = [];
   private cancelFlush: CancelTimer | undefined;
   private flushAtMs = Number.POSITIVE_INFINITY;
 
   constructor(
     options: BatchOptions,
-    private readonly send: SendBatch,
+    private readonly send: SendBatch<Entry, Result>,
     private readonly clock: MonotonicClock,
+    // The type parameters' defaults are the leases' codec's types.
+    private readonly codec: BatchCodec<Request, Entry, Result, Answer> = LEASE_BATCH_CODEC as unknown as BatchCodec<Request, Entry, Result, Answer>,
   ) {
     this.prefix = options.prefix;
     this.windowMs = options.windowMs;
@@ -82,10 +108,11 @@ export class RenewBatcher {
     }
   }
 
-  private windowFor(request: RenewRequest): number {
+  private windowFor(request: Request): number {
     if (this.windowMs !== undefined) return this.windowMs;
-    if (request.ttlMs === undefined) return DEFAULT_BATCH_WINDOW_MS;
-    return Math.min(MAX_BATCH_WINDOW_MS, Math.floor(request.ttlMs * BATCH_WINDOW_TTL_FRACTION));
+    const ttlMs = this.codec.ttlMsOf(request);
+    if (ttlMs === undefined) return DEFAULT_BATCH_WINDOW_MS;
+    return Math.min(MAX_BATCH_WINDOW_MS, Math.floor(ttlMs * BATCH_WINDOW_TTL_FRACTION));
   }
 
   covers(name: string): boolean {
@@ -93,17 +120,16 @@ export class RenewBatcher {
   }
 
   /** Queues one renewal (already validated); settles with its own outcome. */
-  renew(name: string, request: RenewRequest, call: CallOptions = {}): Promise<Grant> {
-    return new Promise<Grant>((resolve, reject) => {
+  renew(name: string, request: Request, call: CallOptions = {}): Promise<Answer> {
+    return new Promise<Answer>((resolve, reject) => {
       const signal = call.signal;
       if (signal?.aborted) {
         reject(signal.reason);
         return;
       }
       const askedAtMs = this.clock.nowMs();
-      const pending: Pending = {
-        // metadata travels only when asked for: a renewal that carries it is a proclaim.
-        entry: { ...pickFields(request, RENEW_GRANT_FIELDS), ...(request.metadata === undefined ? {} : { metadata: request.metadata }), name },
+      const pending: Pending<Entry, Answer> = {
+        entry: this.codec.entry(name, request),
         call,
         askedAtMs,
         sendByMs: askedAtMs + this.windowFor(request),
@@ -137,7 +163,7 @@ export class RenewBatcher {
     for (let i = 0; i < ready.length; i += LIMITS.batchMaxGrants) void this.sendChunk(ready.slice(i, i + LIMITS.batchMaxGrants));
   }
 
-  private async sendChunk(chunk: Pending[]): Promise<void> {
+  private async sendChunk(chunk: Array<Pending<Entry, Answer>>): Promise<void> {
     if (chunk.length === 0) return;
     const limits = this.limitsOf(chunk);
     // An entry with a shorter time limit than the batch's is answered at its own limit; the batch
@@ -146,7 +172,7 @@ export class RenewBatcher {
       const ownMs = limits.own[i];
       if (ownMs === undefined || limits.call.timeoutMs === undefined || ownMs >= limits.call.timeoutMs) return undefined;
       return this.clock.setTimer(ownMs, () =>
-        settle(p, { error: new UnavailableError(`The renewal of lease "${p.entry.name}" timed out after ${Math.round(ownMs)} ms (its batch was still in flight).`) }),
+        settle(p, { error: new UnavailableError(`The renewal of ${this.codec.noun} "${p.entry.name}" timed out after ${Math.round(ownMs)} ms (its batch was still in flight).`) }),
       );
     });
     const results = await this.send(this.prefix, chunk.map((p) => p.entry), limits.call).catch((error: unknown) => error as Error);
@@ -158,11 +184,10 @@ export class RenewBatcher {
     chunk.forEach((p, i) => {
       const result = results[i];
       if (result === undefined || result.name !== p.entry.name) {
-        settle(p, { error: new InternalError(`The batched renew answered entry ${i} for another lease than "${p.entry.name}".`) });
-      } else if ('lease' in result) {
-        settle(p, { grant: result.lease });
+        settle(p, { error: new InternalError(`The batched renew answered entry ${i} for another ${this.codec.noun} than "${p.entry.name}".`) });
       } else {
-        settle(p, { error: errorFromBody(result.error, p.entry.name) });
+        const decoded = this.codec.decode(result, p.entry.name);
+        settle(p, 'answer' in decoded ? { answer: decoded.answer } : decoded);
       }
     });
   }
@@ -171,7 +196,7 @@ export class RenewBatcher {
    * The batch's limits: the loosest time limit of its entries (each counting its time in the
    * queue), each entry's own, and the fewest retries any entry allows.
    */
-  private limitsOf(chunk: Pending[]): { call: CallOptions; own: Array<number | undefined> } {
+  private limitsOf(chunk: Array<Pending<Entry, Answer>>): { call: CallOptions; own: Array<number | undefined> } {
     const now = this.clock.nowMs();
     const own = chunk.map((p) => (p.call.timeoutMs === undefined ? undefined : Math.max(1, p.call.timeoutMs - (now - p.askedAtMs))));
     const timeouts = own.filter((t): t is number => t !== undefined);
@@ -185,10 +210,10 @@ export class RenewBatcher {
   }
 }
 
-function settle(p: Pending, outcome: { grant: Grant } | { error: unknown }): void {
+function settle<Answer>(p: Pending<unknown, Answer>, outcome: { answer: Answer } | { error: unknown }): void {
   if (p.settled) return;
   p.settled = true;
   p.unlisten?.();
-  if ('grant' in outcome) p.resolve(outcome.grant);
+  if ('answer' in outcome) p.resolve(outcome.answer);
   else p.reject(outcome.error);
 }

@@ -36,6 +36,7 @@ import {
   type RevokeRequest,
   type RevokedRecord,
   type RwlockAcquireRequest,
+  type RwlockBatchRenewResult,
   type RwlockDescribeResponse,
   type RwlockGrant,
   type RwlockGrantRef,
@@ -46,6 +47,7 @@ import {
 import { HttpTransport, type CallOptions } from '../transport/http.js';
 import { runWithLease, type WithLeaseLambdaResult, type WithLeaseOptions } from '../job/with-lease.js';
 import type { TermInfo } from '../term/events.js';
+import { rwlockRenewBatcher, sendRwlockRenewBatch, type RwlockRenewal, type RwlockRenewBatcher } from './batch.js';
 import type { RequestSigner } from '../transport/signing.js';
 import { rwlockWatch } from './wake.js';
 
@@ -56,10 +58,13 @@ export class RwlockClient {
   /** The signer of this client's requests; a holder given a watch URL signs its socket with it too. */
   readonly signer: RequestSigner | undefined;
   private readonly transport: HttpTransport;
+  /** With the `batch` option: the renewals of grants under its prefix travel together (batch.ts). */
+  private readonly batcher: RwlockRenewBatcher | undefined;
 
   constructor(options: LeaseClientOptions) {
     if (typeof options !== 'object' || options === null) throw new TypeError('Expected RwlockClient options with an `endpoint` (or `endpoints`).');
     this.transport = new HttpTransport(options);
+    this.batcher = rwlockRenewBatcher(options.batch, (prefix, grants, call) => this.renewBatch(prefix, grants, call), this.transport.clock);
     this.signer = options.signer;
   }
 
@@ -84,10 +89,15 @@ export class RwlockClient {
     }
   }
 
-  /** Extends the grant (a shared one is kept unextended while a writer waits). Rejects with RwlockLostError once it ended. */
-  async renew(name: string, grant: RwlockGrantRef, call?: CallOptions): Promise<RwlockGrant> {
+  /**
+   * Extends the grant (a shared one is kept unextended while a writer waits). Rejects with
+   * RwlockLostError once it ended. Batched when the client's `batch` covers the name (`ttlMs`, as a
+   * whole grant carries it, sets the window; it is never sent).
+   */
+  async renew(name: string, grant: RwlockRenewal, call?: CallOptions): Promise<RwlockGrant> {
     validateName(name);
     const body = validateRwlockGrantRef(pickFields(grant, RWLOCK_REQUEST_FIELDS['rwlock-renew']), 'rwlock-renew');
+    if (this.batcher?.covers(name)) return this.batcher.renew(name, { ...body, ttlMs: grant.ttlMs }, call);
     const out = (await this.transport.send({ operation: 'rwlock-renew', ...routeRequest('rwlock-renew', name), body, leaseName: name, idempotent: true }, call)) as RwlockGrantResponse;
     return out.grant;
   }
@@ -114,6 +124,16 @@ export class RwlockClient {
       call,
     )) as { rwlock: PublicRwlock & { revoked: RevokedRecord } };
     return out.rwlock;
+  }
+
+  /**
+   * Renews up to 100 grants of rwlocks whose names start with `prefix` in one request
+   * (`POST /v1/prefixes/{prefix}/rwlocks/renew`), each as `renew` would, answered in order with the
+   * grant or the error body the single route would have sent. Never all-or-nothing; rejects only
+   * when the whole request fails. Retried like `renew`.
+   */
+  renewBatch(prefix: string, grants: readonly (RwlockGrantRef & { name: string })[], call?: CallOptions): Promise<RwlockBatchRenewResult[]> {
+    return sendRwlockRenewBatch(this.transport, prefix, grants, call);
   }
 
   /** The holders, their modes and tokens, and any waiting writer (never a leaseId). */
@@ -186,7 +206,7 @@ export function rwlocksAsLeases(client: RwlockClient, mode: RwlockMode): LeaseAp
     },
     async renew(name, request, call): Promise<Grant> {
       try {
-        return toGrant(await client.renew(name, { leaseId: request.leaseId, token: request.token }, call));
+        return toGrant(await client.renew(name, { leaseId: request.leaseId, token: request.token, ttlMs: request.ttlMs }, call));
       } catch (error) {
         throw asLeaseLost(name, error);
       }
