@@ -21,7 +21,7 @@ export const leaseIsAvailable =
   'NOT (claimHolder = reservedFor AND claimExpiresAt >= releasedAt AND attribute_exists(claimPrincipal) AND claimPrincipal <> :principal))))';
 
 // acquire with a requestId: the lease is available, and that request (its replay key, `:requestHash`)
-// produced none of the item's last REPLAY_HISTORY_GRANTS grants that ended — by expiry, or by a
+// produced none of the item's last LIMITS.replayGuardGrants grants that ended — by expiry, or by a
 // release, handoff or forced revoke (`releasedAt`) — at or after `:spentBefore` (now −
 // LIMITS.replayGuardMs). The latest grant's key stays on the item when it ends, and the earlier
 // ones in the history slots (lease-replay-history.ts), so a copy of the acquire that a healed

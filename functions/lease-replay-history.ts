@@ -1,35 +1,37 @@
+import { LIMITS } from '../client/src/protocol/index.js';
 import type { LeaseRecord } from './lease-record.js';
 
 /**
- * The lease item's replay history: the replay keys of its last REPLAY_HISTORY_GRANTS grants, so the
- * replay guard (replay-guard.ts) refuses a late copy of an acquire even when other grants came in
- * between (w1 acquires and releases, w2 acquires and releases, then w1's copy arrives from a Region
- * that healed). The current grant's key is `requestHash` (its end: `expiresAt`, `releasedAt`); the
- * grants before it are in slots 1 … K−1, each the hash (`rh<i>`), the grant's expiresAt (`rx<i>`)
- * and its release time (`rr<i>`; NEVER_RELEASED_MS when it was not released): the grant ended at the
- * smaller of the two. Every acquire shifts the slots down by one in its own single UpdateItem
- * (DynamoDB reads every operand of an update from the item as it was before the write:
- * test/integration/lease-replay-history.test.ts), so the history costs no read and no second write.
+ * The lease item's replay history: the replay keys of its last K = LIMITS.replayGuardGrants grants,
+ * so the replay guard (replay-guard.ts) refuses a late copy of an acquire even when other grants
+ * came in between (w1 acquires and releases, w2 acquires and releases, then w1's copy arrives from a
+ * Region that healed). The current grant's key is `requestHash` (its end: `expiresAt`,
+ * `releasedAt`); the grants before it are in slots 1 … K−1, each the hash (`rh<i>`), the grant's
+ * expiresAt (`rx<i>`) and its release time (`rr<i>`; NEVER_RELEASED_MS when it was not released):
+ * the grant ended at the smaller of the two. Every acquire shifts the slots down by one in its own
+ * single UpdateItem (DynamoDB reads every operand of an update from the item as it was before the
+ * write: test/integration/lease-replay-history.test.ts), so the history costs no read and no second
+ * write. The hashes never leave the item: describe, list and the watch build their answers field
+ * by field (lease-record.ts toPublicLease, watch/lease-events.ts).
  *
- * Why 8. A slot costs at most 57 bytes (35 for the hash, two numbers of 11), so 7 slots keep a lease
- * item without metadata (about 330 bytes) well under the 1 KB of one write unit, which every acquire,
- * renew and release of it pays. 8 grants cover every late copy on a lease that changes hands at most
- * 7 times within LIMITS.replayGuardMs (120 s) after the copy's own grant ended: for example, one
- * whose grants last 17 s or more. No fixed number covers every lease: a grant may be released at
- * once, so a busy lease can change hands hundreds of times in 120 s. A copy that lands after 8 or
- * more later grants is a new acquire (docs/safety.md states this reach).
+ * Why K = 8. A full slot is 57 bytes (a 35-byte hash, two numbers of 11), so the 7 slots add about
+ * 400 bytes, and a lease item without metadata (about 300 bytes with a short name) stays under the
+ * 1 KB of one write unit, which every acquire, renew and release of it pays. 8 grants cover every
+ * late copy on a lease that changes hands at most 7 times within LIMITS.replayGuardMs (120 s) of the
+ * copy's own grant ending: for example, one whose grants last 17 s or more. No fixed number covers
+ * every lease: a grant may be released at once, so a busy lease can change hands hundreds of times
+ * in 120 s; a copy that lands after 8 or more later grants is a new acquire (docs/safety.md).
  */
-export const REPLAY_HISTORY_GRANTS = 8;
 
 /** A slot's release time when its grant was not released: later than any real time, and a safe integer. */
 export const NEVER_RELEASED_MS = 9e15;
 
-/** The attribute names of history slot `i` (1 … REPLAY_HISTORY_GRANTS − 1). */
+/** The attribute names of history slot `i` (1 … LIMITS.replayGuardGrants − 1). */
 function slot(i: number): { hash: string; expiresAt: string; releasedAt: string } {
   return { hash: `rh${i}`, expiresAt: `rx${i}`, releasedAt: `rr${i}` };
 }
 
-const SLOTS = Array.from({ length: REPLAY_HISTORY_GRANTS - 1 }, (_, i) => slot(i + 1));
+const SLOTS = Array.from({ length: LIMITS.replayGuardGrants - 1 }, (_, i) => slot(i + 1));
 
 /**
  * What every acquire sets to shift the history: slot i takes slot i−1's values, and slot 1 the

@@ -1,6 +1,6 @@
 import { ErrorCode, LIMITS, LeaseholdError } from '../client/src/protocol/index.js';
 import type { LeaseRecord } from './lease-record.js';
-import { REPLAY_HISTORY_GRANTS, earlierGrants } from './lease-replay-history.js';
+import { earlierGrants } from './lease-replay-history.js';
 import { permitsOf, replayAttribute, REPLAY_PREFIX, type PermitView, type SemaphoreRecord } from './semaphore-record.js';
 
 /**
@@ -14,7 +14,7 @@ import { permitsOf, replayAttribute, REPLAY_PREFIX, type PermitView, type Semaph
  * ended before the retry was sent (then it is told so, and acquires again with a new requestId).
  *
  * What it keeps: a lease keeps its latest grant's replay key after the grant ends, and the keys of
- * the REPLAY_HISTORY_GRANTS − 1 grants before it (lease-replay-history.ts: each acquire shifts them
+ * the LIMITS.replayGuardGrants − 1 grants before it (lease-replay-history.ts: each acquire shifts them
  * in its own write), so a copy that lands after more later grants than that is a new acquire. A semaphore keeps a permit's replay index while the permit's entry
  * stays, and a sweep that removes an entry that ended within the guard leaves its index behind as
  * a marker, `-endedAtMs` (about 45 bytes), that a later sweep removes once the guard has passed
@@ -27,10 +27,10 @@ import { permitsOf, replayAttribute, REPLAY_PREFIX, type PermitView, type Semaph
 
 /**
  * The answer to an acquire whose requestId already produced a grant that has ended: one of the
- * lease's last REPLAY_HISTORY_GRANTS grants, or a permit of the semaphore.
+ * lease's last LIMITS.replayGuardGrants grants, or a permit of the semaphore.
  */
 export function requestReplayed(name: string, kind: 'lease' | 'permit'): LeaseholdError {
-  const produced = kind === 'lease' ? `one of the lease's last ${REPLAY_HISTORY_GRANTS} grants` : 'a permit';
+  const produced = kind === 'lease' ? `one of the lease's last ${LIMITS.replayGuardGrants} grants` : 'a permit';
   return new LeaseholdError(
     ErrorCode.REQUEST_REPLAYED,
     `${kind === 'lease' ? 'Lease' : 'Semaphore'} "${name}": this requestId already produced ${produced}, which has ended less than ` +

@@ -3,7 +3,6 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { newRequestId } from '../../client/src/index.js';
 import { ErrorCode, LIMITS, type Grant } from '../../client/src/protocol/index.js';
 import { ManualClock } from '../../functions/clock.js';
-import { REPLAY_HISTORY_GRANTS } from '../../functions/lease-replay-history.js';
 import { LeaseStore } from '../../functions/lease-store.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { countingClient, createTestLeaseTable, type TestTable } from '../support/dynamodb.js';
@@ -130,14 +129,14 @@ describe('a late copy of a lease acquire after other grants came in between', ()
     expect(await store.describe(name)).toMatchObject({ holder: 'w2', token: w2.token });
   });
 
-  it(`is refused while its grant is among the lease's last ${REPLAY_HISTORY_GRANTS} (${REPLAY_HISTORY_GRANTS - 1} grants after it), and is a new acquire after ${REPLAY_HISTORY_GRANTS} later grants`, async () => {
+  it(`is refused while its grant is among the lease's last ${LIMITS.replayGuardGrants} (${LIMITS.replayGuardGrants - 1} grants after it), and is a new acquire after ${LIMITS.replayGuardGrants} later grants`, async () => {
     const { clock, store } = leaseStore();
     const [covered, beyond] = [uniqueName('last-k'), uniqueName('k-plus-one')];
     const [idCovered, idBeyond] = [newRequestId(), newRequestId()];
     await store.release(covered, await grant(store, covered, 'w1', idCovered));
     await store.release(beyond, await grant(store, beyond, 'w1', idBeyond));
-    await interveningGrants(store, clock, covered, REPLAY_HISTORY_GRANTS - 1);
-    const after = await interveningGrants(store, clock, beyond, REPLAY_HISTORY_GRANTS);
+    await interveningGrants(store, clock, covered, LIMITS.replayGuardGrants - 1);
+    const after = await interveningGrants(store, clock, beyond, LIMITS.replayGuardGrants);
     clock.advance(1);
     await expect(store.acquire(covered, { holder: 'w1', ttlMs: 10_000, requestId: idCovered })).rejects.toMatchObject({ code: ErrorCode.REQUEST_REPLAYED });
     // The documented reach (docs/safety.md): the copy lands after K later grants, so it is new.
@@ -234,7 +233,7 @@ describe('the cost of the replay history', () => {
     const { client, units } = capacityClient(leases.doc);
     const store = new LeaseStore({ client, tableName: leases.tableName, clock });
     const name = `history:${'x'.repeat(56)}`;
-    for (let i = 0; i < REPLAY_HISTORY_GRANTS + 1; i += 1) {
+    for (let i = 0; i < LIMITS.replayGuardGrants + 1; i += 1) {
       clock.advance(1);
       const g = await grant(store, name, `worker-${i}`, newRequestId());
       clock.advance(1);
@@ -242,7 +241,7 @@ describe('the cost of the replay history', () => {
       await store.release(name, g);
     }
     const full = await item(name);
-    expect(Object.keys(full).filter((key) => /^rh\d$/.test(key))).toHaveLength(REPLAY_HISTORY_GRANTS - 1);
+    expect(Object.keys(full).filter((key) => /^rh\d$/.test(key))).toHaveLength(LIMITS.replayGuardGrants - 1);
     expect(units.slice(-3)).toEqual([1, 1, 1]);
   });
 });

@@ -3,7 +3,6 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../functions/clock.js';
 import { LeaseStore } from '../../functions/lease-store.js';
-import { REPLAY_HISTORY_GRANTS } from '../../functions/lease-replay-history.js';
 import { ErrorCode, LIMITS, isLeaseLostError, type Grant } from '../../client/src/protocol/index.js';
 import { createTestLeaseTable, type TestTable } from '../support/dynamodb.js';
 
@@ -71,13 +70,13 @@ describe('the lease store under random operation sequences (manual clock, real D
             const mine = latest.get(step.holder);
             const retry = step.retry && mine !== undefined;
             const requestId = retry ? mine.requestId : `request-${String(++requestSeq).padStart(8, '0')}`;
-            // The replay guard: a retry whose grant is among the item's last REPLAY_HISTORY_GRANTS
+            // The replay guard: a retry whose grant is among the item's last LIMITS.replayGuardGrants
             // (tokens go up by one per grant) and ended (released, or past its expiry) less than
             // LIMITS.replayGuardMs ago produces no other grant.
             const now = clock.nowMs();
             const ended = retry && (mine.released || now > mine.expiresAt);
             const endedAtMs = retry ? Math.min(mine.expiresAt, mine.releasedAtMs ?? Number.POSITIVE_INFINITY) : 0;
-            if (retry && ended && itemExists && mine.life === life && maxToken - mine.grant.token < REPLAY_HISTORY_GRANTS && endedAtMs >= now - LIMITS.replayGuardMs) {
+            if (retry && ended && itemExists && mine.life === life && maxToken - mine.grant.token < LIMITS.replayGuardGrants && endedAtMs >= now - LIMITS.replayGuardMs) {
               await expect(store.acquire(name, { holder: `h${step.holder}`, ttlMs: step.ttlMs, lockDelayMs: step.lockDelayMs, requestId })).rejects.toMatchObject({ code: ErrorCode.REQUEST_REPLAYED });
               continue;
             }

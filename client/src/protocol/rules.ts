@@ -59,6 +59,12 @@ export const LIMITS = {
    * within the first half, and the second half is left for a copy the network held.
    */
   replayGuardMs: 120_000,
+  /**
+   * How many of a lease's latest grants the replay guard remembers: a late copy of an acquire is
+   * refused while its grant is one of them (at most this − 1 later grants were made) and ended less
+   * than `replayGuardMs` ago; after more later grants it is a new acquire (docs/safety.md).
+   */
+  replayGuardGrants: 8,
   lockDelayMaxMs: 60_000,
   /** The longest an acquire may ask the server to wait for the lease to become available (`serverWaitMs`). */
   serverWaitMaxMs: 100,
