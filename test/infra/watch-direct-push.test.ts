@@ -3,7 +3,7 @@ import { ROUTES, type RouteId } from '../../client/src/protocol/index.js';
 import { PUSH_METRIC } from '../../functions/watch/direct-push.js';
 import { WATCH_STAGE_NAME } from '../../infra/lease-watch.js';
 import { WATCH_DIRECT_PUSH_ALARM_THRESHOLD } from '../../infra/service-alarms.js';
-import { DIRECT_PUSH_ROUTE_IDS } from '../../infra/watch-direct-push.js';
+import { DIRECT_PUSH_ROUTE_IDS, RWLOCK_PUSH_ROUTE_IDS } from '../../infra/watch-direct-push.js';
 import {
   ACCOUNT,
   REGION,
@@ -75,8 +75,19 @@ describe('the direct push in the construct', () => {
     }
   });
 
+  it("lets the rwlock release and revoke read who watches a rwlock (a Query of name# partitions) and post to the stage's connections, and write nothing", () => {
+    expect([...RWLOCK_PUSH_ROUTE_IDS].sort()).toEqual(['rwlock-release', 'rwlock-revoke']);
+    for (const id of RWLOCK_PUSH_ROUTE_IDS) {
+      expect(variablesOf(json, id).SUBSCRIPTION_TABLE_NAME).toEqual({ Ref: subscriptionTableId });
+      expect(watchGrantsOf(json, id)).toEqual([
+        { actions: ['dynamodb:Query'], resources: [`{${subscriptionTableId}.Arn}`], condition: inPartitions('name#*') },
+        { actions: ['execute-api:ManageConnections'], resources: [postToConnectionsArn] },
+      ]);
+    }
+  });
+
   it('gives every other route nothing of the watch', () => {
-    for (const route of ROUTES.filter((r) => !DIRECT_PUSH_ROUTE_IDS.has(r.id as RouteId))) {
+    for (const route of ROUTES.filter((r) => !DIRECT_PUSH_ROUTE_IDS.has(r.id as RouteId) && !RWLOCK_PUSH_ROUTE_IDS.has(r.id as RouteId))) {
       expect(variablesOf(json, route.id).SUBSCRIPTION_TABLE_NAME).toBeUndefined();
       expect(variablesOf(json, route.id).WEBSOCKET_MANAGEMENT_ENDPOINT).toBeUndefined();
       expect(watchGrantsOf(json, route.id)).toEqual([]);
