@@ -10,7 +10,7 @@ import { pascal } from '../../infra/service-function.js';
 import { ADMIN_ROUTE_IDS, LIMITS, ROUTES } from '../../client/src/protocol/index.js';
 import { SKIP_RENEWALS_PATTERN } from '../../functions/watch/stream-filter.js';
 import { SUBSCRIPTION_TABLE_SCHEMA } from '../../functions/watch/subscriptions.js';
-import { BATCH_ROUTE_IDS, BATCH_THROTTLED_ROUTE_IDS, DEFAULT_BURST_LIMIT, DEFAULT_RATE_LIMIT, LeaseService, RWLOCK_ROUTE_IDS, SEMAPHORE_ROUTE_IDS, TABLE_ACTIONS_BY_ROUTE } from '../../infra/lease-service.js';
+import { BATCH_ROUTE_IDS, DEFAULT_BURST_LIMIT, DEFAULT_RATE_LIMIT, LeaseService, RWLOCK_ROUTE_IDS, SEMAPHORE_ROUTE_IDS, TABLE_ACTIONS_BY_ROUTE } from '../../infra/lease-service.js';
 import { batchRouteThrottle } from '../../infra/route-throttle.js';
 import { WATCH_ACCESS, WATCH_FUNCTION_IDS, WATCH_STAGE_NAME, type WatchFunctionId } from '../../infra/lease-watch.js';
 import { WATCH_DIRECT_PUSH_ALARM_THRESHOLD } from '../../infra/service-alarms.js';
@@ -376,17 +376,17 @@ describe('LeaseService API', () => {
     const stage = resourcesOfType(template, 'AWS::ApiGatewayV2::Stage').find(([, p]) => p.StageName === '$default')?.[1];
     return stage?.RouteSettings as Record<string, { ThrottlingRateLimit: number; ThrottlingBurstLimit: number }>;
   }
-  const batchRouteKeys = ROUTES.filter((r) => BATCH_THROTTLED_ROUTE_IDS.has(r.id)).map((r) => `${r.method} ${r.path}`);
+  const batchRouteKeys = ROUTES.filter((r) => BATCH_ROUTE_IDS.has(r.id)).map((r) => `${r.method} ${r.path}`);
 
   it('throttles each batch route at the stage rate and burst divided by the largest batch: 2 requests/s, burst 4 by default', () => {
-    expect(batchRouteKeys.sort()).toEqual(['POST /v1/prefixes/{prefix}/handoff', 'POST /v1/prefixes/{prefix}/renew', 'POST /v1/prefixes/{prefix}/rwlocks/renew']);
+    expect(batchRouteKeys.sort()).toEqual(['POST /v1/prefixes/{prefix}/handoff', 'POST /v1/prefixes/{prefix}/renew']);
     expect(routeSettingsOf(json)).toEqual(Object.fromEntries(batchRouteKeys.map((key) => [key, { ThrottlingRateLimit: 2, ThrottlingBurstLimit: 4 }])));
   });
 
   it("keeps a batch route's entries per second and per burst within what the stage allows for single requests", () => {
     for (const [rateLimit, burstLimit] of [[200, 400], [50, 1000], [1000, 250], [3, 7]] as const) {
       const settings = Object.values(routeSettingsOf(synthInProcess({ service: { rateLimit, burstLimit } }).template.toJSON() as CfnTemplate));
-      expect(settings).toHaveLength(batchRouteKeys.length);
+      expect(settings).toHaveLength(2);
       for (const setting of settings) {
         expect(setting.ThrottlingRateLimit * LIMITS.batchMaxGrants).toBeCloseTo(rateLimit, 9);
         expect(setting.ThrottlingBurstLimit * LIMITS.batchMaxGrants).toBeLessThanOrEqual(Math.max(burstLimit, LIMITS.batchMaxGrants));
@@ -410,7 +410,7 @@ describe('LeaseService API', () => {
       .filter(([, p]) => batchRouteKeys.includes(p.RouteKey as string))
       .map(([id]) => id);
     expect(stageId).toBeTruthy();
-    expect(routeIds).toHaveLength(batchRouteKeys.length);
+    expect(routeIds).toHaveLength(2);
     for (const id of routeIds) expect(stage.DependsOn).toContain(id);
   });
 
@@ -488,7 +488,7 @@ describe('LeaseService alarms', () => {
     expect(watched).toContainEqual([{ metric: 'Leasehold/ApiThrottledRequests', dimensions: { ApiId: `{${apiId}}` } }]);
   });
 
-  const batchFunctionIds = () => [...BATCH_THROTTLED_ROUTE_IDS].flatMap((id) => functionIdsOf(functionPrefix(id))).map((id) => `{${id}}`).sort();
+  const batchFunctionIds = () => [...BATCH_ROUTE_IDS].flatMap((id) => functionIdsOf(functionPrefix(id))).map((id) => `{${id}}`).sort();
 
   it('alarms on Lambda Errors and Throttles summed over the lease route functions and the fallback', () => {
     const batch = batchFunctionIds();
@@ -504,16 +504,16 @@ describe('LeaseService alarms', () => {
     }
   });
 
-  it("alarms on Lambda Errors and Throttles of the three batch route functions (the leases' two and the rwlocks' batched renew), apart (an alarm reads at most 10 metrics)", () => {
+  it('alarms on Lambda Errors and Throttles of the two batch route functions, apart (an alarm reads at most 10 metrics)', () => {
     const batch = batchFunctionIds();
-    expect(batch).toHaveLength(3);
+    expect(batch).toHaveLength(2);
     const alarm = watched.find((metrics) => metrics.some((m) => m.metric === 'AWS/Lambda/Throttles' && batch.includes(String(m.dimensions.FunctionName))));
     expect(alarm?.map((m) => `${m.metric} ${m.dimensions.FunctionName}`).sort()).toEqual(['Errors', 'Throttles'].flatMap((name) => batch.map((fn) => `AWS/Lambda/${name} ${fn}`)).sort());
   });
 
   it('alarms on Lambda Errors and Throttles of the four semaphore functions, apart, and on the semaphore table', () => {
     const semaphoreFunctions = functionIdsOf('LeasesSemaphore').map((id) => `{${id}}`).sort();
-    expect(semaphoreFunctions).toHaveLength([...SEMAPHORE_ROUTE_IDS].filter((id) => !RWLOCK_ROUTE_IDS.has(id) && !BATCH_THROTTLED_ROUTE_IDS.has(id)).length);
+    expect(semaphoreFunctions).toHaveLength(SEMAPHORE_ROUTE_IDS.size - RWLOCK_ROUTE_IDS.size);
     const alarm = watched.find((metrics) => metrics.some((m) => m.metric === 'AWS/Lambda/Throttles' && semaphoreFunctions.includes(String(m.dimensions.FunctionName))));
     expect(alarm?.map((m) => `${m.metric} ${m.dimensions.FunctionName}`).sort()).toEqual(
       ['Errors', 'Throttles'].flatMap((name) => semaphoreFunctions.map((fn) => `AWS/Lambda/${name} ${fn}`)).sort(),
@@ -529,11 +529,7 @@ describe('LeaseService alarms', () => {
   });
 
   it('alarms on Lambda Errors and Throttles of the five rwlock functions, apart from the semaphores\' (an alarm reads at most 10 metrics)', () => {
-    const batch = batchFunctionIds();
-    const rwlockFunctions = functionIdsOf('LeasesRwlock')
-      .map((id) => `{${id}}`)
-      .filter((id) => !batch.includes(id))
-      .sort();
+    const rwlockFunctions = functionIdsOf('LeasesRwlock').map((id) => `{${id}}`).sort();
     expect(rwlockFunctions).toHaveLength(RWLOCK_ROUTE_IDS.size);
     const alarm = watched.find((metrics) => metrics.some((m) => m.metric === 'AWS/Lambda/Throttles' && rwlockFunctions.includes(String(m.dimensions.FunctionName))));
     expect(alarm?.map((m) => `${m.metric} ${m.dimensions.FunctionName}`).sort()).toEqual(
