@@ -4,6 +4,7 @@ import {
   isEvent,
   isOp,
   isPermitOpKind,
+  isRwOpKind,
   locate,
   type FaultKind,
   type HistoryRecord,
@@ -24,6 +25,7 @@ import { DEFAULT_MAX_STATES } from './linearizability.js';
 import { checkGroups } from './partition-ownership.js';
 import { checkPermitOverlap } from './permit-overlap.js';
 import { checkPermitRenewals } from './permit-renewals.js';
+import { checkRwlocks } from './rw-check.js';
 import { allReports, type CheckSummary, type InvariantId, type InvariantReport, type OutcomeCounts } from './report.js';
 import { checkPermitTokenOrder, checkTokenOrder } from './token-order.js';
 
@@ -42,6 +44,8 @@ export interface CheckOptions {
   maxViolationsPerInvariant?: number;
   /** A lease group's members' beliefs (ownership.jsonl), for G1 and G2. Without it they are not checked. */
   ownership?: OwnershipLog;
+  /** Check the rwlocks (W1-W3) even if the history holds no rwlock operation (a `--rw` run). Default: when it holds some. */
+  rw?: boolean;
 }
 
 /** Runs every check on a history (records in file order, or as read by `readHistory`). */
@@ -53,9 +57,10 @@ export function checkHistory(history: readonly (HistoryRecord | LocatedRecord)[]
   const maxStates = options.maxStates ?? DEFAULT_MAX_STATES;
   const ops = entries.filter(isOp);
   const events = entries.filter(isEvent);
-  // Leases (and the resource they fence) and semaphores are separate objects, checked apart.
-  const leaseOps = ops.filter((e) => !isPermitOpKind(e.record.op));
+  // Leases (and the resource they fence), semaphores and rwlocks (and their rows) are separate objects, checked apart.
+  const leaseOps = ops.filter((e) => !isPermitOpKind(e.record.op) && !isRwOpKind(e.record.op));
   const permitOps = ops.filter((e) => isPermitOpKind(e.record.op));
+  const rwOps = ops.filter((e) => isRwOpKind(e.record.op));
 
   const reports: InvariantReport[] = [
     checkLinearizableLeases(leaseOps, { clockSkewMs, defaultTtlMs: ttlMs, maxStates }),
@@ -71,8 +76,9 @@ export function checkHistory(history: readonly (HistoryRecord | LocatedRecord)[]
   ];
 
   const groups = options.ownership === undefined ? undefined : checkGroups(options.ownership, leaseOps, { clockSkewMs });
+  const rwlocks = options.rw === true || rwOps.length > 0 ? checkRwlocks(rwOps, { clockSkewMs, defaultTtlMs: ttlMs }) : undefined;
   const limit = options.maxViolationsPerInvariant ?? 50;
-  for (const report of [...reports, ...Object.values(groups?.invariants ?? {})]) {
+  for (const report of [...reports, ...Object.values(groups?.invariants ?? {}), ...Object.values(rwlocks?.invariants ?? {})]) {
     if (report.violations.length > limit) {
       report.notes.push(`${report.violations.length} violations; the first ${limit} are listed`);
       report.violations = report.violations.slice(0, limit);
@@ -89,7 +95,7 @@ export function checkHistory(history: readonly (HistoryRecord | LocatedRecord)[]
   }
 
   return {
-    ok: allReports({ invariants, groups }).every((r) => r.status === 'pass' || r.status === 'skipped'),
+    ok: allReports({ invariants, groups, rwlocks }).every((r) => r.status === 'pass' || r.status === 'skipped'),
     source: options.source ?? 'history',
     options: { clockSkewMs, ttlMs, maxStates },
     records: entries.length,
@@ -102,5 +108,6 @@ export function checkHistory(history: readonly (HistoryRecord | LocatedRecord)[]
     failover: failoverStats(leaseOps, events, ttlMs),
     coordination: coordinationStats(leaseOps),
     ...(groups === undefined ? {} : { groups }),
+    ...(rwlocks === undefined ? {} : { rwlocks }),
   };
 }

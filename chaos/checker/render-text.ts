@@ -2,6 +2,7 @@ import { OP_KINDS } from '../history.js';
 import { renderCoordination } from './coordination-stats.js';
 import { renderGroupStats } from './partition-ownership.js';
 import { allReports, type CheckSummary, type InvariantReport } from './report.js';
+import { renderRwStats } from './rw-check.js';
 
 /** The summary as plain text: header, operation and fault counts, one line per invariant, failover, violations. */
 export function renderSummary(summary: CheckSummary): string {
@@ -32,6 +33,7 @@ export function renderSummary(summary: CheckSummary): string {
   const coordination = renderCoordination(summary.coordination);
   if (coordination !== null) out.push(coordination);
   if (summary.groups !== undefined) out.push(renderGroupStats(summary.groups.stats));
+  if (summary.rwlocks !== undefined) out.push(renderRwStats(summary.rwlocks.stats));
 
   for (const r of reports) {
     const notes = r.notes.filter((n) => !n.startsWith('checked:'));

@@ -33,6 +33,31 @@ export const GROUP_INVARIANTS = {
 
 export type GroupInvariantId = keyof typeof GROUP_INVARIANTS;
 
+/** Rwlocks (`--rw` runs, or any history with rw-* operations): rw-exclusion.ts, rw-phase-order.ts, rw-writer-wait.ts. */
+export const RW_INVARIANTS = {
+  W1: 'rwlocks: no exclusive grant overlaps another grant of the name, by belief or by accepted writes',
+  W2: 'rwlocks: no accepted write carries an older phase’s token after a newer phase’s first accepted write',
+  W3: 'rwlocks: a writer that keeps asking waits at most one reader ttl (plus the drift margin) behind readers',
+} as const;
+
+export type RwInvariantId = keyof typeof RW_INVARIANTS;
+
+export interface RwCheck {
+  invariants: Record<RwInvariantId, InvariantReport<RwInvariantId>>;
+  stats: RwStats;
+}
+
+/** What the rwlocks saw in a run. Reported, not judged. */
+export interface RwStats {
+  rwlocks: string[];
+  grants: { shared: number; exclusive: number };
+  /** Phases: distinct tokens granted. */
+  phases: number;
+  writes: { accepted: number; refusedByFence: number; unknown: number };
+  /** Writers that waited behind readers (W3's episodes) and were granted: from their first ask's answer showing the wait to the grant's answer. */
+  writerWaits: { count: number; boundMs: number | null; p50Ms: number | null; maxMs: number | null };
+}
+
 export interface Violation<Id extends string = InvariantId> {
   invariant: Id;
   lease?: string;
@@ -100,6 +125,8 @@ export interface CheckSummary {
   coordination: CoordinationStats;
   /** Lease groups: G1, G2 and what the group did; absent when the check was given no ownership records. */
   groups?: GroupCheck;
+  /** Rwlocks: W1-W3 and what the rwlocks did; absent when the history holds no rwlock operations. */
+  rwlocks?: RwCheck;
 }
 
 export interface GroupCheck {
@@ -125,9 +152,9 @@ export interface GroupStats {
   afterHeal: { boundMs: number; windowMs: number; firstOwnerMaxMs: number; longestGapMs: number } | null;
 }
 
-/** Every report of a summary: the invariants every history has, then the lease groups' when checked. */
-export function allReports(summary: Pick<CheckSummary, 'invariants' | 'groups'>): InvariantReport<InvariantId | GroupInvariantId>[] {
-  return [...Object.values(summary.invariants), ...Object.values(summary.groups?.invariants ?? {})];
+/** Every report of a summary: the invariants every history has, then the lease groups' and the rwlocks' when checked. */
+export function allReports(summary: Pick<CheckSummary, 'invariants' | 'groups' | 'rwlocks'>): InvariantReport<InvariantId | GroupInvariantId | RwInvariantId>[] {
+  return [...Object.values(summary.invariants), ...Object.values(summary.groups?.invariants ?? {}), ...Object.values(summary.rwlocks?.invariants ?? {})];
 }
 
 /** A report from its violations (status fail iff any), for checks that are never inconclusive. */

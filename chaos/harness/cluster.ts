@@ -215,6 +215,8 @@ export interface WorkerNodeOptions {
   prioritiesOf?: (incarnation: string) => Record<string, number>;
   /** `--groups`: every incarnation is a member of the lease group (`leases` are its partitions' lease names). */
   group?: { partitions: number; balanceEveryMs: number; unsafeClockRate?: number; load?: boolean };
+  /** `--rw`: every incarnation takes grants of these rwlocks instead of running Leaders (`leases` is empty). */
+  rw?: { names: string[] };
   /**
    * `--regions`: each API instance is a Region's API, and this worker's SDK gets them all as
    * `endpoints` in this order (indices into `apiPorts`, its preferred Region first), each through a
@@ -297,6 +299,7 @@ export class WorkerNode {
       ...(this.options.semaphore === undefined ? {} : { semaphore: this.options.semaphore }),
       ...(this.options.prioritiesOf === undefined ? {} : { priorities: this.options.prioritiesOf(this.name) }),
       ...(this.options.group === undefined ? {} : { group: this.options.group }),
+      ...(this.options.rw === undefined ? {} : { rw: this.options.rw }),
     };
     const child = forkEntry('worker.ts', { CHAOS_WORKER: JSON.stringify(config) }, join(this.options.logDir, `${this.name}.log`));
     this.child = child;

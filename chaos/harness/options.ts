@@ -71,6 +71,12 @@ export interface HarnessOptions {
   unsafeSlowMemberClocks: boolean;
   /** With --groups: the group balances on load (weights, capacities, reported load). */
   groupLoad: boolean;
+  /**
+   * `--rw`: every worker takes shared and exclusive grants of this many rwlocks
+   * (chaos/harness/rw-holders.ts) instead of running Leaders, and writes to their rows fenced by
+   * the grants' tokens; the checker adds W1-W3. 0: off (the default).
+   */
+  rwlocks: number;
 }
 
 export const FENCE_MODES = ['item', 'epoch'] as const;
@@ -103,7 +109,7 @@ export const USAGE = `usage: npm run chaos -- [options]
   --batch                workers renew through batched requests (POST /v1/prefixes/{prefix}/renew);
                          the lease names then share the prefix "batch."
   --semaphore-limit N    every worker also holds, now and then, one of N permits of the semaphore
-                         "sem.workers"; 0: no semaphore (default 2)
+                         "sem.workers"; 0: no semaphore (default 2; 0 with --rw)
   --priorities           workers campaign at priorities drawn from the seed (0-3 per lease and
                          incarnation; a restarted worker draws again): higher ones claim held leases
                          and the holders yield to them (a handoff); leaders proclaim new metadata
@@ -119,6 +125,12 @@ export const USAGE = `usage: npm run chaos -- [options]
                          job queue, at --job-rate jobs per second (default 1 with --groups)
   --group-load           with --groups: the group balances on load (partition weights 1-3, member
                          capacities 1 and 2, each owner reporting a noisy load per partition)
+  --rw                   workers take shared and exclusive grants of rwlocks (createRwlockHolder; mostly
+                         shared, so writers wait behind readers) instead of leading leases, and write
+                         to each rwlock's row fenced by the grant's token while they hold it; the
+                         checker adds W1-W3 (exclusion, phase order of the writes, the writer's wait).
+                         No jobs, no revokes (the operator revokes leases); item fencing only
+  --rwlocks N            with --rw: the rwlocks (default 2, at most 5)
   --out DIR              output folder (default .chaos/run-<seed>-<time>/)
   --quiet                no live log (the summary is still printed)
 
@@ -176,6 +188,8 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
         groups: { type: 'boolean', default: false },
         partitions: { type: 'string' },
         'group-load': { type: 'boolean', default: false },
+        rw: { type: 'boolean', default: false },
+        rwlocks: { type: 'string' },
         'semaphore-limit': { type: 'string' },
         out: { type: 'string' },
         quiet: { type: 'boolean', default: false },
@@ -214,6 +228,14 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
   }
   if (!groups && v['unsafe-slow-member-clocks'] === true) throw new UsageError('Expected `--unsafe-slow-member-clocks` only with `--groups`.');
   if (!groups && v['group-load'] === true) throw new UsageError('Expected `--group-load` only with `--groups`.');
+  const rw = v.rw === true;
+  if (!rw && v.rwlocks !== undefined) throw new UsageError('Expected `--rwlocks` only with `--rw`.');
+  if (rw) {
+    // The rwlocks replace the Leaders: nothing of the lease mode's own features applies.
+    const clash = (['groups', 'leases', 'priorities', 'batch'] as const).find((k) => v[k] !== undefined && v[k] !== false);
+    if (clash !== undefined) throw new UsageError(`Expected \`--${clash}\` without \`--rw\`: the workers hold rwlocks, not leases.`);
+    if (v.fence !== undefined && v.fence !== 'item') throw new UsageError('Expected `--fence item` (the default) with `--rw`: the rwlock rows are fenced per item.');
+  }
   const groupPartitions = groups ? (v.partitions === undefined ? 8 : parseCount(v.partitions, 'partitions', 1, 32)) : 0;
   const jobRate = v['job-rate'] === undefined ? (groups ? 1 : 4) : Number(v['job-rate']);
   if (!(jobRate > 0 && jobRate <= 50)) throw new UsageError(`Expected \`--job-rate\` to be a number above 0 and at most 50, got "${v['job-rate']}".`);
@@ -230,8 +252,10 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
   const latency = (v.latency ?? 'local') as LatencyProfileName;
   if (!LATENCY_PROFILES.includes(latency)) throw new UsageError(`Expected \`--latency\` to be one of ${LATENCY_PROFILES.join(', ')}, got "${v.latency}".`);
   const choices = faultChoicesFor(regions);
-  let faults: FaultChoice[] = choices;
+  // The operator revokes leases: a `--rw` run holds none.
+  let faults: FaultChoice[] = rw ? choices.filter((k) => k !== 'revoke') : choices;
   if (v.faults !== undefined) {
+    if (rw && v.faults.split(',').some((k) => k.trim() === 'revoke')) throw new UsageError('Expected `--faults` without `revoke` with `--rw`: the operator revokes leases, and a `--rw` run holds none.');
     faults = v.faults.split(',').map((k) => k.trim()).filter((k) => k !== '') as FaultChoice[];
     if (regions === 1 && faults.includes('region-outage')) throw new UsageError('Expected `--faults region-outage` only with `--regions 3`.');
     const unknown = faults.filter((k) => !choices.includes(k));
@@ -276,6 +300,7 @@ export function parseHarnessArgs(argv: string[]): HarnessOptions | 'help' {
     groupPartitions,
     unsafeSlowMemberClocks: v['unsafe-slow-member-clocks'] === true,
     groupLoad: v['group-load'] === true,
-    semaphoreLimit: v['semaphore-limit'] === undefined ? 2 : parseCount(v['semaphore-limit'], 'semaphore-limit', 0, LIMITS.semaphoreLimitMax),
+    rwlocks: rw ? (v.rwlocks === undefined ? 2 : parseCount(v.rwlocks, 'rwlocks', 1, 5)) : 0,
+    semaphoreLimit: v['semaphore-limit'] === undefined ? (rw ? 0 : 2) : parseCount(v['semaphore-limit'], 'semaphore-limit', 0, LIMITS.semaphoreLimitMax),
   };
 }

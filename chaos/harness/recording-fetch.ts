@@ -1,8 +1,9 @@
 import { ErrorCode, type JsonValue, type RouteId } from '../../client/src/protocol/index.js';
 import { matchRoute, type RouteMatch } from '../../functions/http/routes.js';
 import { harnessNowMs } from '../harness-clock.js';
-import { isPermitOpKind, type OpKind, type OpRecord } from '../history.js';
+import { isPermitOpKind, isRwOpKind, type OpKind, type OpRecord } from '../history.js';
 import type { Journal } from './journal.js';
+import { rwAnswerOf, rwStartOf } from './rw-recording.js';
 
 /**
  * Records the lease API traffic of a worker (or of the harness's operator, which revokes) into its
@@ -63,11 +64,11 @@ const RECORDING: Readonly<Record<RouteId, Recording>> = {
   'semaphore-renew': { kind: 'single', op: 'permit-renew' },
   'semaphore-release': { kind: 'single', op: 'permit-release' },
   'semaphore-describe': { kind: 'none' },
-  // Not part of the history until the chaos harness has a rwlock mode with its own checks.
-  'rwlock-acquire': { kind: 'none' },
-  'rwlock-renew': { kind: 'none' },
-  'rwlock-release': { kind: 'none' },
-  'rwlock-revoke': { kind: 'none' },
+  // The rwlock routes (`--rw`), judged apart from leases (rw-recording.ts, chaos/checker/rw-*.ts).
+  'rwlock-acquire': { kind: 'single', op: 'rw-acquire' },
+  'rwlock-renew': { kind: 'single', op: 'rw-renew' },
+  'rwlock-release': { kind: 'single', op: 'rw-release' },
+  'rwlock-revoke': { kind: 'single', op: 'rw-revoke' },
   'rwlock-describe': { kind: 'none' },
   'rwlock-renew-batch': { kind: 'none' },
 };
@@ -184,6 +185,7 @@ async function recordBatch(
 function startOf(op: OpKind, lease: string, body: Record<string, unknown>, options: RecordingOptions, url: URL): Start {
   const via = options.viaOf?.(url);
   const base = { type: 'op' as const, process: options.process, lease, op, invokeMs: harnessNowMs(), ...(via === undefined ? {} : { via }) };
+  if (isRwOpKind(op)) return rwStartOf(op, body, base, options.process, () => options.deadlineOf(lease));
   switch (op) {
     case 'acquire':
     case 'permit-acquire':
@@ -253,6 +255,8 @@ function answerOf(op: OpKind, status: number, text: string): Answer {
   } catch {
     parsed = undefined;
   }
+  const rw = isRwOpKind(op) ? rwAnswerOf(op, status, parsed) : undefined;
+  if (rw !== undefined) return rw;
   if (isPermitOpKind(op) && status >= 200 && status < 300) return permitAnswerOf(op, parsed?.permit);
   if (status >= 200 && status < 300) {
     const lease = parsed?.lease;

@@ -1,5 +1,5 @@
 import { renderSummary } from '../checker/render-text.js';
-import { PERMIT_OP_KINDS, type OpKind } from '../history.js';
+import { PERMIT_OP_KINDS, RW_OP_KINDS, type OpKind } from '../history.js';
 import { allReports, type CheckSummary } from '../checker/report.js';
 import { faultChoicesFor, type FaultChoice, type PlannedFault } from './nemesis.js';
 import type { InjectedFault } from './nemesis-runner.js';
@@ -54,6 +54,7 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
   const count = (kinds: readonly OpKind[]) => kinds.reduce((n, k) => n + summary.operations[k].ok + summary.operations[k].fail + summary.operations[k].unknown, 0);
   const writes = count(['write']);
   const permitOps = count(PERMIT_OP_KINDS);
+  const rwOps = count(RW_OP_KINDS);
   const reports = allReports(summary);
   const invariantIds = reports.map((r) => r.id);
   const violations = reports.reduce((n, r) => n + r.violations.length, 0);
@@ -68,6 +69,7 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
   if (o.regions > 1) {
     out.push(`  Regions: ${o.regions}, each one API instance over the one table (initial clock offsets): ${offsets}; each worker's SDK has every Region as an endpoint, its preferred one first`);
   } else out.push(`  API instances (initial clock offsets): ${offsets}`);
+  if (o.rwlocks > 0) out.push('  rwlocks: the leases above are rwlocks; every worker takes shared and exclusive grants of them and writes to their rows (--rw); no jobs');
   if (o.groupPartitions > 0) out.push(`  lease group: every worker a member, the leases above its ${o.groupPartitions} partitions (--groups)`);
   if (o.unsafeNoFence) out.push('  UNSAFE: --unsafe-no-fence (writes were sent without the fence condition)');
   if (o.unsafeSlowMemberClocks) out.push('  UNSAFE: --unsafe-slow-member-clocks (the members’ clocks ran slow)');
@@ -116,7 +118,7 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
   out.push('');
   const scope =
     `${invariantIds.length} invariants (${invariantIds.join(', ')}) checked over ${totalOps} operations ` +
-    `(${totalOps - writes - permitOps} lease operations, ${permitOps} permit operations, ${writes} fenced writes) and ${j.enqueued} jobs`;
+    `(${totalOps - writes - permitOps - rwOps} lease operations, ${permitOps} permit operations, ${writes} fenced writes${rwOps > 0 ? `, ${rwOps} rwlock operations and writes` : ''}) and ${j.enqueued} jobs`;
   const line: Record<Verdict, string> = {
     PASS: `PASS — ${scope}: none was violated.`,
     VIOLATIONS: `VIOLATIONS FOUND — ${scope}: ${violations} violations of ${reports
@@ -150,6 +152,7 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
       semaphoreLimit: o.semaphoreLimit,
       priorities: o.priorities,
       groupPartitions: o.groupPartitions,
+      rwlocks: o.rwlocks,
       unsafeSlowMemberClocks: o.unsafeSlowMemberClocks,
       interrupted: facts.interrupted,
     },
@@ -165,6 +168,7 @@ export function renderRunReport(facts: RunFacts, summary: CheckSummary): { text:
     },
     invariants: Object.fromEntries(reports.map((r) => [r.id, { title: r.title, status: r.status, checked: r.checked, violations: r.violations.length }])),
     groups: summary.groups?.stats ?? null,
+    rwlocks: summary.rwlocks?.stats ?? null,
     regions: facts.regions ?? null,
     failover: { count: summary.failover.count, p50Ms: summary.failover.p50Ms, p99Ms: summary.failover.p99Ms, maxMs: summary.failover.maxMs, pending: summary.failover.pending },
     jobs: facts.jobs,

@@ -23,6 +23,7 @@ import type { HarnessOptions } from './options.js';
 import { prioritiesOf } from './priorities.js';
 import { regionStats } from './region-stats.js';
 import { renderRunReport, type RunFacts } from './report.js';
+import { createRwTable } from './rw-resource.js';
 import type { WorkerMessage } from './worker.js';
 
 /**
@@ -38,6 +39,8 @@ const LEASE_NAMES = ['orders', 'invoices', 'payments', 'refunds', 'emails', 'rep
 /** The semaphore whose permits every worker holds now and then (`--semaphore-limit`). */
 const SEMAPHORE_NAME = 'sem.workers';
 const LEASE_TABLE = 'leasehold-leases';
+/** `--rw`: the rwlocks the workers take grants of (`--rwlocks` of them). */
+const RWLOCK_NAMES = ['rw.ledger', 'rw.catalog', 'rw.rates', 'rw.stock', 'rw.config'];
 
 export interface RunResult {
   exitCode: number;
@@ -64,8 +67,11 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
           ...(options.groupLoad ? { load: true } : {}),
         }
       : undefined;
+  // With --rw, the "leases" the nemesis aims at and the status follows are the rwlocks; there are no jobs.
+  const rwNames = RWLOCK_NAMES.slice(0, options.rwlocks);
   const leases =
-    group === undefined ? LEASE_NAMES.slice(0, options.leases).map((name) => (options.batch ? `${BATCH_PREFIX}${name}` : name)) : groupLeases(group.partitions);
+    rwNames.length > 0 ? rwNames : group === undefined ? LEASE_NAMES.slice(0, options.leases).map((name) => (options.batch ? `${BATCH_PREFIX}${name}` : name)) : groupLeases(group.partitions);
+  const jobLeases = rwNames.length > 0 ? [] : leases;
   const semaphore = options.semaphoreLimit > 0 ? { name: SEMAPHORE_NAME, limit: options.semaphoreLimit } : undefined;
   const t0 = performance.now();
   const elapsed = () => `[${((performance.now() - t0) / 1000).toFixed(1).padStart(6)}s]`;
@@ -104,7 +110,8 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     `leasehold chaos: seed ${options.seed}, ${seconds(options.durationMs)} of faults, ${options.workers} workers, ` +
       `leases ${leases.join(', ')}, ${semaphore === undefined ? 'no semaphore' : `semaphore ${semaphore.name} (limit ${semaphore.limit})`}, ` +
       `ttl ${options.ttlMs} ms, skew bound ${options.clockSkewBoundMs} ms, ${options.fenceMode} fencing${options.latency === 'aws' ? ', AWS-shaped latency' : ''}${options.batch ? ', batched renewals' : ''}${options.priorities ? ', priorities' : ''}` +
-      `${group === undefined ? '' : `, lease group "${CHAOS_GROUP}" of ${group.partitions} partitions`}${options.regions > 1 ? `, ${options.regions} Regions` : ''}, ${plan.length} faults planned`,
+      `${group === undefined ? '' : `, lease group "${CHAOS_GROUP}" of ${group.partitions} partitions`}${rwNames.length > 0 ? ', rwlocks (the leases above), no jobs' : ''}` +
+      `${options.regions > 1 ? `, ${options.regions} Regions` : ''}, ${plan.length} faults planned`,
   );
   if (options.unsafeNoFence) print('UNSAFE: workers write WITHOUT the fence (--unsafe-no-fence): the checker must report violations');
   if (options.unsafeSlowMemberClocks) print(`UNSAFE: the members' clocks run at ${UNSAFE_MEMBER_CLOCK_RATE} of real time (--unsafe-slow-member-clocks): the checker must report violations`);
@@ -179,6 +186,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     // The API instances serve the semaphore routes from the table their configuration names by default.
     await ensureSemaphoreTable(raw, defaultSemaphoreTableName(LEASE_TABLE));
     await createJobsTable(raw);
+    if (rwNames.length > 0) await createRwTable(raw);
     log(`DynamoDB Local on ${db.endpoint} (data in ${join(outDir, 'dynamodb')})`);
 
     // Under --latency aws each instance draws its own delays, all from the run's seed.
@@ -204,7 +212,8 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
       workers.push(
         new WorkerNode({
           index: i,
-          leases,
+          leases: rwNames.length > 0 ? [] : leases,
+          ...(rwNames.length > 0 ? { rw: { names: rwNames } } : {}),
           ttlMs: options.ttlMs,
           apiPorts,
           dbPort: dbPort!,
@@ -247,7 +256,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     log(`${unled.length === 0 ? 'every lease has a leader' : `no leader yet for ${unled.join(', ')}`} after ${seconds(performance.now() - settleStart)}`);
 
     // 2. The fault phase.
-    producer = new JobProducer(doc, leases, options.jobRate);
+    producer = new JobProducer(doc, jobLeases, options.jobRate);
     producer.start();
     const phaseStart = performance.now();
     const phaseEnd = new Promise<void>((resolvePhase) => {
@@ -277,11 +286,11 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     await producer.stop();
     const drainStart = performance.now();
     const drainLimitMs = Math.max(60_000, 30 * options.ttlMs);
-    let uncharged = await countAllUncharged(doc, leases).catch(() => Infinity);
+    let uncharged = await countAllUncharged(doc, jobLeases).catch(() => Infinity);
     log(`draining the queue: ${Number.isFinite(uncharged) ? uncharged : 'some'} jobs not yet charged`);
     while ((uncharged > 0 || performance.now() < watchGroupUntil) && performance.now() - drainStart < drainLimitMs && !(interrupted && performance.now() - drainStart > 5_000)) {
       await sleep(500);
-      uncharged = await countAllUncharged(doc, leases).catch(() => uncharged);
+      uncharged = await countAllUncharged(doc, jobLeases).catch(() => uncharged);
     }
     timings.drainMs = performance.now() - drainStart;
     clearInterval(status);
@@ -305,7 +314,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
       `api offsets ${offsets.map(signed).join('/')} ms, ${options.fenceMode} fencing${semaphore === undefined ? '' : `, semaphore limit ${semaphore.limit}`}${options.priorities ? ', priorities' : ''}${options.unsafeNoFence ? ', UNSAFE no fence' : ''}` +
       `${options.unsafeClockOffsetMs !== undefined ? `, UNSAFE api-1 offset ${options.unsafeClockOffsetMs} ms` : ''}` +
       `${group === undefined ? '' : `, group of ${group.partitions} partitions`}${options.unsafeSlowMemberClocks ? ', UNSAFE slow member clocks' : ''}` +
-      `${options.regions > 1 ? `, ${options.regions} Regions` : ''}`;
+      `${options.regions > 1 ? `, ${options.regions} Regions` : ''}${rwNames.length > 0 ? `, rwlocks ${rwNames.join('/')}` : ''}`;
     const meta: MetaRecord = { type: 'meta', ttlMs: options.ttlMs, clockSkewMs: options.clockSkewBoundMs, run: runText };
     const merged = mergeJournals([harnessJournalPath, ...workers.flatMap((w) => w.journals)], meta);
     const historyPath = join(outDir, 'history.jsonl');
@@ -328,6 +337,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
       finalJobs,
       source: historyPath,
       ...(ownership === undefined ? {} : { ownership }),
+      ...(rwNames.length > 0 ? { rw: true } : {}),
     });
     timings.checkMs = performance.now() - checkStart;
     const svg = renderTimelineSvg(merged.records, {

@@ -3,7 +3,8 @@ import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { dynamodbEpoch, isFencedOut, type DynamoDBEpoch } from '../../client/src/dynamodb/index.js';
 import type { Fence, FenceClaimOptions } from '../../client/src/fence/fence.js';
 import { createLeader, type Leader } from '../../client/src/leader/leader.js';
-import { LeaseClient } from '../../client/src/api/lease-client.js';
+import { LeaseClient, type LeaseClientOptions } from '../../client/src/api/lease-client.js';
+import { RwlockClient } from '../../client/src/rwlock/rwlock.js';
 import { createSemaphore, type Semaphore } from '../../client/src/semaphore/semaphore.js';
 import type { TermInfo } from '../../client/src/term/events.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
@@ -13,6 +14,7 @@ import { EPOCHS_TABLE, chargeCommand, claimCommand, epochChargeItem, unchargedJo
 import { openJournal } from './journal.js';
 import type { FenceMode } from './options.js';
 import { networkCode, recordingFetch } from './recording-fetch.js';
+import { RwHolders } from './rw-holders.js';
 
 /**
  * One worker process of a chaos run (started by cluster.ts with `node --import tsx`, so that a
@@ -62,6 +64,8 @@ export interface WorkerConfig {
   priorities?: Record<string, number>;
   /** `--groups`: be a member of the lease group of this many partitions (`leases` are their lease names) instead of running Leaders. */
   group?: { partitions: number; balanceEveryMs: number; unsafeClockRate?: number; load?: boolean };
+  /** `--rw`: take shared and exclusive grants of these rwlocks and write to their rows (rw-holders.ts); `leases` is then empty. */
+  rw?: { names: string[] };
 }
 
 /** Messages to the harness (IPC). */
@@ -89,16 +93,18 @@ journal.note(name, { kind: 'start', pid: process.pid, timeOriginErrorMs: timeOri
 const leaders = new Map<string, Leader>();
 let semaphore: Semaphore | undefined;
 let member: ChaosGroupMember | undefined;
+let rw: RwHolders | undefined;
 /** The fail-closed deadline of this worker's term of a lease (a group's partition or membership), or of its permit of the semaphore. */
 const deadlineOf = (leaseOrSemaphore: string): number | null => {
   if (member !== undefined && leaseOrSemaphore !== semaphore?.name) return member.deadlineOf(leaseOrSemaphore);
+  if (rw?.has(leaseOrSemaphore)) return rw.deadlineOf(leaseOrSemaphore);
   const remaining = (leaseOrSemaphore === semaphore?.name ? semaphore.remainingMs() : leaders.get(leaseOrSemaphore)?.remainingMs()) ?? 0;
   return remaining > 0 ? monotonicToHarnessMs(performance.now() + remaining) : null;
 };
 const regions = config.regions;
 /** The Region an attempt goes to, by the proxy port in its URL. */
 const viaOf = (url: URL): string | undefined => regions?.find((r) => new URL(r.url).port === url.port)?.name;
-const client = new LeaseClient({
+const clientOptions: LeaseClientOptions = {
   ...(regions === undefined
     ? { endpoint: config.apiUrl }
     : {
@@ -115,7 +121,8 @@ const client = new LeaseClient({
   timeoutMs: ttlMs,
   retry: { retries: 1, baseDelayMs: 50, maxDelayMs: Math.round(ttlMs / 4) },
   ...(config.batchPrefix === undefined ? {} : { batch: { prefix: config.batchPrefix } }),
-});
+};
+const client = new LeaseClient(clientOptions);
 const db = DynamoDBDocumentClient.from(
   new DynamoDBClient({
     endpoint: config.dbEndpoint,
@@ -201,6 +208,19 @@ for (const lease of config.group === undefined ? config.leases : []) {
   leader.start();
 }
 if (config.semaphore !== undefined) semaphore = holdPermits(config.semaphore);
+if (config.rw !== undefined) {
+  rw = new RwHolders({
+    client: new RwlockClient(clientOptions),
+    db,
+    journal,
+    process: name,
+    names: config.rw.names,
+    ttlMs,
+    fenced: !config.unsafeNoFence,
+    onGranted: (lease, token) => send({ type: 'elected', name, lease, token }),
+    onLost: (lease, token, reason) => send({ type: 'lost', name, lease, token, reason }),
+  });
+}
 send({ type: 'ready', name });
 
 /** A Leader as a work loop's Holding: stepping down is resigning and campaigning again. */
@@ -257,7 +277,7 @@ async function proclaimNowAndThen(leader: Leader, signal: AbortSignal): Promise<
 
 /** Now and then, look at a lease from the outside (describe), for the linearizability check. */
 const describeTimer = setInterval(() => {
-  if (stopping) return;
+  if (stopping || config.leases.length === 0) return;
   const lease = config.leases[Math.floor(Math.random() * config.leases.length)]!;
   client.describe(lease).catch(() => undefined);
 }, Math.round(ttlMs * (0.75 + Math.random() * 0.5)));
@@ -412,7 +432,7 @@ function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 process.once('SIGTERM', () => {
   stopping = true;
   clearInterval(describeTimer);
-  const stopped = Promise.all([...[...leaders.values()].map((l) => l.stop()), member?.stop(), semaphore?.stop()]).then(() => Promise.all([...workLoops]));
+  const stopped = Promise.all([...[...leaders.values()].map((l) => l.stop()), member?.stop(), semaphore?.stop(), rw?.stop()]).then(() => Promise.all([...workLoops]));
   const limit = new Promise((resolve) => setTimeout(resolve, ttlMs * 3));
   void Promise.race([stopped, limit]).finally(() => {
     journal.note(name, { kind: 'exit', timeOriginErrorMs: timeOriginErrorMs() });
