@@ -50,7 +50,7 @@ function job(log: string, label: string, stopFile: string): string[] {
   ];
 }
 
-function run(mode: 'shared' | 'exclusive', name: string, holder: string, command: string[], ttl: string, extra: string[] = []) {
+function run(mode: 'shared' | 'exclusive', name: string, holder: string, command: string[], ttl: string, extra: readonly string[] = []) {
   return startCli(['run', `--${mode}`, name, '--ttl', ttl, '--holder', holder, '--endpoint', server.url, ...extra, '--', ...command]);
 }
 

@@ -26,7 +26,7 @@ function lock(overrides: Partial<PublicRwlock>): PublicRwlock {
 }
 
 function reader(holder: string, remainingMs: number, token = 7) {
-  return { holder, mode: 'shared' as const, token, expiresAt: NOW + remainingMs, remainingMs };
+  return { holder, mode: 'shared' as const, token, ttlMs: 15_000, expiresAt: NOW + remainingMs, remainingMs };
 }
 
 describe('rwlockTarget', () => {

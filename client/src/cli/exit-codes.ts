@@ -15,7 +15,7 @@ export const ExitCode = {
   INTERNAL: 1,
   /** Bad flags or arguments, or the service rejected the input (VALIDATION_ERROR, 413, 415, LIMIT_MISMATCH). */
   INVALID: 2,
-  /** The lease is held by someone else, or the semaphore is full (acquire lost the race; `run --wait` gave up). */
+  /** The lease is held by someone else, the semaphore is full, or the rwlock is busy (acquire lost the race; `run --wait` gave up). */
   HELD: 3,
   /** The grant is no longer current (renew/release answered LEASE_LOST; `run` lost leadership), or revoke found no grant (LEASE_NOT_HELD) or another than its token (LEASE_LOST). */
   LOST: 4,
@@ -36,8 +36,8 @@ export const EXIT_CODE_HELP = `Exit codes:
   2  invalid input: bad flags or arguments, or the service refused the input (400, 413, 415,
      409 LIMIT_MISMATCH: run --limit with another limit than the semaphore's; 409 REQUEST_REPLAYED:
      a late copy of an acquire whose grant already ended)
-  3  held: the lease is held by someone else, or the semaphore is full (acquire lost the race;
-     run --wait gave up)
+  3  held: the lease is held by someone else, or the semaphore is full, or the rwlock is held in
+     the other mode or kept for its waiting writer (acquire lost the race; run --wait gave up)
   4  lost: the grant is no longer current (renew/release); run lost leadership and killed its command;
      revoke: nobody holds the lease (409 LEASE_NOT_HELD), or it moved on past --token (LEASE_LOST)
   5  not found: the lease was never acquired (describe)

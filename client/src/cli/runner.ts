@@ -39,10 +39,13 @@ export interface RunSettings {
 }
 
 /** How run's lines name a term of NAME: a lease, a semaphore's permit, or a rwlock's grant. */
-function termWords(s: RunSettings): { holding: string; lost: string; term: string } {
-  if (s.rwlock !== undefined) return { holding: `holding a ${s.rwlock.mode} grant of`, lost: `the ${s.rwlock.mode} grant of `, term: `the ${s.rwlock.mode} grant` };
-  if (s.limit !== undefined) return { holding: 'holding a permit of', lost: 'the permit of ', term: 'the permit' };
-  return { holding: 'leading', lost: '', term: 'leadership' };
+function termWords(s: RunSettings): { holding: string; lost: string; term: string; deadline: string } {
+  if (s.rwlock !== undefined) {
+    const { mode } = s.rwlock;
+    return { holding: `holding ${mode === 'exclusive' ? 'the' : 'a'} ${mode} grant of`, lost: `the ${mode} grant of `, term: `the ${mode} grant`, deadline: `the ${mode} grant's` };
+  }
+  if (s.limit !== undefined) return { holding: 'holding a permit of', lost: 'the permit of ', term: 'the permit', deadline: "the lease's" };
+  return { holding: 'leading', lost: '', term: 'leadership', deadline: "the lease's" };
 }
 
 export type RunnerHooks = CampaignHooks & { onLeaderEvent(event: LeaderEvent): void };
@@ -231,7 +234,7 @@ export class Runner {
             return;
           case 'terminating':
             if (message.signal === 'SIGKILL') s.log(`the command was still running ${formatMs(s.timing.graceMs)} after SIGTERM: SIGKILL`);
-            else if (message.why === 'deadline') s.log(`the lease's local deadline passed: SIGTERM to the command`);
+            else if (message.why === 'deadline') s.log(`${termWords(s).deadline} local deadline passed: SIGTERM to the command`);
             // The supervisor enforced the deadline on its own (this process was frozen or slow): a loss.
             if (message.why === 'deadline') lost ??= 'expired';
             return;
