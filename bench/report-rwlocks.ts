@@ -37,8 +37,9 @@ export interface RwlockStarvationTrial {
   serverWaitMs: number;
   /**
    * On the server's clock: from the wait's `since` to the latest expiry of any grant the writer's
-   * refusals showed, so `serverWaitMs` less this is what the writer's last ask added (its timer and
-   * the request's way to the server). The server's own share of the bound: at most one reader ttl.
+   * refusals showed (a reader that released early ended before it). The server's own share of the
+   * bound, at most one reader ttl; when the last of those grants ran to its expiry, `serverWaitMs`
+   * less this is what the writer's last ask added (its timer and the request's way to the server).
    */
   lastReaderEndMs: number;
   /** On the bench's clock: from sending the writer's first ask to its grant's answer (two requests' latency more). */
@@ -76,8 +77,6 @@ export interface RwlocksResult {
   handover: RwlockHandoverRow[];
   starvation: RwlockStarvationRow[];
   writeUnits: RwlockWriteUnitsRow[];
-  /** Why the handover with the watch was not measured, when it was not. */
-  watchNotMeasured?: string;
   /** Parts that failed (`aws: handover`), with the error: their rows hold what was measured before it. */
   errors?: Record<string, string>;
 }
@@ -129,7 +128,9 @@ export function renderRwlocks(result: RwlocksResult | undefined, error?: string)
     ),
     '',
     '**Handover to a waiting writer**: readers hold, a writer asks (and is recorded as the waiting writer), then, at a random point of its ' +
-      "retry cycle, the readers release one after another; from the last release's answer to the writer's grant's answer.",
+      "retry cycle, the readers release one after another; from the last release's answer to the writer's grant's answer. Without the watch " +
+      "the writer asks again at each refusal's retryAfterMs (a third of its wait's lapse, as the SDK's follower does); with it, it is a " +
+      "`createRwlockHolder` given the watch URL, which the server's direct push of the last release wakes (its retry stays the fallback).",
     '',
     ...table(
       ['profile', 'writer learns by', 'readers', 'n', 'p50 ms', 'p99 ms', 'max ms'],
@@ -140,13 +141,12 @@ export function renderRwlocks(result: RwlocksResult | undefined, error?: string)
       }),
       ['l', 'l', 'r', 'r', 'r', 'r', 'r'],
     ),
-    ...(result.watchNotMeasured ? ['', `With the watch: not measured (${result.watchNotMeasured}).`] : []),
     '',
     "**A writer's wait in a steady stream of readers**: a new reader arrives at a steady rate and holds 1–3 ttls, renewing at ttl/3 " +
       '(refused readers ask again at retryAfterMs); once the stream is steady a writer asks, again at each retryAfterMs, until granted. ' +
       "The bound: one reader ttl plus the SDK's default drift margin, on the server's clock from the wait's `since` to the grant. " +
       "The last reader's end is the latest expiry of any grant the writer's refusals showed, on the same clock (at most one reader ttl: " +
-      "the server's share); the rest of the wait is the writer's last ask on its way (its timer and the request).",
+      "the server's share); when that grant ran to its expiry, the rest of the wait is the writer's last ask on its way (its timer and the request).",
     '',
     ...table(
       ['profile', 'reader ttl ms', 'a reader every ms', 'trials', "worst last reader's end ms", 'worst wait ms (server)', 'worst wait ms (client)', 'bound ms', 'wait within bound'],

@@ -12,13 +12,13 @@ import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { LIMITS, RWLOCK_LIMITS, type RwlockGrant } from '../client/src/protocol/index.js';
+import { LIMITS, RWLOCK_LIMITS, WATCH_PATH, type RwlockGrant } from '../client/src/protocol/index.js';
 import { RwlockClient, createRwlockHolder, type RwlockAcquireResult } from '../client/src/rwlock/rwlock.js';
 import { defaultDriftMarginMs } from '../client/src/time/timing.js';
 import type { Leader } from '../client/src/leader/leader.js';
 import { defaultSemaphoreTableName } from '../functions/config.js';
 import { createDocumentClient } from '../functions/dynamodb-client.js';
-import { ensureLeaseTable, ensureSemaphoreTable } from '../functions/lease-table.js';
+import { ensureLeaseTable, ensureSemaphoreTable, ensureSubscriptionTable } from '../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, startDynamoDBLocal } from '../local/dynamodb/dynamodb-local.js';
 import { benchNowMs, sleep } from './clock.js';
 import { LATENCY_PROFILES, configurationsOf, type Configuration } from './configurations.js';
@@ -32,6 +32,8 @@ import { seededRandom, summarize } from './stats.js';
 
 /** The lease table of the section's server; the rwlocks live in its semaphore table. */
 const TABLE = 'bench-rwlocks';
+/** The watch's subscriptions: the server pushes a rwlock's release to its watchers in the request (the direct push). */
+const SUBSCRIPTIONS = 'bench-rwlock-subscriptions';
 /** New readers per reader ttl in the steady stream: with each holding 1–3 ttls, about 16 hold at once, half the cap. */
 export const READER_ARRIVALS_PER_TTL = 8;
 /** How long the stream runs before the writer asks: every reader then is one of the stream's, none of its first. */
@@ -68,6 +70,7 @@ export async function measureRwlocks(ctx: RwlocksContext): Promise<RwlocksResult
   try {
     await ensureLeaseTable(raw, TABLE);
     await ensureSemaphoreTable(raw, defaultSemaphoreTableName(TABLE));
+    await ensureSubscriptionTable(raw, SUBSCRIPTIONS);
   } finally {
     raw.destroy();
   }
@@ -79,7 +82,6 @@ export async function measureRwlocks(ctx: RwlocksContext): Promise<RwlocksResult
     handover: [],
     starvation: [],
     writeUnits: [],
-    watchNotMeasured: "the SDK's rwlock helpers do not follow the watch yet",
   };
   const errors: Record<string, string> = {};
   /** Runs one part; a failure is kept under its name, and the other parts still run. */
@@ -103,7 +105,13 @@ export async function measureRwlocks(ctx: RwlocksContext): Promise<RwlocksResult
   });
 
   for (const profile of ctx.profiles) {
-    const server = await startServerProcess({ BENCH_DYNAMODB_ENDPOINT: ctx.dynamodbEndpoint, BENCH_TABLE: TABLE, BENCH_LATENCY: profile });
+    const server = await startServerProcess({
+      BENCH_DYNAMODB_ENDPOINT: ctx.dynamodbEndpoint,
+      BENCH_TABLE: TABLE,
+      BENCH_SUBSCRIPTION_TABLE: SUBSCRIPTIONS,
+      BENCH_WATCH_PUSH: 'direct',
+      BENCH_LATENCY: profile,
+    });
     log(`\n  ${profile} profile: local server at ${server.url} (pid ${server.child.pid})`);
     const client = new RwlockClient({ endpoint: server.url });
     const prefix = `bench-${ctx.runId}-${profile}`;
@@ -112,12 +120,24 @@ export async function measureRwlocks(ctx: RwlocksContext): Promise<RwlocksResult
         log(`  ${plan.rwlockLatencyCount} acquires of each kind…`);
         result.latency.push(...(await measureAcquireLatency(client, prefix, plan.rwlockLatencyCount, profile)));
       });
-      const handover: RwlockHandoverRow = { profile, watch: 'none', readers: plan.rwlockHandoverReaders, handoverMs: [], note: 'the writer asks again at retryAfterMs' };
-      result.handover.push(handover);
-      await attempt(`${profile}: handover`, async () => {
-        log(`  ${plan.rwlockHandoverTrials} handovers from ${plan.rwlockHandoverReaders} readers to a waiting writer…`);
-        for (let i = 0; i < plan.rwlockHandoverTrials; i++) handover.handoverMs.push(await handoverToWriter(client, `${prefix}-handover-${i}`, plan, ctx.random));
-      });
+      const watchUrl = `${server.url.replace(/^http/, 'ws')}${WATCH_PATH}`;
+      for (const watch of ['none', 'sdk'] as const) {
+        const handover: RwlockHandoverRow = {
+          profile,
+          watch,
+          readers: plan.rwlockHandoverReaders,
+          handoverMs: [],
+          note: watch === 'none' ? 'the writer asks again at retryAfterMs' : "createRwlockHolder's `watch`: the writer asks again when the last release is pushed",
+        };
+        result.handover.push(handover);
+        await attempt(`${profile}: handover ${watch === 'none' ? 'without' : 'with'} the watch`, async () => {
+          log(`  ${plan.rwlockHandoverTrials} handovers from ${plan.rwlockHandoverReaders} readers to a waiting writer, ${watch === 'none' ? 'without' : 'with'} the watch…`);
+          for (let i = 0; i < plan.rwlockHandoverTrials; i++) {
+            const name = `${prefix}-handover-${watch}-${i}`;
+            handover.handoverMs.push(watch === 'none' ? await handoverToWriter(client, name, plan, ctx.random) : await handoverToWatchingWriter(client, name, watchUrl, plan, ctx.random));
+          }
+        });
+      }
       const readerTtlMs = plan.rwlockTtlMs;
       const starvation: RwlockStarvationRow = {
         profile,
@@ -220,6 +240,53 @@ async function handoverToWriter(client: RwlockClient, name: string, plan: Rwlock
   const writer = await granted;
   await client.release(name, writer.grant);
   return writer.answeredAt - lastReleaseAt;
+}
+
+/**
+ * The same with the watch: the writer is a `createRwlockHolder` given the watch URL. The readers
+ * release once its subscription is live and it has been refused (so recorded as the waiting
+ * writer), at a random point of its retry cycle; to its `onElected`.
+ */
+async function handoverToWatchingWriter(client: RwlockClient, name: string, watchUrl: string, plan: RwlocksPlan, random: () => number): Promise<number> {
+  const readers: RwlockGrant[] = [];
+  for (let r = 0; r < plan.rwlockHandoverReaders; r++) readers.push(await acquireOrThrow(client, name, `reader-${r}`, HANDOVER_READER_TTL_MS, 'shared'));
+  let live = false;
+  let retryAfterMs: number | undefined;
+  let waiting!: () => void;
+  const isWaiting = new Promise<void>((resolve) => (waiting = resolve));
+  let elected!: (at: number) => void;
+  const electedAt = new Promise<number>((resolve) => (elected = resolve));
+  const writer = createRwlockHolder(client, {
+    name,
+    mode: 'exclusive',
+    holder: 'writer',
+    ttlMs: plan.rwlockTtlMs,
+    watch: watchUrl,
+    onElected: () => elected(benchNowMs()),
+    onEvent: (event) => {
+      if (event.type === 'watch') live = event.live;
+      // Refused while subscribed: its next ask is the push's (or its retry's, whichever comes first).
+      if (event.type === 'following' && live) {
+        retryAfterMs = event.retryAfterMs;
+        waiting();
+      }
+    },
+  });
+  try {
+    writer.start();
+    await isWaiting;
+    const described = await client.describe(name);
+    if (described.waitingWriter?.holder !== 'writer') throw new Error(`the writer on ${name} was not recorded as waiting`);
+    await sleep(random() * (retryAfterMs ?? 0));
+    let lastReleaseAt = 0;
+    for (const grant of readers) {
+      await client.release(name, grant);
+      lastReleaseAt = benchNowMs();
+    }
+    return (await electedAt) - lastReleaseAt;
+  } finally {
+    await writer.stop();
+  }
 }
 
 /**

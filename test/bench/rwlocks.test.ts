@@ -32,7 +32,10 @@ const result = (over: Partial<RwlocksResult> = {}): RwlocksResult => ({
     { profile: 'local', operation: 'shared, free lock (its first reader: one write)', latencyMs: summarize([2, 3, 4]) },
     { profile: 'aws', operation: 'exclusive, free lock (one write)', latencyMs: summarize([20, 30, 40]) },
   ],
-  handover: [{ profile: 'local', watch: 'none', readers: 4, handoverMs: [100, 300, 500], note: 'the writer asks again at retryAfterMs' }],
+  handover: [
+    { profile: 'local', watch: 'none', readers: 4, handoverMs: [100, 300, 500], note: 'the writer asks again at retryAfterMs' },
+    { profile: 'local', watch: 'sdk', readers: 4, handoverMs: [10, 20, 30, 40] },
+  ],
   starvation: [stream()],
   writeUnits: [
     { readers: 1, holderChars: 9, writeUnits: [1] },
@@ -40,7 +43,6 @@ const result = (over: Partial<RwlocksResult> = {}): RwlocksResult => ({
     { readers: 32, holderChars: 9, writeUnits: [6, 7] },
     { readers: 1, holderChars: 128, writeUnits: [1] },
   ],
-  watchNotMeasured: 'not in this build',
   ...over,
 });
 
@@ -77,7 +79,7 @@ describe('the rwlocks bench section', () => {
     expect(text).toContain('## 13. Shared and exclusive leases (rwlocks)');
     expect(text).toContain('| local | shared, free lock (its first reader: one write) | 3 | 3.00 | 4.00 | 4.00 | 4.00 |');
     expect(text).toContain('| local | asking again at retryAfterMs | 4 | 3 | 300 | 500 | 500 |');
-    expect(text).toContain('With the watch: not measured (not in this build).');
+    expect(text).toContain('| local | the watch | 4 | 4 | 20.0 | 40.0 | 40.0 |');
     expect(text).toContain('| local | 2,000 | 250 | 2 | 1,999 (≤ ttl: yes) | 2,050 | 2,120 | 2,100 | yes |');
     expect(text).toContain('| holder name length | 1 reader | 8 readers | 32 readers |');
     expect(text).toContain('| 9 characters | 1 | 2 | 6–7 |');
