@@ -1,5 +1,6 @@
-import { ErrorCode, LIMITS } from '../../client/src/protocol/index.js';
+import { ErrorCode } from '../../client/src/protocol/index.js';
 import { NO_COORDINATION, afterDescribe, afterRenew, claimFits, reservationEndFor, reserve, reservedForAnother } from './lease-coordination.js';
+import { earlierKey, mayBeReplayed, mustBeReplayed, rememberedAfterGrant } from './lease-replay.js';
 import type { LeaseModelOptions, LeaseOp, LeaseState } from './lease-types.js';
 import type { Model, StepContext } from './linearizability.js';
 
@@ -15,9 +16,10 @@ export type { LeaseModelOptions, LeaseOp, LeaseState, Revoked } from './lease-ty
  *   A retry with the same holder and requestId while that grant is live returns the same grant.
  *   A copy of an acquire may arrive late, long after its sender moved on (a Region that heals
  *   delivers what it held): it may return the live grant its requestId produced, or take effect as
- *   a new acquire, but it may NOT produce a new grant while the latest grant is its own requestId's
- *   and that grant ended less than LIMITS.replayGuardMs before the decision (the replay guard,
- *   functions/replay-guard.ts); it is then refused REQUEST_REPLAYED and changes nothing.
+ *   a new acquire, but it may NOT produce a new grant while one of the lease's last
+ *   LIMITS.replayGuardGrants grants (the latest included) is its own requestId's and that grant
+ *   ended less than LIMITS.replayGuardMs before the decision (the replay guard, lease-replay.ts);
+ *   it is then refused REQUEST_REPLAYED and changes nothing. An older grant's requestId is forgotten.
  * - renew succeeds iff the token (and leaseId) is the current grant's, it is not released, and
  *   `expiresAt >= s`; it sets expiresAt = s + ttl. The token is unchanged.
  * - release succeeds iff the token is the current grant's (released or not: a second release is a
@@ -99,15 +101,9 @@ export const INITIAL_LEASE_STATE: LeaseState = {
   expHi: -Infinity,
   availLo: -Infinity,
   availHi: -Infinity,
+  earlier: [],
   ...NO_COORDINATION,
 };
-
-const REPLAY_GUARD_MS = LIMITS.replayGuardMs;
-
-/** The latest grant was made by this acquire's requestId (from any holder: the guard is the requestId's). */
-function isOwnGrant(s: LeaseState, op: LeaseOp): boolean {
-  return s.exists && op.requestId !== null && s.requestId === op.requestId;
-}
 
 /** A closed interval of server time. */
 interface Window {
@@ -170,11 +166,9 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
   function acquire(s: LeaseState, op: LeaseOp, ctx: StepContext): LeaseState[] {
     const ttl = op.ttlMs as number;
     if (op.effect === 'rejected' && op.error === ErrorCode.REQUEST_REPLAYED) {
-      // The latest grant is this requestId's and had ended by a decision time s, less than the
-      // guard before s. Its end lies in [min(expLo, availLo), availHi] (lease-store: min(expiresAt, releasedAt)).
-      const w = decisionWindow({ ...op, serverNowMs: null }, ctx);
-      const ended = s.holder === null || s.expLo < w.hi;
-      return isOwnGrant(s, op) && ended && s.availHi >= w.lo - REPLAY_GUARD_MS ? [s] : [];
+      // One of the grants the guard remembers is this requestId's and had ended by a decision time
+      // s, less than the guard before s (lease-replay.ts).
+      return mayBeReplayed(s, op, decisionWindow({ ...op, serverNowMs: null }, ctx)) ? [s] : [];
     }
     if (op.effect === 'rejected') {
       // LEASE_HELD: availableAt >= s, or a handoff reserved it for another until >= s, for some
@@ -197,9 +191,9 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
     // A new grant.
     const w = decisionWindow(op, ctx);
     const reservationEnd = reservationEndFor(s, op.holder);
-    // The replay guard: no new grant while the latest is this requestId's, unless it can have ended
-    // more than the guard before the decision.
-    const spent = isOwnGrant(s, op) && Math.min(s.expLo, s.availLo) >= w.hi - REPLAY_GUARD_MS;
+    // The replay guard: no new grant while a remembered grant is this requestId's, unless it can
+    // have ended more than the guard before the decision.
+    const spent = mustBeReplayed(s, op, w);
     if (!spent && (!s.exists || (s.availLo < w.hi && reservationEnd < w.hi))) {
       const expected = s.exists && s.token !== null ? s.token + 1 : null;
       const token = op.effect === 'maybe' ? expected : op.token;
@@ -220,6 +214,7 @@ export function createLeaseModel(options: LeaseModelOptions): Model<LeaseState, 
             expHi: exp.hi,
             availLo: exp.lo + op.lockDelayMs,
             availHi: exp.hi + op.lockDelayMs,
+            earlier: rememberedAfterGrant(s, w),
             ...NO_COORDINATION,
             priority: op.priority ?? 0,
             metadata: op.metadata,
@@ -393,6 +388,7 @@ function stateKey(s: LeaseState): string {
     JSON.stringify(s.reservedFor),
     s.resLo,
     s.resHi,
+    earlierKey(s.earlier),
   ].join('|');
 }
 

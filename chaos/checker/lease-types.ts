@@ -90,4 +90,17 @@ export interface LeaseState extends CoordinationState {
   expHi: number;
   availLo: number;
   availHi: number;
+  /**
+   * The grants before the current one that the replay guard still remembers (lease-replay.ts), the
+   * latest first, at most LIMITS.replayGuardGrants − 1: each one's requestId (null: not known) and
+   * the interval of server time its end lies in.
+   */
+  earlier: readonly EarlierGrant[];
+}
+
+/** A grant the lease item's replay history remembers (functions/lease-replay-history.ts). */
+export interface EarlierGrant {
+  requestId: string | null;
+  endLo: number;
+  endHi: number;
 }

@@ -5,9 +5,9 @@ import type { HistoryRecord } from '../../chaos/history.js';
 import { acquireHeld, acquireOk, acquireUnknown, describeOk, releaseOk } from './support/history-builders.js';
 
 // The lease model and late copies of an acquire (a Region that heals delivers what it held): such a
-// copy may return the live grant its requestId produced, but never produces a new grant while the
-// latest grant is its requestId's and ended less than LIMITS.replayGuardMs before; it is then
-// refused REQUEST_REPLAYED and changes nothing.
+// copy may return the live grant its requestId produced, but never produces a new grant while one
+// of the lease's last LIMITS.replayGuardGrants grants is its requestId's and ended less than
+// LIMITS.replayGuardMs before; it is then refused REQUEST_REPLAYED and changes nothing.
 
 function i1(records: HistoryRecord[]) {
   return checkHistory(records, { clockSkewMs: 0 }).invariants.I1;
@@ -26,7 +26,34 @@ const grantedElsewhereAndReleased: HistoryRecord[] = [
   releaseOk('a', [20, 30], 5),
 ];
 
+/** `count` grants after `a`'s, each to another process and released: tokens 6, 7, … */
+function laterGrants(count: number): HistoryRecord[] {
+  return Array.from({ length: count }, (_, i) => [
+    acquireOk(`p${i}`, [40 + 40 * i, 50 + 40 * i], 6 + i, { requestId: `later-request-${String(i).padStart(5, '0')}` }),
+    releaseOk(`p${i}`, [60 + 40 * i, 70 + 40 * i], 6 + i),
+  ]).flat();
+}
+
+/** After `count` later grants: someone is refused LEASE_HELD by a grant with the next token, which only `a`'s late copy can have made. */
+function lateCopyGrantedAfter(count: number): HistoryRecord[] {
+  const at = 60 + 40 * count;
+  return [...grantedElsewhereAndReleased, ...laterGrants(count), acquireHeld('z', [at, at + 10], { token: 6 + count })];
+}
+
 describe('I1 and late acquires: accepted', () => {
+  it('a late copy refused REQUEST_REPLAYED after its grant was released and another holder acquired and released the lease', () => {
+    expect(i1([...grantedElsewhereAndReleased, ...laterGrants(1), replayed('a', [100, 110], R)]).status).toBe('pass');
+  });
+
+  it(`a late copy refused REQUEST_REPLAYED after ${LIMITS.replayGuardGrants - 1} later grants`, () => {
+    const at = 60 + 40 * (LIMITS.replayGuardGrants - 1);
+    expect(i1([...grantedElsewhereAndReleased, ...laterGrants(LIMITS.replayGuardGrants - 1), replayed('a', [at, at + 10], R)]).status).toBe('pass');
+  });
+
+  it(`a late copy that takes effect as a new grant after ${LIMITS.replayGuardGrants} later grants, within the guard: the server no longer remembers it`, () => {
+    expect(i1(lateCopyGrantedAfter(LIMITS.replayGuardGrants)).status).toBe('pass');
+  });
+
   it('a late copy refused REQUEST_REPLAYED after its grant was released, and the next grant to another holder', () => {
     expect(i1([...grantedElsewhereAndReleased, replayed('a', [40, 50], R), acquireOk('b', [60, 70], 6)]).status).toBe('pass');
   });
@@ -42,6 +69,16 @@ describe('I1 and late acquires: accepted', () => {
 });
 
 describe('I1 and late acquires: rejected', () => {
+  it(`a late copy that grants the lease again within the guard after 1 or ${LIMITS.replayGuardGrants - 1} later grants`, () => {
+    expect(i1(lateCopyGrantedAfter(1)).status).toBe('fail');
+    expect(i1(lateCopyGrantedAfter(LIMITS.replayGuardGrants - 1)).status).toBe('fail');
+  });
+
+  it(`REQUEST_REPLAYED after ${LIMITS.replayGuardGrants} later grants, when the server no longer remembers the requestId`, () => {
+    const at = 60 + 40 * LIMITS.replayGuardGrants;
+    expect(i1([...grantedElsewhereAndReleased, ...laterGrants(LIMITS.replayGuardGrants), replayed('a', [at, at + 10], R)]).status).toBe('fail');
+  });
+
   it('a late copy that grants the lease again after its grant was released, within the replay guard', () => {
     expect(i1([...grantedElsewhereAndReleased, acquireHeld('c', [100, 110], { token: 6 })]).status).toBe('fail');
     expect(i1([...grantedElsewhereAndReleased, describeOk('c', [100, 110], 6, 'a')]).status).toBe('fail');

@@ -19,6 +19,8 @@ export interface RefItem {
   releasedAt: number | undefined;
   /** An operator's revoke of this grant (cleared by the next acquire). */
   revoked: { at: number; force: boolean } | undefined;
+  /** The grants before this one the replay guard remembers, the latest first: LIMITS.replayGuardGrants − 1 at most. */
+  earlier: Array<{ requestId: string | undefined; endedAt: number }>;
 }
 
 export interface RefGrant {
@@ -54,7 +56,9 @@ export class ReferenceLeaseServer {
       item.requestId === req.requestId &&
       (item.holder === undefined || item.expiresAt < now) &&
       Math.min(item.expiresAt, item.releasedAt ?? Number.POSITIVE_INFINITY) >= now - LIMITS.replayGuardMs;
-    if (spent) return { acquired: false, replayed: true };
+    // … or one of the grants before it that the guard remembers is, and ended less than the guard ago.
+    const spentEarlier = req.requestId !== undefined && item !== undefined && item.earlier.some((g) => g.requestId === req.requestId && g.endedAt >= now - LIMITS.replayGuardMs);
+    if (spent || spentEarlier) return { acquired: false, replayed: true };
     if (item === undefined || item.availableAt < now) {
       const lockDelayMs = req.lockDelayMs ?? 0;
       const next: RefItem = {
@@ -70,6 +74,7 @@ export class ReferenceLeaseServer {
         renewedAt: now,
         releasedAt: undefined,
         revoked: undefined,
+        earlier: item === undefined ? [] : [{ requestId: item.requestId, endedAt: Math.min(item.expiresAt, item.releasedAt ?? Number.POSITIVE_INFINITY) }, ...item.earlier].slice(0, LIMITS.replayGuardGrants - 1),
       };
       this.items.set(name, next);
       return { acquired: true, grant: grantOf(next) };
