@@ -24,7 +24,8 @@ import { seededRandom, type Random } from './random.js';
  *   lease is free at its expiry. Forced: free at once, while the old holder may still believe it
  *   leads (only fencing keeps its writes out). The revoked worker campaigns again a little later.
  * - `region-outage` (only with `--regions 3`): one Region's API goes down for 3–5 × ttl, for every
- *   worker at once, then comes back. Down is, at random from the seed, `refuse` (every connection
+ *   worker at once, then comes back. The run's first outage is always a `blackhole`; each later one
+ *   is, at random from the seed, `refuse` (every connection
  *   reset at once: a Region that says it is gone) or `blackhole` (nothing answers: requests hang
  *   until the client gives up; when the Region comes back it delivers every request it held, also
  *   those whose senders gave up: a healing blackhole, chaos/proxy.ts, so late copies of acquires
@@ -201,7 +202,12 @@ export function planFaults(options: PlanOptions): PlannedFault[] {
     }
     if (kind === 'restart-db') lastDbRestart = t;
     const fault = plannedFault(kind, Math.round(t), random, options);
-    if (kind === 'region-outage') outageEnds = t + fault.durationMs + ttlMs;
+    if (kind === 'region-outage') {
+      // The first outage heals from a blackhole, whatever the seed: every run with an outage then
+      // delivers late copies of the requests it held. (Drawn all the same, so the seed's other draws stay put.)
+      if (outageEnds === -Infinity) fault.outage = 'blackhole';
+      outageEnds = t + fault.durationMs + ttlMs;
+    }
     plan.push(fault);
     // The first round never runs past the end (its gaps are at most firstGapMs); later gaps vary ±50%.
     t += i < firstRound.length - 1 ? firstGapMs * random.between(0.6, 1) : options.faultEveryMs * random.between(0.5, 1.5);

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { chooseTarget, FAULT_CHOICES, faultChoicesFor, initialOffsets, injectableOffsetMs, planFaults, warmupMs, type PlanOptions } from '../../chaos/harness/nemesis.js';
 import { seededRandom } from '../../chaos/harness/random.js';
@@ -120,6 +121,16 @@ describe('nemesis schedule', () => {
       expect(f.durationMs).toBeLessThanOrEqual(5 * base.ttlMs);
     }
     for (let i = 1; i < outages.length; i += 1) expect(outages[i]!.atMs).toBeGreaterThan(outages[i - 1]!.atMs + outages[i - 1]!.durationMs);
+  });
+
+  it('with three Regions, plans the first Region outage as a blackhole (which heals and delivers what it held), whatever the seed', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.integer({ min: 20_000, max: 600_000 }), (seed, durationMs) => {
+        const outages = planFaults({ ...base, seed, durationMs, regions: 3, faults: faultChoicesFor(3) }).filter((f) => f.kind === 'region-outage');
+        expect(outages.length).toBeGreaterThanOrEqual(1);
+        expect(outages[0]!.outage).toBe('blackhole');
+      }),
+    );
   });
 
   it('with three Regions, a 30 s run takes a Region down once among every other kind', () => {
