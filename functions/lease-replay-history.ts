@@ -17,10 +17,11 @@ import type { LeaseRecord } from './lease-record.js';
  * Why K = 8. A full slot is 57 bytes (a 35-byte hash, two numbers of 11), so the 7 slots add about
  * 400 bytes, and a lease item without metadata (about 300 bytes with a short name) stays under the
  * 1 KB of one write unit, which every acquire, renew and release of it pays. 8 grants cover every
- * late copy on a lease that changes hands at most 7 times within LIMITS.replayGuardMs (120 s) of the
- * copy's own grant ending: for example, one whose grants last 17 s or more. No fixed number covers
- * every lease: a grant may be released at once, so a busy lease can change hands hundreds of times
- * in 120 s; a copy that lands after 8 or more later grants is a new acquire (docs/safety.md).
+ * late copy on a lease granted at most 7 times within LIMITS.replayGuardMs (120 s) after the copy's
+ * own grant ended: for example, one whose grants each last 17.2 s (120 s / 7) or more. No fixed
+ * number covers every lease: a grant may be released at once, so a busy lease can change hands
+ * hundreds of times in 120 s; a copy that lands after 8 or more later grants is a new acquire
+ * (docs/safety.md).
  */
 
 /** A slot's release time when its grant was not released: later than any real time, and a safe integer. */
