@@ -66,14 +66,12 @@ describe('leasehold run --shared / --exclusive: usage errors', { timeout: 60_000
     expect(out.stderr).toContain("--shared takes the rwlock's NAME");
   });
 
-  it('--limit, --priority and --watch are refused with a mode, saying why', async () => {
+  it('--limit and --priority are refused with a mode, saying why', async () => {
     const limit = await cli(['run', '--shared', 'docs:a', '--limit', '3', ...at(), '--', 'true']);
     const priority = await cli(['run', '--exclusive', 'docs:a', '--priority', '5', ...at(), '--', 'true']);
-    const watch = await cli(['run', '--exclusive', 'docs:a', '--watch', 'ws://127.0.0.1:1/v1/watch', ...at(), '--', 'true']);
-    expect([limit.code, priority.code, watch.code]).toEqual([2, 2, 2]);
+    expect([limit.code, priority.code]).toEqual([2, 2]);
     expect(limit.stderr).toContain('--limit does not apply to --shared');
     expect(priority.stderr).toContain('--priority does not apply to --exclusive');
-    expect(watch.stderr).toContain('--watch does not apply to --exclusive');
   });
 
   it('a command written without -- after --shared NAME gets the corrected line', async () => {

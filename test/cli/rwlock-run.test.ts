@@ -16,7 +16,8 @@ let seq = 0;
 const scratches: Array<ReturnType<typeof scratch>> = [];
 
 beforeAll(async () => {
-  server = await startTestServer({ semaphores: true });
+  // With the watch: a push budget this machine's load cannot exhaust, so the release's push is sent.
+  server = await startTestServer({ semaphores: true, watch: { pushBudgetMs: 5_000 } });
 });
 afterEach(async () => {
   await killAllClis();
@@ -131,6 +132,29 @@ describe('leasehold run --shared / --exclusive', { timeout: 90_000 }, () => {
     expect(lines.indexOf('stop R')).toBeLessThan(lines.findIndex((l) => l.startsWith('start W ')));
     expect(startW.token).toBeGreaterThan(startR.token);
     expect(r.stderr()).toContain(`lost the shared grant of ${name}`);
+    writeFileSync(writerDone, '');
+    expect(await w.exited).toEqual({ code: 0, signal: null });
+  });
+
+  it('with --watch, a waiting --exclusive run is woken by the last reader’s release, not at its next scheduled ask', async () => {
+    const name = unique('watch');
+    const s = newScratch();
+    const readersDone = join(s.dir, 'readers-done');
+    const writerDone = join(s.dir, 'writer-done');
+    const watchUrl = `${server.url.replace('http://', 'ws://')}/v1/watch`;
+    // 60 s grants: the server schedules the waiting writer's asks 20 s apart (a third of its wait
+    // bound), and --retry-every 1h does not bring them closer.
+    const r = run('shared', name, 'reader-r', job(s.log, 'R', readersDone), '60s');
+    await waitFor('the reader to start', () => started(s.lines(), 'R'));
+    const w = run('exclusive', name, 'writer-w', job(s.log, 'W', writerDone), '60s', ['--retry-every', '1h', '--watch', watchUrl]);
+    await waitForStderr(w, 'this run is its waiting writer');
+
+    writeFileSync(readersDone, '');
+    expect(await r.exited).toEqual({ code: 0, signal: null });
+    // The writer's next scheduled ask is 20 s after its first; 12 s from the release covers the push,
+    // the acquire and a command start on a loaded machine, and is still 8 s short of that ask.
+    const startW = await waitFor('the writer to start', () => started(s.lines(), 'W'), 12_000);
+    expect(startW.mode).toBe('exclusive');
     writeFileSync(writerDone, '');
     expect(await w.exited).toEqual({ code: 0, signal: null });
   });

@@ -69,8 +69,8 @@ Options:
   --shared NAME     hold a shared grant of the rwlock NAME (in place of the positional NAME): many
                     shared runs at once. While an exclusive run waits, no new shared grant is made
                     and held ones are no longer extended: their commands are stopped by their
-                    expiry (exit 4), so the writer gets in within a ttl. Not with --limit,
-                    --priority or --watch
+                    expiry (exit 4), so the writer gets in within a ttl. Not with --limit
+                    or --priority
   --exclusive NAME  hold the exclusive grant of the rwlock NAME: alone, once the shared ones ended.
                     A run that gives up (--wait) leaves its place as the waiting writer to lapse
                     within min(ttl, 60s), keeping new shared grants out until then
@@ -81,7 +81,8 @@ Options:
   --retry-every D   while someone else holds the lease, try again at least this often
                     (default ttl/3), so a released lease is taken over within one interval
   --watch URL       the watch WebSocket (env LEASEHOLD_WATCH_URL): a pushed release cuts the
-                    wait short. Locally ws://127.0.0.1:8787/v1/watch; in AWS the stack output
+                    wait short (with --shared/--exclusive: a release that frees the rwlock).
+                    Locally ws://127.0.0.1:8787/v1/watch; in AWS the stack output
                     WatchUrl (wss://…/v1), signed like the API. Repeat it (or a comma-separated
                     LEASEHOLD_WATCH_URL) for several Regions, the preferred one first
   --quiet           no status lines on stderr (the command's own output is untouched)
@@ -152,14 +153,13 @@ export const runCommand: Command = async (argv) => {
     const flag = `--${target.mode}`;
     if (limit !== undefined) throw new UsageError(`--limit does not apply to ${flag}: NAME is either a semaphore or a rwlock.`, 'run');
     if (priority !== undefined) throw new UsageError(`--priority does not apply to ${flag}: rwlocks have no priorities.`, 'run');
-    if (values.watch !== undefined) throw new UsageError(`--watch does not apply to ${flag}: the watch follows leases; a rwlock's followers ask again when the service says.`, 'run');
   }
   const connection = connect(values, 'run');
   const watch = watchFrom(values.watch, connection, 'run');
   const api = limit === undefined ? connection.client : permitsAsLeases(connection.client, limit, undefined);
   const log = values.quiet ? () => undefined : (line: string) => process.stderr.write(`leasehold run: ${line}\n`);
   const settings = { name, holder, command, args, timing, waitMs, forever: values.forever === true, log, limit, outliveParent: values['outlive-parent'] === true };
-  const rwlock = target === undefined ? undefined : rwlockRun(connection, target, { holder, timing, retryEveryMs, log });
+  const rwlock = target === undefined ? undefined : rwlockRun(connection, target, { holder, timing, retryEveryMs, log, watch });
   const runner = rwlock !== undefined ? new Runner({ ...settings, rwlock: rwlock.rwlock }, rwlock.makeLeader) : new Runner(settings, (hooks) =>
     createLeader(campaignApi(api, retryEveryMs, hooks), {
       name,

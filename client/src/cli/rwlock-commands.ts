@@ -2,7 +2,9 @@
 import { createPermitHolder, type Leader } from '../leader/leader.js';
 import type { PublicRwlock, RwlockGrant, RwlockGrantRef, RwlockMode } from '../protocol/index.js';
 import { RwlockClient, rwlocksAsLeases, type RwlockAcquireResult } from '../rwlock/rwlock.js';
+import { watchingRwlocks } from '../rwlock/wake.js';
 import type { CallOptions } from '../transport/http.js';
+import type { WatchClient } from '../watch/watch.js';
 import { campaignApi } from './campaign.js';
 import { ExitCode, UsageError } from './exit-codes.js';
 import { formatMs, formatRwlock } from './format.js';
@@ -16,8 +18,9 @@ import type { RunTiming } from './run-timing.js';
  * different resources, so the one-shot commands name the rwlock with a flag rather than guessing.
  *
  * `run` holds a grant exactly as it holds a lease: the grant is the SDK's rwlock holder (a Leader
- * over `rwlocksAsLeases`, what `createRwlockHolder` builds), with `run`'s campaign view in between,
- * so the fail-closed deadline, the supervisor, signals, grace and exit codes are run's own.
+ * over `rwlocksAsLeases` with the watch through `watchingRwlocks`, what `createRwlockHolder`
+ * builds), with `run`'s campaign view in between, so the fail-closed deadline, the supervisor,
+ * signals, grace and exit codes are run's own.
  */
 
 export interface RwlockTarget {
@@ -110,7 +113,7 @@ function plural(count: number, noun: string): string {
 export function rwlockRun(
   connection: Connection,
   target: RwlockTarget,
-  options: { holder: string; timing: RunTiming; retryEveryMs: number; log: (line: string) => void },
+  options: { holder: string; timing: RunTiming; retryEveryMs: number; log: (line: string) => void; watch: WatchClient | undefined },
 ): { rwlock: NonNullable<RunSettings['rwlock']>; makeLeader: (hooks: RunnerHooks) => Leader } {
   const { name, mode } = target;
   const client = new RunRwlockClient(connection, (grant) =>
@@ -127,6 +130,8 @@ export function rwlockRun(
         holder: options.holder,
         ttlMs: options.timing.ttlMs,
         driftMarginMs: options.timing.driftMarginMs,
+        // The watch seen through the rwlock's eyes: the holder subscribes the rwlock, never the lease NAME.
+        ...(options.watch === undefined ? {} : { watch: watchingRwlocks(options.watch) }),
         onEvent: (event) => hooks.onLeaderEvent(event),
         warnings: false, // run logs what happens in its own words
       }),
