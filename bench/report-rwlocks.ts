@@ -88,6 +88,8 @@ export function starvationVerdict(row: RwlockStarvationRow): {
   worstServerMs: number;
   worstClientMs: number;
   worstLastReaderEndMs: number;
+  /** The longest a grant came after the latest expiry its refusals showed: the writer's last ask on its way, at least. */
+  worstAfterLastReaderMs: number;
   withinBound: boolean | undefined;
   readersEndedWithinTtl: boolean | undefined;
 } {
@@ -97,6 +99,7 @@ export function starvationVerdict(row: RwlockStarvationRow): {
     worstServerMs: worst(row.trials.map((t) => t.serverWaitMs)),
     worstClientMs: worst(row.trials.map((t) => t.clientWaitMs)),
     worstLastReaderEndMs: worst(row.trials.map((t) => t.lastReaderEndMs)),
+    worstAfterLastReaderMs: worst(row.trials.map((t) => t.serverWaitMs - t.lastReaderEndMs)),
     withinBound: measured ? row.trials.every((t) => t.serverWaitMs <= row.boundMs) : undefined,
     readersEndedWithinTtl: measured ? row.trials.every((t) => t.lastReaderEndMs <= row.readerTtlMs) : undefined,
   };
@@ -149,13 +152,13 @@ export function renderRwlocks(result: RwlocksResult | undefined, error?: string)
       "the server's share); when that grant ran to its expiry, the rest of the wait is the writer's last ask on its way (its timer and the request).",
     '',
     ...table(
-      ['profile', 'reader ttl ms', 'a reader every ms', 'trials', "worst last reader's end ms", 'worst wait ms (server)', 'worst wait ms (client)', 'bound ms', 'wait within bound'],
+      ['profile', 'reader ttl ms', 'a reader every ms', 'trials', "worst last reader's end ms", 'worst grant after it ms', 'worst wait ms (server)', 'worst wait ms (client)', 'bound ms', 'wait within bound'],
       result.starvation.map((r) => {
         const v = starvationVerdict(r);
         const yesNo = (b: boolean | undefined) => (b === undefined ? '–' : b ? 'yes' : '**no**');
-        return [r.profile, fmtInt(r.readerTtlMs), fmtInt(r.arrivalEveryMs), String(r.trials.length), `${fmtMs(v.worstLastReaderEndMs)} (≤ ttl: ${yesNo(v.readersEndedWithinTtl)})`, fmtMs(v.worstServerMs), fmtMs(v.worstClientMs), fmtInt(r.boundMs), yesNo(v.withinBound)];
+        return [r.profile, fmtInt(r.readerTtlMs), fmtInt(r.arrivalEveryMs), String(r.trials.length), `${fmtMs(v.worstLastReaderEndMs)} (≤ ttl: ${yesNo(v.readersEndedWithinTtl)})`, fmtMs(v.worstAfterLastReaderMs), fmtMs(v.worstServerMs), fmtMs(v.worstClientMs), fmtInt(r.boundMs), yesNo(v.withinBound)];
       }),
-      ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'l'],
+      ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'l'],
     ),
     '',
     '**Write units per renewal** of one shared grant, with that many live shared grants on the lock (all grants are maps in its one item, ' +

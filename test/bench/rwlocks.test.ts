@@ -53,7 +53,14 @@ describe('the rwlocks bench section', () => {
   });
 
   it('judges the writer by its worst trial, and the readers by the latest end any refusal showed', () => {
-    expect(starvationVerdict(stream())).toEqual({ worstServerMs: 2_050, worstClientMs: 2_120, worstLastReaderEndMs: 1_999, withinBound: true, readersEndedWithinTtl: true });
+    expect(starvationVerdict(stream())).toEqual({
+      worstServerMs: 2_050,
+      worstClientMs: 2_120,
+      worstLastReaderEndMs: 1_999,
+      worstAfterLastReaderMs: 51,
+      withinBound: true,
+      readersEndedWithinTtl: true,
+    });
     const late = stream({ trials: [{ serverWaitMs: 2_300, lastReaderEndMs: 2_001, clientWaitMs: 2_400, readersAtStart: 9, asks: 5 }] });
     expect(starvationVerdict(late)).toMatchObject({ withinBound: false, readersEndedWithinTtl: false });
     expect(starvationVerdict(stream({ trials: [] }))).toMatchObject({ withinBound: undefined, readersEndedWithinTtl: undefined });
@@ -80,7 +87,7 @@ describe('the rwlocks bench section', () => {
     expect(text).toContain('| local | shared, free lock (its first reader: one write) | 3 | 3.00 | 4.00 | 4.00 | 4.00 |');
     expect(text).toContain('| local | asking again at retryAfterMs | 4 | 3 | 300 | 500 | 500 |');
     expect(text).toContain('| local | the watch | 4 | 4 | 20.0 | 40.0 | 40.0 |');
-    expect(text).toContain('| local | 2,000 | 250 | 2 | 1,999 (≤ ttl: yes) | 2,050 | 2,120 | 2,100 | yes |');
+    expect(text).toContain('| local | 2,000 | 250 | 2 | 1,999 (≤ ttl: yes) | 51.0 | 2,050 | 2,120 | 2,100 | yes |');
     expect(text).toContain('| holder name length | 1 reader | 8 readers | 32 readers |');
     expect(text).toContain('| 9 characters | 1 | 2 | 6–7 |');
     expect(text).toContain('| 128 characters | 1 | – | – |');
