@@ -34,9 +34,9 @@ import { seededRandom, summarize } from './stats.js';
 const TABLE = 'bench-rwlocks';
 /** The watch's subscriptions: the server pushes a rwlock's release to its watchers in the request (the direct push). */
 const SUBSCRIPTIONS = 'bench-rwlock-subscriptions';
-/** New readers per reader ttl in the steady stream: with each holding 1–3 ttls, about 16 hold at once, half the cap. */
+/** New readers per reader ttl in the steady stream: each holding 1–3 ttls (2 on average), about 16 hold at once once it is steady, half the cap. */
 export const READER_ARRIVALS_PER_TTL = 8;
-/** How long the stream runs before the writer asks: every reader then is one of the stream's, none of its first. */
+/** How long the stream runs before the writer asks: a dozen readers hold by then, and more keep arriving while it waits. */
 const STREAM_RAMP_TTLS = 1.5;
 /** A reader of the handover trials holds this long unless released: the trial ends with its release, never its expiry. */
 const HANDOVER_READER_TTL_MS = 60_000;
