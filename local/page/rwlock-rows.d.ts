@@ -29,3 +29,4 @@ export declare function phaseText(rwlock: PublicRwlock | null): string;
 export declare function grantKeys(holders: readonly RwlockHolder[]): string[];
 export declare function grantCells(name: string, grant: RwlockHolder, leftMs: number): GrantCells;
 export declare function waitingCells(rwlock: PublicRwlock | null, nowMs: number): WaitingCells | undefined;
+export declare function refreshText(watch: 'connecting' | 'live' | 'down' | undefined): string;

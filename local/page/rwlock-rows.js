@@ -121,3 +121,15 @@ export function waitingCells(rwlock, nowMs) {
         : { text: `the readers' grants end within ${formatDuration(Math.max(0, readersEndAt - nowMs))}`, title: `by ${new Date(readersEndAt).toISOString()} at the latest` },
   };
 }
+
+/**
+ * How the section keeps the locks fresh, for the line under its form. `watch` is the state of its
+ * watch connection (rwlock-watch.js): 'connecting', 'live', 'down'; `undefined` before any rwlock
+ * is watched (the connection opens with the first one).
+ */
+export function refreshText(watch) {
+  if (watch === 'live') return 'Each rwlock is read every second, and at once when the watch pushes a release that frees it or a forced revoke (watch live).';
+  if (watch === 'connecting') return 'Each rwlock is read every second; connecting to the watch…';
+  if (watch === 'down') return 'Each rwlock is read every second (watch unavailable).';
+  return 'Each rwlock named is read every second, and at once when the watch pushes a release that frees it.';
+}

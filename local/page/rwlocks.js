@@ -1,9 +1,10 @@
 // The rwlocks section of the live page (shared and exclusive leases). The API has no list of
-// rwlocks and the watch has no events for them, so the user names the ones to watch; the names are
-// kept in the address (?rwlocks=a,b) so a reload or a shared link keeps them. Each is read through
-// the public API, GET /v1/rwlocks/{name}, once a second; between reads the grants' time left and the
-// waiting writer's times move on the page's monotonic clock, as the lease rows do. Text only:
-// nothing is parsed as HTML.
+// rwlocks, so the user names the ones to watch; the names are kept in the address (?rwlocks=a,b) so
+// a reload or a shared link keeps them. Each is read through the public API, GET /v1/rwlocks/{name},
+// once a second, and at once when the watch pushes one of its events (rwlock-watch.js: a release
+// that frees it, a forced revoke; never a grant, hence the reads). Between reads the grants' time
+// left and the waiting writer's times move on the page's monotonic clock, as the lease rows do. Text
+// only: nothing is parsed as HTML.
 import { serverNowMs } from './lease-rows.js';
 import {
   formatRwlockNames,
@@ -13,9 +14,11 @@ import {
   phaseOf,
   phaseText,
   refuseRwlockName,
+  refreshText,
   RWLOCKS_PARAM,
   waitingCells,
 } from './rwlock-rows.js';
+import { createRwlockWatch } from './rwlock-watch.js';
 import { cell, timeCell } from './table-cells.js';
 
 const POLL_MS = 1000;
@@ -26,7 +29,7 @@ const TICK_MS = 250;
  * clock and the server clock at that answer, and a row per live grant keyed by grantKeys.
  * @typedef {{ name: string, block: HTMLElement, phase: HTMLElement, waiting: HTMLElement,
  *   table: HTMLTableElement, tbody: HTMLTableSectionElement, rwlock: any, readAt: number,
- *   serverNowAtRead: number, read: boolean, inflight: boolean,
+ *   serverNowAtRead: number, read: boolean, inflight: boolean, again: boolean,
  *   rows: Map<string, { grant: any, row: HTMLTableRowElement }> }} Watched
  */
 
@@ -36,9 +39,20 @@ export function startRwlocks() {
   const input = /** @type {HTMLInputElement} */ (document.getElementById('rwlock-name'));
   const problem = /** @type {HTMLElement} */ (document.getElementById('rwlock-problem'));
   const list = /** @type {HTMLElement} */ (document.getElementById('rwlock-list'));
+  const refresh = /** @type {HTMLElement} */ (document.getElementById('rwlock-refresh'));
+  refresh.textContent = refreshText(undefined);
   /** @type {Map<string, Watched>} in the order shown */
   const watched = new Map();
   let blocks = 0; // for unique element ids
+  const watch = createRwlockWatch({
+    onEvent(name) {
+      const entry = watched.get(name);
+      if (entry) void read(entry);
+    },
+    onState(state) {
+      refresh.textContent = refreshText(state);
+    },
+  });
 
   function saveAddress() {
     const url = new URL(location.href);
@@ -102,8 +116,9 @@ export function startRwlocks() {
     list.append(block);
 
     /** @type {Watched} */
-    const entry = { name, block, phase, waiting, table, tbody, rwlock: null, readAt: 0, serverNowAtRead: 0, read: false, inflight: false, rows: new Map() };
+    const entry = { name, block, phase, waiting, table, tbody, rwlock: null, readAt: 0, serverNowAtRead: 0, read: false, inflight: false, again: false, rows: new Map() };
     watched.set(name, entry);
+    watch.subscribe(name);
     remove.addEventListener('click', () => {
       watched.delete(name);
       block.remove();
@@ -113,9 +128,15 @@ export function startRwlocks() {
     return entry;
   }
 
-  /** One read of a rwlock; a read already under way for it makes this one a no-op. */
+  /**
+   * One read of a rwlock. A read asked for while one is under way (a pushed event) is made once that
+   * one is over: its answer may predate the change the event announced.
+   */
   async function read(entry) {
-    if (entry.inflight) return;
+    if (entry.inflight) {
+      entry.again = true;
+      return;
+    }
     entry.inflight = true;
     let error = '';
     let rwlock;
@@ -141,12 +162,16 @@ export function startRwlocks() {
     entry.phase.classList.toggle('error', error !== '');
     if (error) {
       entry.phase.textContent = error;
-      return;
+    } else {
+      // A live grant says the server's clock exactly (expiresAt − remainingMs); else the Date header,
+      // to the second, and without one the browser's clock.
+      entry.serverNowAtRead = serverNowMs(rwlock?.holders ?? [], Number.isNaN(dateMs) ? Date.now() : dateMs);
+      render(entry, rwlock, readAt);
     }
-    // A live grant says the server's clock exactly (expiresAt − remainingMs); else the Date header, to
-    // the second, and without one the browser's clock.
-    entry.serverNowAtRead = serverNowMs(rwlock?.holders ?? [], Number.isNaN(dateMs) ? Date.now() : dateMs);
-    render(entry, rwlock, readAt);
+    if (entry.again) {
+      entry.again = false;
+      void read(entry);
+    }
   }
 
   function render(entry, rwlock, readAt) {

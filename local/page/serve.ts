@@ -34,6 +34,7 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   '/page/semaphore-rows.js': { file: 'semaphore-rows.js', type: 'text/javascript; charset=utf-8' },
   '/page/rwlocks.js': { file: 'rwlocks.js', type: 'text/javascript; charset=utf-8' },
   '/page/rwlock-rows.js': { file: 'rwlock-rows.js', type: 'text/javascript; charset=utf-8' },
+  '/page/rwlock-watch.js': { file: 'rwlock-watch.js', type: 'text/javascript; charset=utf-8' },
   '/page/table-cells.js': { file: 'table-cells.js', type: 'text/javascript; charset=utf-8' },
   '/page/page.css': { file: 'page.css', type: 'text/css; charset=utf-8' },
 };

@@ -8,6 +8,7 @@ import {
   parseRwlockNames,
   phaseOf,
   phaseText,
+  refreshText,
   refuseRwlockName,
   RWLOCK_NAME_PATTERN,
   waitingCells,
@@ -103,5 +104,12 @@ describe('the rwlock blocks of the page (local/page/rwlock-rows.js)', () => {
     expect(waitingCells(rwlock(null, [], writer), NOW + 30_000)?.lapses.text).toBe('its wait has lapsed');
     expect(waitingCells(rwlock('shared', [grant('r1', 1)]), NOW)).toBeUndefined();
     expect(waitingCells(null, NOW)).toBeUndefined();
+  });
+
+  it('says how the locks are kept fresh: read every second, and at once on the watch\'s push while it is live', () => {
+    expect(refreshText('live')).toBe('Each rwlock is read every second, and at once when the watch pushes a release that frees it or a forced revoke (watch live).');
+    expect(refreshText('connecting')).toBe('Each rwlock is read every second; connecting to the watch…');
+    expect(refreshText('down')).toBe('Each rwlock is read every second (watch unavailable).');
+    expect(refreshText(undefined)).toMatch(/^Each rwlock named is read every second/);
   });
 });

@@ -656,6 +656,43 @@ describe('the rwlocks section (no list route, no watch: each named rwlock is rea
     expect(new URL(page.url()).searchParams.get('rwlocks')).toBe(name);
   });
 
+  it('reads a rwlock at once when the watch pushes the release that frees it, with the page\'s clock (and its reads every second) stopped', async () => {
+    const lock = 'watch:rw';
+    const held = [await acquireRwlock(lock, 'reader-a', 'shared', 30_000), await acquireRwlock(lock, 'reader-b', 'shared', 30_000)];
+    const paused = await browser.newPage();
+    // No timer of the page ever fires: it reads the lock once at start, and then only when an event makes it.
+    await paused.clock.install({ time: Date.now() });
+    await paused.clock.pauseAt(Date.now() + 1_000);
+    let reads = 0;
+    await paused.route('**/v1/rwlocks/**', (route) => {
+      reads++;
+      return route.continue();
+    });
+    await paused.goto(`${server.url}/?rwlocks=${lock}`);
+    await rwlockShowing(lock, 'its two readers', (s) => s.grants.length === 2, paused);
+    await until('the watch to be live', async () => ((await paused.locator('#rwlock-refresh').textContent())?.endsWith('(watch live).') ? true : undefined));
+    expect(reads).toBe(1);
+    const client = new RwlockClient({ endpoint: server.url });
+    for (const grant of held) await client.release(lock, grant);
+    const free = await rwlockShowing(lock, 'a free lock', (s) => s.phase?.startsWith('free') === true, paused);
+    expect(free).toMatchObject({ phase: `free · last token ${held[0]!.token}`, grants: [], tableHidden: true });
+    await paused.close();
+  });
+
+  it('says it reads every second alone when the watch refuses its subscription', async () => {
+    const refused = await browser.newPage();
+    await refused.routeWebSocket(/\/v1\/watch/, (ws) => {
+      ws.onMessage(() => ws.send(JSON.stringify({ type: 'error', error: { code: 'FORBIDDEN', message: 'not allowed' } })));
+    });
+    await refused.goto(`${server.url}/?rwlocks=${name}`);
+    const text = await until('the refusal to show', async () => {
+      const shown = await refused.locator('#rwlock-refresh').textContent();
+      return shown?.includes('unavailable') ? shown : undefined;
+    });
+    expect(text).toBe('Each rwlock is read every second (watch unavailable).');
+    await refused.close();
+  });
+
   it('never lets a name or a holder put HTML in the page: hostile names are refused, hostile holders shown as text', async () => {
     const hostile = '<img/src=x/onerror=alert(1)>';
     const reader = await acquireRwlock('xss:rw', hostile, 'shared', 30_000);
