@@ -185,8 +185,8 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     await ensureLeaseTable(raw, LEASE_TABLE);
     // The API instances serve the semaphore routes from the table their configuration names by default.
     await ensureSemaphoreTable(raw, defaultSemaphoreTableName(LEASE_TABLE));
-    await createJobsTable(raw);
-    if (rwNames.length > 0) await createRwTable(raw);
+    // A --rw run has no jobs: its resource is the rwlocks' rows.
+    await (rwNames.length > 0 ? createRwTable(raw) : createJobsTable(raw));
     log(`DynamoDB Local on ${db.endpoint} (data in ${join(outDir, 'dynamodb')})`);
 
     // Under --latency aws each instance draws its own delays, all from the run's seed.
@@ -300,7 +300,7 @@ export async function runChaos(options: HarnessOptions, print: (line: string) =>
     await Promise.all(workers.map((w) => w.terminate(options.ttlMs * 5)));
     log('workers stopped (SIGTERM: each released its leases)');
 
-    const finalJobs = await dumpFinalJobs(doc);
+    const finalJobs = rwNames.length > 0 ? [] : await dumpFinalJobs(doc);
     writeFileSync(join(outDir, 'final-jobs.json'), `${JSON.stringify(finalJobs, null, 1)}\n`);
     const enqueued = [...producer.enqueued().values()].reduce((a, b) => a + b, 0);
     await Promise.all(apis.map((a) => a.kill('SIGTERM')));
