@@ -141,10 +141,18 @@ describe('leasehold describe --rwlock', { timeout: 60_000 }, () => {
     expect(out.stdout).toMatch(new RegExp(`\\nwriter-w +exclusive +${writer.grant.token} +\\d`));
   });
 
-  it('a rwlock that was never used exits 5; the lease of the same name is not consulted', async () => {
+  it('a rwlock that was never used exits 5 saying so of the rwlock, even while a lease of that name is held', async () => {
     const name = unique('never');
+    const lease = await cli(['acquire', name, '--holder', 'lease-holder', ...at()]);
+    expect(lease.code).toBe(0);
+
     const out = await cli(['describe', '--rwlock', name, ...at()]);
-    expect(out.code).toBe(5);
+    const json = await cli(['describe', '--rwlock', name, '--json', ...at()]);
+
+    expect([out.code, json.code]).toEqual([5, 5]);
+    expect(out.stderr).toContain(`Rwlock "${name}" does not exist`);
+    expect(out.stderr).toContain('shows the lease of that name, a different resource');
+    expect(JSON.parse(json.stdout)).toMatchObject({ error: { code: 'LEASE_NOT_FOUND' } });
   });
 
   it('without a NAME it exits 2 saying the rwlock NAME is missing', async () => {

@@ -1,6 +1,6 @@
 /// <reference types="node" />
 import { createPermitHolder, type Leader } from '../leader/leader.js';
-import type { PublicRwlock, RwlockGrant, RwlockGrantRef, RwlockMode } from '../protocol/index.js';
+import { ErrorCode, isLeaseholdError, type PublicRwlock, type RwlockGrant, type RwlockGrantRef, type RwlockMode } from '../protocol/index.js';
 import { RwlockClient, rwlocksAsLeases, type RwlockAcquireResult } from '../rwlock/rwlock.js';
 import { watchingRwlocks } from '../rwlock/wake.js';
 import type { CallOptions } from '../transport/http.js';
@@ -146,7 +146,18 @@ function print(text: string): void {
 export async function describeRwlock(positionals: string[], values: ConnectionValues & { json?: boolean | undefined }): Promise<number> {
   if (positionals.length === 0) throw new UsageError('the rwlock NAME is missing: leasehold describe --rwlock NAME.', 'describe');
   const name = requireName(positionals, 'describe');
-  const rwlock = await new RwlockClient(connect(values, 'describe').clientOptions).describe(name);
+  let rwlock: PublicRwlock;
+  try {
+    rwlock = await new RwlockClient(connect(values, 'describe').clientOptions).describe(name);
+  } catch (error) {
+    if (!isLeaseholdError(error) || error.code !== ErrorCode.LEASE_NOT_FOUND) throw error;
+    // The service answers as for a lease; say it of the rwlock, with what to do (exit 5 as for a lease).
+    const message = `Rwlock "${name}" does not exist: no grant of it was ever acquired (or its record was cleaned up).`;
+    const hint = 'Check the name. `leasehold describe NAME` (without --rwlock) shows the lease of that name, a different resource.';
+    process.stderr.write(`leasehold: ${message}\n  ${hint}\n`);
+    if (values.json) print(JSON.stringify({ error: { code: error.code, message, hint } }));
+    return ExitCode.NOT_FOUND;
+  }
   print(values.json ? JSON.stringify({ rwlock }) : formatRwlock(rwlock));
   return ExitCode.OK;
 }
