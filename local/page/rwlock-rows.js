@@ -48,18 +48,20 @@ export function phaseOf(rwlock) {
 /**
  * The line under a rwlock's name: "shared by 2 holders (at most 32) · token 17", "exclusive ·
  * token 18", "free · last token 18" (", reserved for the waiting writer" while one waits), or "not
- * in use" with no record of it. The token of a live phase is the one every grant in it carries.
+ * in use" with no record of it; a held lock adds " · a writer waits" while one does, so the line
+ * (polite-live) announces it. The token of a live phase is the one every grant in it carries.
  */
 export function phaseText(rwlock) {
   const phase = phaseOf(rwlock);
   if (phase === 'unused') return 'not in use: no grant of it is on record';
-  if (phase === 'exclusive') return `exclusive · token ${rwlock.token}`;
-  if (phase === 'shared') {
-    const count = rwlock.holders.length;
-    const cap = count >= rwlock.readerCap ? 'full' : `at most ${rwlock.readerCap}`;
-    return `shared by ${count} ${count === 1 ? 'holder' : 'holders'} (${cap}) · token ${rwlock.token}`;
-  }
-  return `free${rwlock.waitingWriter === null ? '' : ', reserved for the waiting writer'} · last token ${rwlock.token}`;
+  const waits = rwlock.waitingWriter !== null;
+  if (phase === 'free') return `free${waits ? ', reserved for the waiting writer' : ''} · last token ${rwlock.token}`;
+  const count = rwlock.holders.length;
+  const held =
+    phase === 'exclusive'
+      ? 'exclusive'
+      : `shared by ${count} ${count === 1 ? 'holder' : 'holders'} (${count >= rwlock.readerCap ? 'full' : `at most ${rwlock.readerCap}`})`;
+  return `${held} · token ${rwlock.token}${waits ? ' · a writer waits' : ''}`;
 }
 
 /**

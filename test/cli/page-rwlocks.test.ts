@@ -52,7 +52,7 @@ describe('the rwlock blocks of the page (local/page/rwlock-rows.js)', () => {
     expect(refuseRwlockName('lock-3', full)).toBeUndefined();
   });
 
-  it('names the phase: shared with its holder count and cap, exclusive, free with the last token, or not in use', () => {
+  it('names the phase: shared with its holder count and cap, exclusive, free with the last token, or not in use, and says when a writer waits', () => {
     expect(phaseText(rwlock('shared', [grant('r1', 5_000), grant('r2', 5_000)]))).toBe(`shared by 2 holders (at most ${RWLOCK_LIMITS.readerCap}) · token 7`);
     expect(phaseText(rwlock('shared', [grant('r1', 5_000)]))).toBe(`shared by 1 holder (at most ${RWLOCK_LIMITS.readerCap}) · token 7`);
     const full = Array.from({ length: RWLOCK_LIMITS.readerCap }, (_, i) => grant(`r${i}`, 5_000));
@@ -61,6 +61,9 @@ describe('the rwlock blocks of the page (local/page/rwlock-rows.js)', () => {
     expect(phaseText(rwlock(null, []))).toBe('free · last token 7');
     expect(phaseText(rwlock(null, [], { holder: 'w', since: NOW - 1_000, waitExpiresAt: NOW + 9_000 }))).toBe('free, reserved for the waiting writer · last token 7');
     expect(phaseText(null)).toBe('not in use: no grant of it is on record');
+    const writer = { holder: 'w', since: NOW - 1_000, waitExpiresAt: NOW + 9_000 };
+    expect(phaseText(rwlock('shared', [grant('r1', 5_000)], writer))).toBe(`shared by 1 holder (at most ${RWLOCK_LIMITS.readerCap}) · token 7 · a writer waits`);
+    expect(phaseText(rwlock('exclusive', [grant('w0', 5_000, { mode: 'exclusive' })], writer))).toBe('exclusive · token 7 · a writer waits');
     expect([phaseOf(rwlock('shared', [grant('r1', 1)])), phaseOf(rwlock('exclusive', [])), phaseOf(rwlock(null, [])), phaseOf(null)]).toEqual([
       'shared',
       'exclusive',

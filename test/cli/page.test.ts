@@ -613,7 +613,7 @@ describe('the rwlocks section (no list route, no watch: each named rwlock is rea
     expect(shown.waitedTitle).toBe(`waiting since ${new Date(since).toISOString()}`);
     // The readers still hold: the writer waits for them, and nobody new may join them meanwhile.
     expect(shown.grants.map((g) => g.holder)).toEqual(['reader-1', 'reader-2']);
-    expect(shown.phase).toBe(`shared by 2 holders (at most 32) · token ${readers[0]!.token}`);
+    expect(shown.phase).toBe(`shared by 2 holders (at most 32) · token ${readers[0]!.token} · a writer waits`);
   });
 
   it("counts the grants' time left down and the writer's wait up between its reads of the API", async () => {
