@@ -36,7 +36,7 @@ Campaigns for the lease NAME and runs COMMAND only while leading. The lease is r
 background (every ttl/3). With --limit N, NAME is a semaphore instead: COMMAND runs while this
 process holds one of its N permits (at most N such commands run at once, fleet-wide), with the same
 fail-closed rules. With --shared NAME or --exclusive NAME, NAME is a rwlock (a shared/exclusive
-lease, not the lease NAME): COMMAND runs while this process holds a grant of that mode, alongside up
+lease, not the lease NAME): COMMAND runs while this process holds a grant of that mode, as one of up
 to ${RWLOCK_LIMITS.readerCap} shared holders or alone as the exclusive one, with the same fail-closed rules. The command
 gets the fencing token and the lease in its environment:
 
