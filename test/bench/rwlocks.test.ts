@@ -9,8 +9,8 @@ import { rwlockProfilesOf, writerWaitBoundMs } from '../../bench/rwlocks.js';
 import { WRITE_UNIT_HOLDER_CHARS, WRITE_UNIT_READERS, holderName } from '../../bench/rwlocks-write-units.js';
 import { summarize } from '../../bench/stats.js';
 
-// The rwlocks section's report and its pure parts; the write units themselves are measured against
-// DynamoDB Local in test/integration/bench-rwlock-write-units.test.ts.
+// The rwlocks section's report and its pure parts; the section itself runs small against DynamoDB
+// Local and a local server in test/integration/bench-rwlocks.test.ts.
 
 const stream = (over: Partial<RwlockStarvationRow> = {}): RwlockStarvationRow => ({
   profile: 'local',
