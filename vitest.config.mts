@@ -14,6 +14,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
 /** Files that take minutes, or real time measured in seconds, each for the reason given. */
 const SLOW = [
   'test/chaos/harness-run.test.ts', // bounded chaos runs of real processes
+  'test/chaos/rw-run.test.ts', // bounded chaos runs of the rwlock mode (--rw), real processes
   'test/infra/synthesized-app.test.ts', // `cdk synth` through the CLI, bundling every function
   'test/bench/bundle.test.ts', // esbuild bundles of the SDK
   'test/cli/page.test.ts', // the lease page in headless Chromium

@@ -1,16 +1,11 @@
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { readHistory, type LocatedRecord, type OpKind, type OpRecord } from '../../chaos/history.js';
-import type { CoordinationStats } from '../../chaos/checker/coordination-stats.js';
 import { beliefsOf } from '../../chaos/checker/partition-ownership.js';
-import type { GroupStats } from '../../chaos/checker/report.js';
 import { FAULT_CHOICES, faultChoicesFor } from '../../chaos/harness/nemesis.js';
-import type { RegionStats } from '../../chaos/harness/region-stats.js';
 import { readOwnership, type OwnershipLog } from '../../chaos/ownership.js';
+import { harnessRunOnce, type HarnessRun } from './support/harness-runs.js';
 
 /** Every invariant of the run passed with no violation (and, unless said otherwise, each checked something). */
 function expectEveryInvariantChecked(run: HarnessRun, { eachChecked = true } = {}): void {
@@ -29,63 +24,6 @@ function expectEveryInvariantChecked(run: HarnessRun, { eachChecked = true } = {
  * fence switched off, which the checker must catch (one of them over three Regions). Durations are
  * short for CI; `npm run chaos -- --duration 30m` is the long run (see docs/chaos.md).
  */
-
-const MAIN = fileURLToPath(new URL('../../chaos/harness/main.ts', import.meta.url));
-const RUN_TIMEOUT_MS = 360_000;
-
-interface HarnessRun {
-  code: number | null;
-  stdout: string;
-  out: string;
-  summary: {
-    verdict: string;
-    exitCode: number;
-    operations: { total: number };
-    faults: { byKind: Record<string, number>; total: number };
-    invariants: Record<string, { status: string; checked: number; violations: number }>;
-    jobs: { enqueued: number; chargedOnce: number; chargedMoreThanOnce: number; neverCharged: number };
-    check: { invariants: Record<string, { violations: Array<{ message: string }> }>; coordination: CoordinationStats };
-    leadership: { elections: number; yielded: Array<{ process: string; lease: string; token: number }> };
-    /** `--groups` runs: what the lease group did (null otherwise). */
-    groups: GroupStats | null;
-    /** `--regions 3` runs: the answers by Region and what each outage did (null otherwise). */
-    regions: RegionStats | null;
-  };
-}
-
-function runHarness(args: string[]): Promise<HarnessRun> {
-  const out = mkdtempSync(join(tmpdir(), 'leasehold-chaos-'));
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args, '--out', out, '--quiet'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-    });
-    let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    const timer = setTimeout(() => child.kill('SIGINT'), RUN_TIMEOUT_MS - 30_000);
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      const path = join(out, 'summary.json');
-      if (!existsSync(path)) return reject(new Error(`the harness wrote no summary (exit ${code}):\n${stdout}`));
-      resolve({ code, stdout, out, summary: JSON.parse(readFileSync(path, 'utf8')) as HarnessRun['summary'] });
-    });
-  });
-}
-
-/**
- * The harness run of a describe block: made once before its tests, its output folder removed after
- * them. Returned at once and filled in when the run ends, so the tests read it as a plain value.
- */
-function harnessRunOnce(args: string[]): HarnessRun {
-  const run = {} as HarnessRun;
-  beforeAll(async () => {
-    Object.assign(run, await runHarness(args));
-  }, RUN_TIMEOUT_MS);
-  afterAll(() => rmSync(run.out ?? '', { recursive: true, force: true }));
-  return run;
-}
 
 describe('a bounded chaos run with a fixed seed', () => {
   const run = harnessRunOnce(['--duration', '50s', '--seed', '20251122']);
