@@ -25,15 +25,22 @@ import { permitsOf, replayAttribute, REPLAY_PREFIX, type PermitView, type Semaph
  * delays anyone else's acquire.
  */
 
+const REPLAYED = {
+  lease: { what: 'Lease', produced: `one of the lease's last ${LIMITS.replayGuardGrants} grants` },
+  permit: { what: 'Semaphore', produced: 'a permit' },
+  rwlock: { what: 'Rwlock', produced: 'a grant of the lock' },
+} as const;
+
 /**
  * The answer to an acquire whose requestId already produced a grant that has ended: one of the
- * lease's last LIMITS.replayGuardGrants grants, or a permit of the semaphore.
+ * lease's last LIMITS.replayGuardGrants grants, a permit of the semaphore, or a grant of the rwlock
+ * (functions/rwlock-replay.ts).
  */
-export function requestReplayed(name: string, kind: 'lease' | 'permit'): LeaseholdError {
-  const produced = kind === 'lease' ? `one of the lease's last ${LIMITS.replayGuardGrants} grants` : 'a permit';
+export function requestReplayed(name: string, kind: 'lease' | 'permit' | 'rwlock'): LeaseholdError {
+  const { what, produced } = REPLAYED[kind];
   return new LeaseholdError(
     ErrorCode.REQUEST_REPLAYED,
-    `${kind === 'lease' ? 'Lease' : 'Semaphore'} "${name}": this requestId already produced ${produced}, which has ended less than ` +
+    `${what} "${name}": this requestId already produced ${produced}, which has ended less than ` +
       `${LIMITS.replayGuardMs / 1000} s ago; it produces no other until then. Acquire again with a new requestId.`,
     { leaseName: name },
   );

@@ -28,6 +28,8 @@ import { LOCAL_PRINCIPAL, principalKey, replayKey } from './caller-keys.js';
 import type { WallClock } from './clock.js';
 import { conflictItem, isConditionFailure, translate } from './dynamodb-errors.js';
 import { DEFAULT_CLEANUP_AFTER_MS } from './lease-store.js';
+import { requestReplayed } from './replay-guard.js';
+import { isSpentRwlockRequest, replayWrite } from './rwlock-replay.js';
 import {
   entryIsAsSeen,
   grantIsRenewable,
@@ -131,8 +133,10 @@ export class RwlockStoreCore {
     };
     const exclusive = request.mode === 'exclusive';
     const now = this.clock.nowMs();
+    const replay = replayWrite(undefined, caller.replay, leaseId, [], now);
     let out = await this.write(name, {
       update: `SET ${[
+        ...replay.set,
         '#g = :entry',
         '#token = if_not_exists(#token, :tokenBase) + :one',
         '#gt = if_not_exists(#token, :tokenBase) + :one',
@@ -142,9 +146,9 @@ export class RwlockStoreCore {
         'dead = if_not_exists(dead, :zero)',
         'expireItemAt = :expireItemAt',
       ].join(', ')}${exclusive ? ' REMOVE #w' : ''}`,
-      condition: `${nothingHeld} AND ${exclusive ? noOtherLiveWait : noLiveWait}`,
-      names: this.grantNames(leaseId),
-      values: { ...this.grantValues(request, caller, now), ':tokenBase': now * 1000, ':deadMax': TOMBSTONES_MAX },
+      condition: [nothingHeld, exclusive ? noOtherLiveWait : noLiveWait, ...replay.pins].join(' AND '),
+      names: { ...this.grantNames(leaseId), ...replay.names },
+      values: { ...this.grantValues(request, caller, now), ':tokenBase': now * 1000, ':deadMax': TOMBSTONES_MAX, ...replay.values },
     });
     for (let attempt = 0; ; attempt += 1) {
       if ('item' in out) return { acquired: true, grant: toRwlockGrant(out.item, leaseId, this.clock.nowMs()) };
@@ -153,6 +157,7 @@ export class RwlockStoreCore {
       const at = this.clock.nowMs();
       const plan = planAcquire(seen, request, caller, at);
       if (plan.kind === 'replayed') return { acquired: true, grant: toRwlockGrant(seen, plan.leaseId, at) };
+      if (isSpentRwlockRequest(seen, caller.replay, at)) throw requestReplayed(name, 'rwlock');
       if (plan.kind === 'busy') {
         if (plan.wait === 'none') return { acquired: false, error: new RwlockHeldError(toPublicRwlock(seen, at), plan.retryAfterMs) };
         const waited = await this.recordWait(name, seen, caller, request.ttlMs, plan.wait, at);
@@ -283,7 +288,11 @@ export class RwlockStoreCore {
       pins.push(entryIsAsSeen(`#s${i}`, g.releasedAt !== undefined));
     });
     const swept = countSwept(sweep);
-    const set = ['#g = :entry', 'dead = dead - :released', 'expireItemAt = :expireItemAt'];
+    const replay = replayWrite(seen, caller.replay, leaseId, sweep, now);
+    Object.assign(names, replay.names);
+    pins.push(...replay.pins);
+    removes.push(...replay.remove);
+    const set = ['#g = :entry', 'dead = dead - :released', 'expireItemAt = :expireItemAt', ...replay.set];
     if (kind === 'join') {
       set.push('#gt = :seenToken', 'held = held + :heldDelta');
       pins.push(roomToJoin);
@@ -304,6 +313,7 @@ export class RwlockStoreCore {
         ':unreleased': swept.unreleased,
         ':heldDelta': 1 - swept.unreleased,
         ':heldMax': RWLOCK_LIMITS.readerCap + swept.unreleased,
+        ...replay.values,
       },
     });
   }

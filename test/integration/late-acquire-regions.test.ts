@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseClient } from 'leasehold';
+import { LeaseClient, RwlockClient } from 'leasehold';
 import { startLocalRegions, type LocalRegion, type LocalRegions } from '../../local/regions/regions.js';
 import { localDynamoConfig } from '../support/dynamodb.js';
 import { expectContract } from '../support/openapi.js';
@@ -121,6 +121,21 @@ describe('an acquire held by a blackholed Region that heals after its grant was 
     expect(late).toMatchObject({ status: 409, body: { error: { code: 'REQUEST_REPLAYED' } } });
     expectContract('POST', '/v1/leases/{name}/acquire', 409, late?.body);
     expect(await other.describe(name)).toMatchObject({ holder: null, token: second.lease.token });
+  });
+
+  it('issues no second rwlock grant when it is delivered after the grant was released: 409 REQUEST_REPLAYED, and the lock stays free', async () => {
+    const network = networkThatHolds();
+    const client = new RwlockClient({ endpoints: regions.regions.map((r) => r.url), fetch: network.fetch, timeoutMs: 1_500 });
+    const name = `late:rw-${randomUUID().slice(0, 8)}`;
+    await east1.down('blackhole');
+    const first = await client.acquire(name, { holder: 'worker-1', ttlMs: 10_000, mode: 'exclusive' });
+    if (!first.acquired) throw new Error('expected a grant through another Region');
+    await client.release(name, first.grant);
+    await east1.up();
+    const late = await network.late.find((held) => held.path.endsWith('/acquire'))?.answer;
+    expect(late).toMatchObject({ status: 409, body: { error: { code: 'REQUEST_REPLAYED' } } });
+    expectContract('POST', '/v1/rwlocks/{name}/acquire', 409, late?.body);
+    expect(await client.describe(name)).toMatchObject({ holders: [], token: first.grant.token });
   });
 
   it('issues no second permit of a semaphore when it is delivered: 409 REQUEST_REPLAYED, and the permit stays free', async () => {
