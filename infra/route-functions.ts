@@ -32,6 +32,13 @@ export const TABLE_ACTIONS_BY_ROUTE = Object.fromEntries(ROUTES.map((route): [Ro
  */
 export const BATCH_ROUTE_IDS: ReadonlySet<RouteId> = idsWhere((route) => route.grant === 'batch');
 
+/**
+ * The routes that carry up to LIMITS.batchMaxGrants writes a request, all under `/v1/prefixes/`: the
+ * leases' batch routes and the rwlocks' batched renew. Each gets the batch throttle
+ * (route-throttle.ts), whatever alarm it belongs to.
+ */
+export const BATCH_THROTTLED_ROUTE_IDS: ReadonlySet<RouteId> = idsWhere((route) => route.path.startsWith('/v1/prefixes/'));
+
 /** The routes whose functions use the semaphore table (with their actions), not the lease table. */
 export const SEMAPHORE_ROUTE_IDS: ReadonlySet<RouteId> = idsWhere((route) => route.table === 'semaphores');
 
@@ -71,7 +78,7 @@ export const PROVISIONED_ALIAS_NAME = 'live';
 
 export interface RouteFunctions {
   functions: Record<RouteId, NodejsFunction>;
-  /** The batch routes, with their keys: they get a throttle of their own. */
+  /** The batch-throttled routes (BATCH_THROTTLED_ROUTE_IDS), with their keys: they get a throttle of their own. */
   batchRoutes: Array<{ route: HttpRoute; key: HttpRouteKey }>;
   /** The `live` alias of each route with provisioned concurrency, which its API route invokes. */
   aliases: Partial<Record<RouteId, Alias>>;
@@ -114,7 +121,7 @@ export function createRouteFunctions(scope: Construct, options: RouteFunctionsOp
       integration: new HttpLambdaIntegration(`${pascal(route.id)}Integration`, target),
       authorizer: options.authorizer,
     });
-    if (BATCH_ROUTE_IDS.has(route.id)) batchRoutes.push({ route: httpRoute, key });
+    if (BATCH_THROTTLED_ROUTE_IDS.has(route.id)) batchRoutes.push({ route: httpRoute, key });
     functions[route.id] = fn;
   }
   return { functions, batchRoutes, aliases };

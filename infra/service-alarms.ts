@@ -18,7 +18,7 @@ export interface LeaseServiceAlarms {
   readonly functionThrottles: Alarm;
   readonly tableThrottles: Alarm;
   readonly tableSystemErrors: Alarm;
-  /** Errors and throttles summed over the two batch route functions (an alarm reads at most 10 metrics). */
+  /** Errors and throttles summed over the three batch route functions (an alarm reads at most 10 metrics). */
   readonly batchFunctionErrors: Alarm;
   /** Errors and throttles summed over the four semaphore functions (an alarm reads at most 10 metrics). */
   readonly semaphoreFunctionErrors: Alarm;
@@ -50,7 +50,7 @@ export interface ServiceAlarmParts {
   httpApi: HttpApi;
   /** The lease route functions and the fallback (the batch routes', the watch's and the semaphores' have alarms of their own). */
   functions: NodejsFunction[];
-  /** The batch route functions (renew and handoff under a prefix). */
+  /** The batch route functions (renew and handoff under a prefix, and the rwlocks' batched renew). */
   batchFunctions: NodejsFunction[];
   /** The semaphore route functions. */
   semaphoreFunctions: NodejsFunction[];
@@ -161,7 +161,7 @@ export function createServiceAlarms(scope: Construct, parts: ServiceAlarmParts):
     batchFunctionErrors: alarmOn(
       'BatchFunctionErrorsAlarm',
       errorsAndThrottlesOf('Batch Lambda Errors and Throttles', parts.batchFunctions),
-      'a batch route function (renew or handoff under a prefix) failed (unhandled error or timeout) or was throttled; callers got 5xx.',
+      'a batch route function (renew or handoff under a prefix, or the rwlocks\' batched renew) failed (unhandled error or timeout) or was throttled; callers got 5xx.',
     ),
     semaphoreFunctionErrors: alarmOn(
       'SemaphoreFunctionErrorsAlarm',

@@ -10,7 +10,7 @@ import { pascal } from '../../infra/service-function.js';
 import { ADMIN_ROUTE_IDS, LIMITS, ROUTES } from '../../client/src/protocol/index.js';
 import { SKIP_RENEWALS_PATTERN } from '../../functions/watch/stream-filter.js';
 import { SUBSCRIPTION_TABLE_SCHEMA } from '../../functions/watch/subscriptions.js';
-import { BATCH_ROUTE_IDS, DEFAULT_BURST_LIMIT, DEFAULT_RATE_LIMIT, LeaseService, RWLOCK_ROUTE_IDS, SEMAPHORE_ROUTE_IDS, TABLE_ACTIONS_BY_ROUTE } from '../../infra/lease-service.js';
+import { BATCH_ROUTE_IDS, BATCH_THROTTLED_ROUTE_IDS, DEFAULT_BURST_LIMIT, DEFAULT_RATE_LIMIT, LeaseService, RWLOCK_ROUTE_IDS, SEMAPHORE_ROUTE_IDS, TABLE_ACTIONS_BY_ROUTE } from '../../infra/lease-service.js';
 import { batchRouteThrottle } from '../../infra/route-throttle.js';
 import { WATCH_ACCESS, WATCH_FUNCTION_IDS, WATCH_STAGE_NAME, type WatchFunctionId } from '../../infra/lease-watch.js';
 import { WATCH_DIRECT_PUSH_ALARM_THRESHOLD } from '../../infra/service-alarms.js';
@@ -48,7 +48,11 @@ const LEASE_WRITES = ROUTES.filter((r) => r.method === 'POST' && r.path.startsWi
 /** The semaphore routes a lease grant also allows, for the names `names` (`*` or `team-a.*`). */
 /** The semaphore table's routes a lease grant allows: the semaphores' and the rwlocks' (not the rwlock revoke, an admin route). */
 function semaphoreArns(names: string): string[] {
-  return ['semaphores', 'rwlocks'].flatMap((kind) => [`${API_ARN}/GET/v1/${kind}/${names}`, ...['acquire', 'renew', 'release'].map((op) => `${API_ARN}/POST/v1/${kind}/${names}/${op}`)]);
+  return [
+    ...['semaphores', 'rwlocks'].flatMap((kind) => [`${API_ARN}/GET/v1/${kind}/${names}`, ...['acquire', 'renew', 'release'].map((op) => `${API_ARN}/POST/v1/${kind}/${names}/${op}`)]),
+    // The rwlocks' batched renew, under the same names.
+    `${API_ARN}/POST/v1/prefixes/${names}/rwlocks/renew`,
+  ];
 }
 
 /** A stack with only a LeaseService and a role, for grant tests. */
@@ -163,6 +167,7 @@ describe('LeaseService table', () => {
       RwlockRelease: readWrite,
       RwlockRevoke: readWrite,
       RwlockDescribe: ['kms:Decrypt', 'kms:DescribeKey'],
+      RwlockRenewBatch: readWrite,
       Fallback: [],
       // The subscriptions table uses the same key; the stream consumer also reads the lease
       // table's stream (its event source grants kms:Decrypt and kms:DescribeKey for that).
@@ -296,6 +301,7 @@ describe('LeaseService functions', () => {
       'rwlock-release': ['dynamodb:UpdateItem'],
       'rwlock-revoke': ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
       'rwlock-describe': ['dynamodb:GetItem'],
+      'rwlock-renew-batch': ['dynamodb:UpdateItem'],
     });
   });
 
@@ -376,17 +382,17 @@ describe('LeaseService API', () => {
     const stage = resourcesOfType(template, 'AWS::ApiGatewayV2::Stage').find(([, p]) => p.StageName === '$default')?.[1];
     return stage?.RouteSettings as Record<string, { ThrottlingRateLimit: number; ThrottlingBurstLimit: number }>;
   }
-  const batchRouteKeys = ROUTES.filter((r) => BATCH_ROUTE_IDS.has(r.id)).map((r) => `${r.method} ${r.path}`);
+  const batchRouteKeys = ROUTES.filter((r) => BATCH_THROTTLED_ROUTE_IDS.has(r.id)).map((r) => `${r.method} ${r.path}`);
 
   it('throttles each batch route at the stage rate and burst divided by the largest batch: 2 requests/s, burst 4 by default', () => {
-    expect(batchRouteKeys.sort()).toEqual(['POST /v1/prefixes/{prefix}/handoff', 'POST /v1/prefixes/{prefix}/renew']);
+    expect(batchRouteKeys.sort()).toEqual(['POST /v1/prefixes/{prefix}/handoff', 'POST /v1/prefixes/{prefix}/renew', 'POST /v1/prefixes/{prefix}/rwlocks/renew']);
     expect(routeSettingsOf(json)).toEqual(Object.fromEntries(batchRouteKeys.map((key) => [key, { ThrottlingRateLimit: 2, ThrottlingBurstLimit: 4 }])));
   });
 
   it("keeps a batch route's entries per second and per burst within what the stage allows for single requests", () => {
     for (const [rateLimit, burstLimit] of [[200, 400], [50, 1000], [1000, 250], [3, 7]] as const) {
       const settings = Object.values(routeSettingsOf(synthInProcess({ service: { rateLimit, burstLimit } }).template.toJSON() as CfnTemplate));
-      expect(settings).toHaveLength(2);
+      expect(settings).toHaveLength(batchRouteKeys.length);
       for (const setting of settings) {
         expect(setting.ThrottlingRateLimit * LIMITS.batchMaxGrants).toBeCloseTo(rateLimit, 9);
         expect(setting.ThrottlingBurstLimit * LIMITS.batchMaxGrants).toBeLessThanOrEqual(Math.max(burstLimit, LIMITS.batchMaxGrants));
@@ -410,7 +416,7 @@ describe('LeaseService API', () => {
       .filter(([, p]) => batchRouteKeys.includes(p.RouteKey as string))
       .map(([id]) => id);
     expect(stageId).toBeTruthy();
-    expect(routeIds).toHaveLength(2);
+    expect(routeIds).toHaveLength(batchRouteKeys.length);
     for (const id of routeIds) expect(stage.DependsOn).toContain(id);
   });
 
@@ -488,7 +494,7 @@ describe('LeaseService alarms', () => {
     expect(watched).toContainEqual([{ metric: 'Leasehold/ApiThrottledRequests', dimensions: { ApiId: `{${apiId}}` } }]);
   });
 
-  const batchFunctionIds = () => [...BATCH_ROUTE_IDS].flatMap((id) => functionIdsOf(functionPrefix(id))).map((id) => `{${id}}`).sort();
+  const batchFunctionIds = () => [...BATCH_THROTTLED_ROUTE_IDS].flatMap((id) => functionIdsOf(functionPrefix(id))).map((id) => `{${id}}`).sort();
 
   it('alarms on Lambda Errors and Throttles summed over the lease route functions and the fallback', () => {
     const batch = batchFunctionIds();
@@ -504,16 +510,16 @@ describe('LeaseService alarms', () => {
     }
   });
 
-  it('alarms on Lambda Errors and Throttles of the two batch route functions, apart (an alarm reads at most 10 metrics)', () => {
+  it("alarms on Lambda Errors and Throttles of the three batch route functions (the leases' two and the rwlocks' batched renew), apart (an alarm reads at most 10 metrics)", () => {
     const batch = batchFunctionIds();
-    expect(batch).toHaveLength(2);
+    expect(batch).toHaveLength(3);
     const alarm = watched.find((metrics) => metrics.some((m) => m.metric === 'AWS/Lambda/Throttles' && batch.includes(String(m.dimensions.FunctionName))));
     expect(alarm?.map((m) => `${m.metric} ${m.dimensions.FunctionName}`).sort()).toEqual(['Errors', 'Throttles'].flatMap((name) => batch.map((fn) => `AWS/Lambda/${name} ${fn}`)).sort());
   });
 
   it('alarms on Lambda Errors and Throttles of the four semaphore functions, apart, and on the semaphore table', () => {
     const semaphoreFunctions = functionIdsOf('LeasesSemaphore').map((id) => `{${id}}`).sort();
-    expect(semaphoreFunctions).toHaveLength(SEMAPHORE_ROUTE_IDS.size - RWLOCK_ROUTE_IDS.size);
+    expect(semaphoreFunctions).toHaveLength([...SEMAPHORE_ROUTE_IDS].filter((id) => !RWLOCK_ROUTE_IDS.has(id) && !BATCH_THROTTLED_ROUTE_IDS.has(id)).length);
     const alarm = watched.find((metrics) => metrics.some((m) => m.metric === 'AWS/Lambda/Throttles' && semaphoreFunctions.includes(String(m.dimensions.FunctionName))));
     expect(alarm?.map((m) => `${m.metric} ${m.dimensions.FunctionName}`).sort()).toEqual(
       ['Errors', 'Throttles'].flatMap((name) => semaphoreFunctions.map((fn) => `AWS/Lambda/${name} ${fn}`)).sort(),
@@ -529,7 +535,11 @@ describe('LeaseService alarms', () => {
   });
 
   it('alarms on Lambda Errors and Throttles of the five rwlock functions, apart from the semaphores\' (an alarm reads at most 10 metrics)', () => {
-    const rwlockFunctions = functionIdsOf('LeasesRwlock').map((id) => `{${id}}`).sort();
+    const batch = batchFunctionIds();
+    const rwlockFunctions = functionIdsOf('LeasesRwlock')
+      .map((id) => `{${id}}`)
+      .filter((id) => !batch.includes(id))
+      .sort();
     expect(rwlockFunctions).toHaveLength(RWLOCK_ROUTE_IDS.size);
     const alarm = watched.find((metrics) => metrics.some((m) => m.metric === 'AWS/Lambda/Throttles' && rwlockFunctions.includes(String(m.dimensions.FunctionName))));
     expect(alarm?.map((m) => `${m.metric} ${m.dimensions.FunctionName}`).sort()).toEqual(
