@@ -8,4 +8,5 @@ export { readFinalJobs, validateFinalJobs, FinalJobsFormatError, type FinalJobRo
 export { checkLinearizable, type HistoryOp, type Model, type LinearizeResult } from './linearizability.js';
 export { createLeaseModel, toLeaseHistory, type LeaseState, type LeaseOp } from './lease-model.js';
 export { beliefsOf, checkGroups, reownershipBoundMs, type Belief } from './partition-ownership.js';
+export { checkRwlocks, type RwCheckOptions } from './rw-check.js';
 export * from './report.js';
