@@ -3,7 +3,7 @@ import { validateRwlockGrantRef, type RwlockReleaseResponse } from '../../client
 import { jsonResponse } from '../http/responses.js';
 import { OUTCOME, leaseName, leaseRoute, type HandlerDeps } from '../http/route.js';
 import { countingRwlockLoss, rwlockStore } from '../http/rwlock-route.js';
-import { pushingLambdaEntry } from '../runtime-push.js';
+import { pushingRwlockEntry } from '../runtime-rwlock-push.js';
 import { rwlockReleaseEvents } from '../watch/rwlock-events.js';
 
 /** POST /v1/rwlocks/{name}/release — a release that frees the lock tells the rwlock's watchers at once (rwlock-events.ts). */
@@ -19,4 +19,4 @@ export function createRwlockReleaseHandler(deps: HandlerDeps) {
   });
 }
 
-export const handler = pushingLambdaEntry(createRwlockReleaseHandler);
+export const handler = pushingRwlockEntry(createRwlockReleaseHandler);

@@ -4,7 +4,7 @@ import { callerPrincipal, publicPrincipal } from '../http/principal.js';
 import { jsonResponse } from '../http/responses.js';
 import { OUTCOME, leaseName, leaseRoute, type HandlerDeps } from '../http/route.js';
 import { rwlockStore } from '../http/rwlock-route.js';
-import { pushingLambdaEntry } from '../runtime-push.js';
+import { pushingRwlockEntry } from '../runtime-rwlock-push.js';
 import { rwlockRevokeEvents } from '../watch/rwlock-events.js';
 
 /** POST /v1/rwlocks/{name}/revoke — an operator's route: `grantAdmin`, never `grantLeases`. Revokes every live grant; a forced revoke is pushed. */
@@ -24,4 +24,4 @@ export function createRwlockRevokeHandler(deps: HandlerDeps) {
   });
 }
 
-export const handler = pushingLambdaEntry(createRwlockRevokeHandler);
+export const handler = pushingRwlockEntry(createRwlockRevokeHandler);

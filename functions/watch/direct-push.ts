@@ -8,7 +8,8 @@ import type { DeliveryLog } from './deliveries.js';
 import { isPushedDirectly } from './deliveries.js';
 import { endingEventsOf } from './lease-events.js';
 import { postTasks, postToConnection } from './outbox.js';
-import { rwlockWatchName, type Subscriber, type SubscriptionStore } from './subscriptions.js';
+import { rwlockWatchName, type Subscriber } from './subscription-reads.js';
+import type { SubscriptionStore } from './subscriptions.js';
 
 /**
  * A release, a handoff and a forced revoke tell the lease's watchers in the request that made the
@@ -81,76 +82,105 @@ export interface DirectPush {
   rwlockChanged(events: readonly LeaseEvent[]): Promise<PushOutcome>;
 }
 
+/** Where the rwlock routes' push reads a rwlock's watchers and posts: no delivery log (no stream follows to skip whom it told). */
+export interface RwlockPushTargets {
+  subscriptions: Pick<SubscriptionStore, 'rwlockWatchers'>;
+  management: ApiGatewayManagementApiClient;
+}
+
+export type RwlockPushOptions = RwlockPushTargets & Pick<DirectPushOptions, 'logger' | 'metrics' | 'budgetMs'>;
+
 /** Finds each event's watchers; `abortSignal` cancels the reads once the budget is spent. */
 type WatcherLookup = (abortSignal: AbortSignal) => (event: LeaseEvent) => Promise<Subscriber[]>;
 
+const NOTHING_PUSHED: PushOutcome = { posted: 0, failed: 0, overBudget: false };
+
+/** The push of every route (the local server's, and the lease routes' in Lambda). */
 export function createDirectPush(options: DirectPushOptions): DirectPush {
-  const budgetMs = options.budgetMs ?? DIRECT_PUSH_BUDGET_MS;
-  const { logger, metrics } = options;
-
-  const tell = async (events: readonly LeaseEvent[], watchersOf: WatcherLookup, record: boolean): Promise<PushOutcome> => {
-    if (events.length === 0) return { posted: 0, failed: 0, overBudget: false };
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), budgetMs);
-    const told = new Map<LeaseEvent, Set<string>>();
-    let posted = 0;
-    let failed = 0;
-    try {
-      // Past the budget the lookup's reads are cancelled, not left running unheard.
-      const lookup = watchersOf(deadline.signal);
-      const found = await beforeAbort(
-        deadline.signal,
-        Promise.all(events.map(async (event) => ({ event, to: await lookup(event) }))),
-      );
-      // Not found within the budget: every watcher is left to the stream path.
-      if (found !== undefined) {
-        // A rwlock's events are grouped apart from the lease of the same name's.
-        const group = (event: LeaseEvent) => (event.resource === 'rwlock' ? rwlockWatchName(event.name) : event.name);
-        const tasks = postTasks(found.map(({ event, to }) => ({ lease: group(event), deliveries: [{ event, to }] })));
-        await mapBounded(tasks, POST_CONCURRENCY, async (task) => {
-          for (const data of task.messages) {
-            if (deadline.signal.aborted) return;
-            // Abandoned at the deadline even by a request handler that does not heed the signal.
-            const outcome = (await beforeAbort(deadline.signal, postToConnection(options.management, logger, task.connectionId, data, deadline.signal))) ?? 'failed';
-            // Gone: the stream path drops its subscriptions. Failed or abandoned: the stream path posts it.
-            if (outcome === 'failed' && !deadline.signal.aborted) failed += 1;
-            if (outcome !== 'posted') return;
-            posted += 1;
-          }
-          for (const event of task.events) {
-            const set = told.get(event) ?? new Set<string>();
-            set.add(task.connectionId);
-            told.set(event, set);
-          }
-        });
-      }
-    } catch (error) {
-      failed += 1;
-      logger.warn('could not look up the watchers of a change; the stream path will tell them', { error: error as Error });
-    } finally {
-      clearTimeout(timer);
-    }
-    const overBudget = deadline.signal.aborted;
-    if (record) await recordTold(options.deliveries, told, logger, budgetMs / 2);
-    metrics.addMetric(PUSH_METRIC.pushed, MetricUnit.Count, posted);
-    if (overBudget) metrics.addMetric(PUSH_METRIC.overBudget, MetricUnit.Count, 1);
-    if (failed > 0) metrics.addMetric(PUSH_METRIC.failed, MetricUnit.Count, failed);
-    if (overBudget) logger.info('the direct push ran out of its budget; the stream path tells the rest', { budgetMs, posted });
-    return { posted, failed, overBudget };
-  };
-
   return {
     ended(written) {
       const events = written.flatMap(endingEventsOf).filter(isPushedDirectly);
-      return tell(events, (abortSignal) => {
+      const watchersOf: WatcherLookup = (abortSignal) => {
         const lookup = options.subscriptions.lookup(events.map((e) => e.name), { abortSignal });
         return (event) => lookup(event.name);
-      }, true);
+      };
+      return tell(options, events, watchersOf, (told, budgetMs) => recordTold(options.deliveries, told, options.logger, budgetMs));
     },
-    rwlockChanged(events) {
-      return tell(events, (abortSignal) => (event) => options.subscriptions.rwlockWatchers(event.name, { abortSignal }), false);
-    },
+    rwlockChanged: createRwlockPush(options).rwlockChanged,
   };
+}
+
+/**
+ * The rwlock routes' push in Lambda: a rwlock's watchers by its name alone, nothing recorded. Its
+ * own factory, so their bundles carry neither the lease events nor the delivery log.
+ */
+export function createRwlockPush(options: RwlockPushOptions): DirectPush {
+  return {
+    ended: () => Promise.resolve(NOTHING_PUSHED),
+    rwlockChanged: (events) => tell(options, events, (abortSignal) => (event) => options.subscriptions.rwlockWatchers(event.name, { abortSignal })),
+  };
+}
+
+/**
+ * Looks up each event's watchers and posts them their events, within the budget; then `record`s
+ * whom it told, in half the budget. Never throws.
+ */
+async function tell(
+  options: RwlockPushOptions,
+  events: readonly LeaseEvent[],
+  watchersOf: WatcherLookup,
+  record?: (told: ReadonlyMap<LeaseEvent, ReadonlySet<string>>, budgetMs: number) => Promise<void>,
+): Promise<PushOutcome> {
+  const budgetMs = options.budgetMs ?? DIRECT_PUSH_BUDGET_MS;
+  const { logger, metrics } = options;
+  if (events.length === 0) return NOTHING_PUSHED;
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), budgetMs);
+  const told = new Map<LeaseEvent, Set<string>>();
+  let posted = 0;
+  let failed = 0;
+  try {
+    // Past the budget the lookup's reads are cancelled, not left running unheard.
+    const lookup = watchersOf(deadline.signal);
+    const found = await beforeAbort(
+      deadline.signal,
+      Promise.all(events.map(async (event) => ({ event, to: await lookup(event) }))),
+    );
+    // Not found within the budget: every watcher is left to the stream path.
+    if (found !== undefined) {
+      // A rwlock's events are grouped apart from the lease of the same name's.
+      const group = (event: LeaseEvent) => (event.resource === 'rwlock' ? rwlockWatchName(event.name) : event.name);
+      const tasks = postTasks(found.map(({ event, to }) => ({ lease: group(event), deliveries: [{ event, to }] })));
+      await mapBounded(tasks, POST_CONCURRENCY, async (task) => {
+        for (const data of task.messages) {
+          if (deadline.signal.aborted) return;
+          // Abandoned at the deadline even by a request handler that does not heed the signal.
+          const outcome = (await beforeAbort(deadline.signal, postToConnection(options.management, logger, task.connectionId, data, deadline.signal))) ?? 'failed';
+          // Gone: the stream path drops its subscriptions. Failed or abandoned: the stream path posts it.
+          if (outcome === 'failed' && !deadline.signal.aborted) failed += 1;
+          if (outcome !== 'posted') return;
+          posted += 1;
+        }
+        for (const event of task.events) {
+          const set = told.get(event) ?? new Set<string>();
+          set.add(task.connectionId);
+          told.set(event, set);
+        }
+      });
+    }
+  } catch (error) {
+    failed += 1;
+    logger.warn('could not look up the watchers of a change; the stream path will tell them', { error: error as Error });
+  } finally {
+    clearTimeout(timer);
+  }
+  const overBudget = deadline.signal.aborted;
+  await record?.(told, budgetMs / 2);
+  metrics.addMetric(PUSH_METRIC.pushed, MetricUnit.Count, posted);
+  if (overBudget) metrics.addMetric(PUSH_METRIC.overBudget, MetricUnit.Count, 1);
+  if (failed > 0) metrics.addMetric(PUSH_METRIC.failed, MetricUnit.Count, failed);
+  if (overBudget) logger.info('the direct push ran out of its budget; the stream path tells the rest', { budgetMs, posted });
+  return { posted, failed, overBudget };
 }
 
 /** Records whom the push told, within `budgetMs`; never throws. */

@@ -2,7 +2,7 @@ import { PostToConnectionCommand } from '@aws-sdk/client-apigatewaymanagementapi
 import type { APIGatewayProxyResultV2, APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
 import { ForbiddenError, WATCH_BATCHED_QUERY, isLeaseholdError, validateSubscribeMessage, type WatchMessage } from '../../client/src/protocol/index.js';
 import type { WatchDeps } from './watch-deps.js';
-import { rwlockWatchName } from './subscriptions.js';
+import { rwlockWatchName } from './subscription-reads.js';
 import { assertWatchable, principalKey } from './watch-grants.js';
 
 /**

@@ -1,7 +1,7 @@
-import { BatchGetCommand, BatchWriteCommand, GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, BatchWriteCommand, GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { WallClock } from '../clock.js';
-import { rwlockKey } from '../rwlock-record.js';
 import { DELIVERY_PARTITION_PREFIX } from './deliveries.js';
+import { NAME_MARKER_SORT_KEY, queryPartition, rwlockWatchers, subscribersFrom, type Subscriber, type SubscriptionItem } from './subscription-reads.js';
 import { admitSubscriptions, principalPartition, subscriptionKeys } from './subscription-caps.js';
 
 /**
@@ -19,19 +19,14 @@ import { admitSubscriptions, principalPartition, subscriptionKeys } from './subs
  * connection's items. Items expire after `ttlMs` (default 3 h: API Gateway closes a WebSocket after
  * 2 h anyway), so a connection that vanished without `$disconnect` costs nothing for long.
  */
+export { rwlockWatchName, type Subscriber } from './subscription-reads.js';
+
 export const SUBSCRIPTION_TABLE_SCHEMA = {
   partitionKey: 'pk',
   sortKey: 'sk',
   connectionIndex: 'byConnection',
   ttlAttribute: 'expireAt',
 } as const;
-
-/**
- * The name a connection watches the rwlock `name` under, in the `name#` partitions: its item's key
- * (`rwlock#<name>`). `#` is in no lease name, so no lease's watchers are ever its, and no lease
- * prefix is a prefix of it that a lookup reads (a rwlock's watchers are read by name alone).
- */
-export const rwlockWatchName = rwlockKey;
 
 /** The older version's one partition of every prefix watch; nothing writes it any more. */
 const LEGACY_PREFIXES_PARTITION = 'prefixes';
@@ -42,15 +37,6 @@ const LEGACY_PREFIXES_PARTITION = 'prefixes';
  */
 const RENEWED_PARTITION = 'renewed';
 const SCOPE_SORT_KEY = 'scope';
-/**
- * A "watched" marker in each name's partition (`name#<lease>`, this sort key, no connectionId so
- * not in the connection index), written with every subscription by name and expiring with the
- * latest: the stream consumer reads the markers of a batch's names in one BatchGetItem and queries
- * only the names that have one, instead of one Query per name (a lease group member handing 16
- * partitions off, whose members all watch by prefix, cost 16 Queries before the first push).
- * Connection ids never contain `#`.
- */
-const NAME_MARKER_SORT_KEY = '#watched';
 /** The same marker in each prefix's partition (`prefix#<prefix>`), written with every subscription by prefix. */
 const PREFIX_MARKER_SORT_KEY = NAME_MARKER_SORT_KEY;
 /**
@@ -106,13 +92,6 @@ interface Markers {
   legacy: boolean;
 }
 
-export interface Subscriber {
-  connectionId: string;
-  renewed: boolean;
-  /** The connection reads `events` messages (it asked at `$connect`): a batch's events go to it together. */
-  batched: boolean;
-}
-
 /** What `$connect` records of a connection. */
 export interface ConnectionRecord {
   /** The lease prefixes it may watch (`''`: every lease); absent when the deployment has no watch grants. */
@@ -146,18 +125,6 @@ function prefixesOf(name: string): string[] {
 
 function scopeKey(connectionId: string): string {
   return `connection#${connectionId}`;
-}
-
-interface SubscriptionItem {
-  pk: string;
-  sk: string;
-  connectionId: string;
-  prefix?: string;
-  /** In the `renewed` partition: the lease name a subscription watches by name. */
-  name?: string;
-  renewed: boolean;
-  batched?: boolean;
-  expireAt: number;
 }
 
 export class SubscriptionStore {
@@ -285,7 +252,7 @@ export class SubscriptionStore {
     const partition = (key: string): Promise<SubscriptionItem[]> => {
       let items = partitions.get(key);
       if (items === undefined) {
-        items = this.query(key, undefined, abortSignal);
+        items = queryPartition(this.options, key, undefined, abortSignal);
         partitions.set(key, items);
       }
       return items;
@@ -312,10 +279,10 @@ export class SubscriptionStore {
           : partition(`name#${name}`);
         const prefixed = marked.then(async (m) => {
           const keyed = await Promise.all(prefixesOf(name).filter((p) => m.prefixes.has(p)).map((p) => partition(prefixKey(p))));
-          legacy ??= m.legacy ? this.query(LEGACY_PREFIXES_PARTITION, undefined, abortSignal) : undefined;
+          legacy ??= m.legacy ? queryPartition(this.options, LEGACY_PREFIXES_PARTITION, undefined, abortSignal) : undefined;
           return [...keyed.flat(), ...(m.legacy && legacy ? await legacy : [])];
         });
-        found = Promise.all([direct, prefixed]).then(([named, prefixes]) => this.subscribersFrom(name, named, prefixes));
+        found = Promise.all([direct, prefixed]).then(([named, prefixes]) => subscribersFrom(name, named, prefixes, this.options.clock.nowMs() / 1000));
         // A failed read is not remembered: the record is retried, and must read again.
         found.catch(forget);
         byName.set(name, found);
@@ -325,7 +292,7 @@ export class SubscriptionStore {
     return async (name, renewal = false) => {
       if (renewal) {
         // Only subscriptions that asked for renewals get them: when none covers this name, no read.
-        renewedWatches ??= this.query(RENEWED_PARTITION, undefined, abortSignal);
+        renewedWatches ??= queryPartition(this.options, RENEWED_PARTITION, undefined, abortSignal);
         renewedWatches.catch(forget);
         const watches = await renewedWatches;
         const nowSec = this.options.clock.nowMs() / 1000;
@@ -335,10 +302,9 @@ export class SubscriptionStore {
     };
   }
 
-  /** Who watches the rwlock `name` (by its name alone: prefixes watch leases), with one Query. */
-  async rwlockWatchers(name: string, { abortSignal }: { abortSignal?: AbortSignal } = {}): Promise<Subscriber[]> {
-    const key = rwlockWatchName(name);
-    return this.subscribersFrom(key, await this.query(`name#${key}`, undefined, abortSignal), []);
+  /** Who watches the rwlock `name`: see {@link rwlockWatchers}. */
+  rwlockWatchers(name: string, read: { abortSignal?: AbortSignal } = {}): Promise<Subscriber[]> {
+    return rwlockWatchers(this.options, name, read);
   }
 
   /**
@@ -390,25 +356,9 @@ export class SubscriptionStore {
     };
   }
 
-  private subscribersFrom(name: string, direct: SubscriptionItem[], prefixed: SubscriptionItem[]): Subscriber[] {
-    const nowSec = this.options.clock.nowMs() / 1000;
-    const byConnection = new Map<string, Subscriber>();
-    for (const item of [...direct, ...prefixed.filter((p) => p.prefix !== undefined && name.startsWith(p.prefix))]) {
-      // The name's marker is not a subscription.
-      if (item.expireAt < nowSec || item.sk === NAME_MARKER_SORT_KEY) continue;
-      const seen = byConnection.get(item.connectionId);
-      byConnection.set(item.connectionId, {
-        connectionId: item.connectionId,
-        renewed: (seen?.renewed ?? false) || item.renewed,
-        batched: (seen?.batched ?? false) || item.batched === true,
-      });
-    }
-    return [...byConnection.values()];
-  }
-
   /** Drops every subscription of a connection (on $disconnect, or when posting says it is gone). */
   async removeConnection(connectionId: string): Promise<void> {
-    const items = await this.query(connectionId, SUBSCRIPTION_TABLE_SCHEMA.connectionIndex);
+    const items = await queryPartition(this.options, connectionId, SUBSCRIPTION_TABLE_SCHEMA.connectionIndex);
     for (let i = 0; i < items.length; i += 25) {
       const batch = items.slice(i, i + 25).map((item) => ({ DeleteRequest: { Key: { pk: item.pk, sk: item.sk } } }));
       await this.options.client.send(new BatchWriteCommand({ RequestItems: { [this.options.tableName]: batch } }));
@@ -417,25 +367,5 @@ export class SubscriptionStore {
 
   private expireAt(): number {
     return Math.ceil((this.options.clock.nowMs() + (this.options.ttlMs ?? DEFAULT_TTL_MS)) / 1000);
-  }
-
-  private async query(key: string, indexName?: string, abortSignal?: AbortSignal): Promise<SubscriptionItem[]> {
-    const items: SubscriptionItem[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await this.options.client.send(
-        new QueryCommand({
-          TableName: this.options.tableName,
-          ...(indexName ? { IndexName: indexName } : {}),
-          KeyConditionExpression: indexName ? 'connectionId = :key' : 'pk = :key',
-          ExpressionAttributeValues: { ':key': key },
-          ExclusiveStartKey: start,
-        }),
-        abortSignal ? { abortSignal } : {},
-      );
-      items.push(...((out.Items ?? []) as SubscriptionItem[]));
-      start = out.LastEvaluatedKey;
-    } while (start);
-    return items;
   }
 }

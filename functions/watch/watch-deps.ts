@@ -6,7 +6,8 @@ import { readServiceIdentity, readWatchConfig } from '../config.js';
 import { createDocumentClient } from '../dynamodb-client.js';
 import { createLogger } from '../logging.js';
 import { DeliveryLog } from './deliveries.js';
-import type { PushTargets } from './direct-push.js';
+import type { PushTargets, RwlockPushTargets } from './direct-push.js';
+import { rwlockWatchers } from './subscription-reads.js';
 import { SubscriptionStore } from './subscriptions.js';
 import { TableWatchGrants, type WatchGrants } from './watch-grants.js';
 
@@ -74,7 +75,24 @@ export function createPushTargets(options: Omit<WatchDepsOptions, 'renewedEvents
   return { subscriptions, deliveries, management };
 }
 
+/**
+ * What a rwlock route needs to push (createRwlockPush): a rwlock's watchers and the management API,
+ * so its bundle carries neither the subscription store nor the delivery log.
+ */
+export function createRwlockPushTargets(options: Omit<WatchDepsOptions, 'renewedEvents' | 'grants' | 'directPush'>): RwlockPushTargets {
+  const { client, clock, management } = watchConnections(options);
+  const table = { client, tableName: options.subscriptionTableName, clock };
+  return { subscriptions: { rwlockWatchers: (name, read) => rwlockWatchers(table, name, read) }, management };
+}
+
 function watchClients(options: WatchDepsOptions) {
+  const { client, clock, management } = watchConnections(options);
+  const tableName = options.subscriptionTableName;
+  return { client, clock, management, subscriptions: new SubscriptionStore({ client, tableName, clock }), deliveries: new DeliveryLog({ client, tableName, clock }) };
+}
+
+/** The DynamoDB client, the clock and the management API. */
+function watchConnections(options: WatchDepsOptions) {
   const credentials = options.credentials ? { credentials: options.credentials } : {};
   const client = createDocumentClient({
     region: options.region,
@@ -82,12 +100,9 @@ function watchClients(options: WatchDepsOptions) {
     ...credentials,
   });
   const clock = options.clock ?? systemClock;
-  const tableName = options.subscriptionTableName;
   return {
     client,
     clock,
-    subscriptions: new SubscriptionStore({ client, tableName, clock }),
-    deliveries: new DeliveryLog({ client, tableName, clock }),
     // A hung post must not hold a whole stream batch: posts are hints, give up after 3 s.
     management: new ApiGatewayManagementApiClient({
       region: options.region,
