@@ -77,7 +77,7 @@ describe('the examples in the docs', () => {
     expect(diagnosticsText(ts.getPreEmitDiagnostics(program))).toEqual([]);
   }, 180_000);
 
-  it('are eleven: a cron leader on ECS, a scheduled Lambda job with withLease and its CDK stack, a fenced DynamoDB write, a leader against the local server, epoch-fenced DynamoDB and PostgreSQL jobs, a semaphore, a shared/exclusive lease, and partitioned queue consumers (lease groups)', () => {
+  it('are twelve: a cron leader on ECS, a scheduled Lambda job with withLease and its CDK stack, a fenced DynamoDB write, a leader against the local server, epoch-fenced DynamoDB and PostgreSQL jobs, a semaphore, a shared/exclusive lease and its epoch-fenced writes, and partitioned queue consumers (lease groups)', () => {
     expect(EXAMPLES.sort()).toEqual([
       'examples/ecs-cron-leader.ts',
       'examples/epoch-fenced-dynamodb-job.ts',
@@ -88,6 +88,7 @@ describe('the examples in the docs', () => {
       'examples/local-leader.ts',
       'examples/partitioned-epoch-consumer.ts',
       'examples/partitioned-queue-consumer.ts',
+      'examples/rwlock-fenced-postgres.ts',
       'examples/rwlock-report.ts',
       'examples/semaphore-backfill.ts',
     ]);
