@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { RwlockClient } from '../../client/src/rwlock/rwlock.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
 import { killAllClis, scratch, startCli, waitFor, waitForStderr } from './support.js';
 
@@ -134,6 +135,30 @@ describe('leasehold run --shared / --exclusive', { timeout: 90_000 }, () => {
     expect(r.stderr()).toContain(`lost the shared grant of ${name}`);
     writeFileSync(writerDone, '');
     expect(await w.exited).toEqual({ code: 0, signal: null });
+  });
+
+  it('a --shared run told a writer waits hears when the writer’s wait lapses, and its grant is extended again: the command keeps running', async () => {
+    const name = unique('lapse');
+    const s = newScratch();
+    const readerDone = join(s.dir, 'reader-done');
+    // 30 s with a 1 s grace: renewals every 10 s, and the local deadline of an unextended grant at
+    // least 17 s after the renewal that heard of the writer, past the next renewal (10 s later).
+    const r = run('shared', name, 'reader-r', job(s.log, 'R', readerDone), '30s', ['--grace', '1s']);
+    await waitFor('the reader to start', () => started(s.lines(), 'R'));
+
+    // A writer that asks until the reader has heard of it, then gives up: its 2 s wait lapses.
+    const writer = new RwlockClient({ endpoint: server.url, retry: { retries: 0 } });
+    await waitFor('the reader to hear of the writer', async () => {
+      if (r.stderr().includes(`a writer is waiting for ${name}`)) return true;
+      expect((await writer.acquire(name, { holder: 'writer-w', ttlMs: 2_000, mode: 'exclusive' })).acquired).toBe(false);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      return false;
+    });
+
+    await waitForStderr(r, `no writer waits for ${name} any more (its wait lapsed): this shared grant is extended again`);
+    expect(s.lines().filter((l) => !l.startsWith('start '))).toEqual([]); // still working, never stopped
+    writeFileSync(readerDone, '');
+    expect(await r.exited).toEqual({ code: 0, signal: null });
   });
 
   it('with --watch, a waiting --exclusive run is woken by the last reader’s release, not at its next scheduled ask', async () => {

@@ -61,7 +61,8 @@ export function rwlockTarget(values: { shared?: string[] | undefined; exclusive?
 
 /**
  * A RwlockClient that keeps what run reports: the lock's state at the latest refused acquire, and
- * the first renewal of a shared grant that a writer is waiting for (it is no longer extended).
+ * when a shared grant's renewals stop extending it because a writer waits (and start again, should
+ * the writer's wait lapse).
  */
 class RunRwlockClient extends RwlockClient {
   busy: PublicRwlock | undefined;
@@ -69,7 +70,7 @@ class RunRwlockClient extends RwlockClient {
 
   constructor(
     connection: Connection,
-    private readonly onWriterWaiting: (grant: RwlockGrant) => void,
+    private readonly onWriterWaiting: (grant: RwlockGrant, waiting: boolean) => void,
   ) {
     super(connection.clientOptions);
   }
@@ -83,9 +84,9 @@ class RunRwlockClient extends RwlockClient {
 
   override async renew(name: string, grant: RwlockGrantRef, call?: CallOptions): Promise<RwlockGrant> {
     const renewed = await super.renew(name, grant, call);
-    if (renewed.writerWaiting && !this.toldWriterWaiting) {
-      this.toldWriterWaiting = true;
-      this.onWriterWaiting(renewed);
+    if (renewed.writerWaiting !== this.toldWriterWaiting) {
+      this.toldWriterWaiting = renewed.writerWaiting;
+      this.onWriterWaiting(renewed, renewed.writerWaiting);
     }
     return renewed;
   }
@@ -116,10 +117,12 @@ export function rwlockRun(
   options: { holder: string; timing: RunTiming; retryEveryMs: number; log: (line: string) => void; watch: WatchClient | undefined },
 ): { rwlock: NonNullable<RunSettings['rwlock']>; makeLeader: (hooks: RunnerHooks) => Leader } {
   const { name, mode } = target;
-  const client = new RunRwlockClient(connection, (grant) =>
+  const client = new RunRwlockClient(connection, (grant, waiting) =>
     options.log(
-      `a writer is waiting for ${name}: this shared grant is no longer extended and ends in ${formatMs(grant.remainingMs)}; ` +
-        'the command is stopped before then unless it exits first',
+      waiting
+        ? `a writer is waiting for ${name}: this shared grant is no longer extended and ends in ${formatMs(grant.remainingMs)}; ` +
+            'the command is stopped before then unless it exits first'
+        : `no writer waits for ${name} any more (its wait lapsed): this shared grant is extended again`,
     ),
   );
   return {
