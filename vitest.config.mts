@@ -19,7 +19,7 @@ const SLOW = [
   'test/bench/bundle.test.ts', // esbuild bundles of the SDK
   'test/cli/page.test.ts', // the lease page in headless Chromium
   'test/cli/run.test.ts', // `leasehold run` in real time (3 s leases)
-  'test/cli/rwlock-run.test.ts', // `leasehold run --shared/--exclusive` in real time (6 s and 15 s grants)
+  'test/cli/rwlock-run.test.ts', // `leasehold run --shared/--exclusive` in real time (6 s to 60 s grants)
   'test/cli/sidecar.test.ts', // `leasehold sidecar` in real time (3 s leases)
   'test/cli/parent-gone.test.ts', // `npx leasehold run` and `sidecar` outliving a killed npm, in real time (3 s leases)
   'test/integration/client-pack.test.ts', // packs the SDK and installs it in a project
