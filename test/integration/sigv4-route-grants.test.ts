@@ -63,6 +63,7 @@ function everyRoute(prefix: string): Array<{ route: string; method: string; path
     { route: 'semaphore-renew', method: 'POST', path: `/v1/semaphores/${name}/renew`, body: { permitId: PERMIT_ID, token: 1 } },
     { route: 'semaphore-release', method: 'POST', path: `/v1/semaphores/${name}/release`, body: { permitId: PERMIT_ID, token: 1 } },
     { route: 'semaphore-describe', method: 'GET', path: `/v1/semaphores/${name}` },
+    { route: 'rwlock-renew-batch', method: 'POST', path: `/v1/prefixes/${prefix}/rwlocks/renew`, body: { grants: [{ name, leaseId: LEASE_ID, token: 1 }] } },
   ];
 }
 

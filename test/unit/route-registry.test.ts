@@ -17,9 +17,9 @@ describe('the route registry', () => {
     expect(new Set(ROUTES.map((route) => `${route.method} ${route.path}`)).size).toBe(ROUTES.length);
   });
 
-  it('lets the batch routes take 64 KiB of body and every other route 8 KiB', () => {
+  it('lets the batch routes (the leases\' two and the rwlocks\' renew, all under /v1/prefixes/) take 64 KiB of body and every other route 8 KiB', () => {
     for (const route of ROUTES) {
-      const batch = route.id === 'renew-batch' || route.id === 'handoff-batch';
+      const batch = route.id === 'renew-batch' || route.id === 'handoff-batch' || route.id === 'rwlock-renew-batch';
       expect(bodyMaxBytesFor(route.id), route.id).toBe(batch ? LIMITS.batchBodyMaxBytes : LIMITS.bodyMaxBytes);
     }
   });
@@ -28,8 +28,9 @@ describe('the route registry', () => {
     expect([...ADMIN_ROUTE_IDS]).toEqual(['revoke', 'rwlock-revoke']);
   });
 
-  it('puts the semaphore and rwlock routes, and only them, on the semaphore table', () => {
-    for (const route of ROUTES) expect(route.table === 'semaphores', route.id).toBe(route.path.startsWith('/v1/semaphores/') || route.path.startsWith('/v1/rwlocks/'));
+  it('puts the semaphore and rwlock routes (the rwlocks\' batched renew too), and only them, on the semaphore table', () => {
+    const onSemaphoreTable = (path: string) => path.startsWith('/v1/semaphores/') || path.startsWith('/v1/rwlocks/') || path.endsWith('/rwlocks/renew');
+    for (const route of ROUTES) expect(route.table === 'semaphores', route.id).toBe(onSemaphoreTable(route.path));
   });
 
   it('names, for each route, a handler module that exports the factory the local server runs and a Lambda entry', async () => {
