@@ -13,6 +13,7 @@ import { createSemaphoreRenewHandler } from '../../functions/handlers/semaphore-
 import { createRwlockAcquireHandler } from '../../functions/handlers/rwlock-acquire.js';
 import { createRwlockReleaseHandler } from '../../functions/handlers/rwlock-release.js';
 import { createRwlockRenewHandler } from '../../functions/handlers/rwlock-renew.js';
+import { createRwlockRenewBatchHandler } from '../../functions/handlers/rwlock-renew-batch.js';
 import { defaultSemaphoreTableName } from '../../functions/config.js';
 import { ensureSemaphoreTable } from '../../functions/lease-table.js';
 import { REDACTED } from '../../functions/logging.js';
@@ -171,6 +172,38 @@ describe('handler logs', () => {
     expect(log).toContain('rwlock grant lost');
     expect(log).toContain(REDACTED);
     expectNoSecret([first.leaseId, requestId, strangerLeaseId]);
+  });
+
+  it("hold no leaseId through the rwlocks' batched renew, of a renewed, a lost and a stranger's entry", async () => {
+    const { raw, tableName } = await createTestLeaseTable('rw-batch-logs');
+    await ensureSemaphoreTable(raw, defaultSemaphoreTableName(tableName));
+    const dynamo = { region: 'us-east-1', dynamodbEndpoint: localDynamoConfig().endpoint, credentials: LOCAL_CREDENTIALS, clock: systemClock };
+    const deps = createDeps({ tableName, ...dynamo });
+    const acquire = createRwlockAcquireHandler(deps);
+    const grant = async (name: string, holder: string) =>
+      JSON.parse((await acquire(event('POST', `/v1/rwlocks/${name}/acquire`, { holder, ttlMs: 5_000, mode: 'shared' }), context)).body as string).grant;
+    const kept = await grant('logged.a', 'r1');
+    const released = await grant('logged.b', 'r2');
+    await createRwlockReleaseHandler(deps)(event('POST', '/v1/rwlocks/logged.b/release', { leaseId: released.leaseId, token: released.token }), context);
+    const strangerLeaseId = 'f'.repeat(32);
+    const path = '/v1/prefixes/logged./rwlocks/renew';
+    const batch = {
+      ...event('POST', path, {
+        grants: [
+          { name: 'logged.a', leaseId: kept.leaseId, token: kept.token },
+          { name: 'logged.b', leaseId: released.leaseId, token: released.token },
+          { name: 'logged.c', leaseId: strangerLeaseId, token: 1 },
+        ],
+      }),
+      pathParameters: { prefix: 'logged.' },
+    };
+    const answer = await createRwlockRenewBatchHandler(deps)(batch, context);
+    expect(answer.statusCode).toBe(200);
+    expect(JSON.parse(answer.body as string).results.map((r: { grant?: unknown }) => 'grant' in r)).toEqual([true, false, false]);
+
+    const log = lines.join('\n');
+    expect(log).toContain('rwlock batch renewed');
+    expectNoSecret([kept.leaseId, released.leaseId, strangerLeaseId]);
   });
 
   it('of the watch functions hold no leaseId or requestId of a logged stream record', () => {
