@@ -382,6 +382,14 @@ describe('a bounded chaos run over three Regions (--regions 3)', () => {
     expect(history.some((e) => e.record.type === 'event' && e.record.kind === 'heal' && e.record.detail?.of === 'region-outage')).toBe(true);
   });
 
+  it('takes a Region down first by a blackhole, which heals and delivers the requests it held', () => {
+    // A run's first outage always blackholes (chaos/harness/nemesis.ts), whatever the seed.
+    const first = regions().outages[0]!;
+    expect(first.mode, JSON.stringify(regions().outages)).toBe('blackhole');
+    const healed = history.some((e) => e.record.type === 'event' && e.record.kind === 'heal' && e.record.target === first.region && e.record.atMs >= first.fromMs);
+    expect(healed).toBe(true);
+  });
+
   it('served through all three Regions, and the lost Region answered nothing while it was down', () => {
     expect(Object.keys(regions().okByRegion).sort()).toEqual(['region-1', 'region-2', 'region-3']);
     expect(regions().outages.length).toBeGreaterThanOrEqual(1);
