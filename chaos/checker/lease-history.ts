@@ -15,7 +15,7 @@ import type { HistoryOp } from './linearizability.js';
 export function toLeaseHistory(records: readonly OpRecord[], options: LeaseModelOptions): HistoryOp<LeaseOp>[] {
   const out: HistoryOp<LeaseOp>[] = [];
   // A requestId matters only to an answered acquire that may be the same grant again, or that the
-  // replay guard refused (REQUEST_REPLAYED: its own earlier attempt made the latest grant); others
+  // replay guard refused (REQUEST_REPLAYED: its own earlier attempt made one of the last grants); others
   // are dropped, so unanswered acquires of one holder that differ only in it lead to equal states.
   const answeredRequestIds = new Set(
     records
