@@ -3,7 +3,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { newRequestId } from '../../client/src/index.js';
 import { ErrorCode, LIMITS, type Grant } from '../../client/src/protocol/index.js';
 import { ManualClock } from '../../functions/clock.js';
+import type { LeaseRecord } from '../../functions/lease-record.js';
 import { LeaseStore } from '../../functions/lease-store.js';
+import { endingEventsOf, leaseEventsOf } from '../../functions/watch/lease-events.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { countingClient, createTestLeaseTable, type TestTable } from '../support/dynamodb.js';
 
@@ -196,14 +198,21 @@ describe('a late copy of a lease acquire after other grants came in between', ()
     await expect(store.acquire(name, { holder: 'w1', ttlMs: 10_000, requestId }, 'principal-b')).resolves.toMatchObject({ acquired: true });
   });
 
-  it('keeps the history out of describe and list', async () => {
+  it("keeps the history out of describe, list and the watch's events", async () => {
     const { clock, store } = leaseStore();
     const name = uniqueName('hidden');
     await store.release(name, await grant(store, name, 'w1', newRequestId()));
     await interveningGrants(store, clock, name, 2);
+    const before = (await item(name)) as unknown as LeaseRecord;
+    clock.advance(1);
+    await grant(store, name, 'w4', newRequestId());
+    const after = (await item(name)) as unknown as LeaseRecord;
+    expect(Object.keys(after).filter((key) => /^rh\d$/.test(key)).length).toBeGreaterThan(0);
     const described = JSON.stringify(await store.describe(name));
     const listed = JSON.stringify(await store.list({ prefix: name }));
-    for (const text of [described, listed]) {
+    const events = JSON.stringify([leaseEventsOf(before, after), endingEventsOf(before)]);
+    expect(events).toMatch(/"type":"acquired".*"type":"released"/);
+    for (const text of [described, listed, events]) {
       expect(text).not.toMatch(/[0-9a-f]{32}/);
       expect(text).not.toMatch(/"r[hxr]\d"/);
     }
