@@ -47,7 +47,7 @@ type FrameCase =
 const jsonish = fc.oneof(
   fc.string({ maxLength: 200 }),
   fc.json({ maxDepth: 3 }),
-  fc.record({ action: fc.oneof(fc.constant('subscribe'), fc.string()), names: fc.anything(), prefixes: fc.anything(), renewed: fc.anything() }, { requiredKeys: [] }).map((o) =>
+  fc.record({ action: fc.oneof(fc.constant('subscribe'), fc.string()), names: fc.anything(), prefixes: fc.anything(), rwlocks: fc.anything(), renewed: fc.anything() }, { requiredKeys: [] }).map((o) =>
     JSON.stringify(o),
   ),
   fc.constantFrom('{"action":"__proto__"}', '{"action":"$connect"}', '{"action":"$disconnect"}', '{"action":"subscribe","names":["a"],"__proto__":{"x":1}}'),
