@@ -39,7 +39,7 @@ type Start = Omit<OpRecord, 'completeMs' | 'outcome'>;
 /** How the history records a route: as one operation, as one operation per batch entry, or not at all. */
 type Recording =
   | { kind: 'single'; op: OpKind }
-  | { kind: 'batch'; op: 'renew' | 'release'; entries: string }
+  | { kind: 'batch'; op: 'renew' | 'release' | 'rw-renew'; entries: string }
   | { kind: 'none' };
 
 /**
@@ -70,7 +70,8 @@ const RECORDING: Readonly<Record<RouteId, Recording>> = {
   'rwlock-release': { kind: 'single', op: 'rw-release' },
   'rwlock-revoke': { kind: 'single', op: 'rw-revoke' },
   'rwlock-describe': { kind: 'none' },
-  'rwlock-renew-batch': { kind: 'none' },
+  // Each entry is the rwlock renew it carries, answered `{ name, grant }` as the single route's `{ grant }`.
+  'rwlock-renew-batch': { kind: 'batch', op: 'rw-renew', entries: 'grants' },
 };
 
 /**
@@ -144,7 +145,7 @@ function replay(response: Response, text: string): Response {
  * failed as a whole.
  */
 async function recordBatch(
-  batch: { op: 'renew' | 'release'; entries: string },
+  batch: { op: 'renew' | 'release' | 'rw-renew'; entries: string },
   journal: Journal,
   options: RecordingOptions,
   realFetch: typeof fetch,
@@ -158,7 +159,7 @@ async function recordBatch(
   const ids = entries.map((entry) => journal.invoke(startOf(op, entry.name as string, entry, options, url)));
   const { response, text } = await attempt(journal, ids, realFetch, input, init);
   const completeMs = harnessNowMs();
-  let results: Array<{ name?: string; lease?: unknown; error?: unknown; handedOff?: boolean }> | undefined;
+  let results: Array<{ name?: string; lease?: unknown; grant?: unknown; error?: unknown; handedOff?: boolean }> | undefined;
   if (response.ok) {
     try {
       results = (JSON.parse(text) as { results?: typeof results }).results;

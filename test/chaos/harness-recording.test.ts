@@ -6,6 +6,7 @@ import { openJournal, readJournal, type Journal } from '../../chaos/harness/jour
 import { operationOf, recordingFetch } from '../../chaos/harness/recording-fetch.js';
 import type { OpRecord } from '../../chaos/history.js';
 import { LeaseClient } from '../../client/src/api/lease-client.js';
+import { RwlockClient } from '../../client/src/rwlock/rwlock.js';
 
 /**
  * What the worker's recording fetch writes for each kind of answer. The "server" is a fetch
@@ -169,6 +170,33 @@ describe('the recording fetch', () => {
       expect.objectContaining({ op: 'release', lease: 'g.p.0', token: 42, holder: 'w1', to: 'w2', windowMs: 2_000, localDeadlineMs: 9_000, outcome: 'ok' }),
       expect.objectContaining({ op: 'release', lease: 'g.p.1', token: 43, holder: 'w1', to: 'w2', outcome: 'fail' }),
     ]);
+  });
+
+  it('records each entry of a batched rwlock renew as its own rw-renew, with the phase token answered or its loss', async () => {
+    const grant = { name: 'rw.a', holder: 'w1', mode: 'shared', leaseId: 'a'.repeat(32), token: 42, ttlMs: 2_000, expiresAt: 12_000, remainingMs: 1_990, writerWaiting: true };
+    const answer = {
+      results: [
+        { name: 'rw.a', grant },
+        { name: 'rw.b', error: { code: 'LEASE_LOST', message: 'gone', reason: 'expired', rwlock: null } },
+      ],
+    };
+    const fake = async () => json(200, answer);
+    const rwlocks = new RwlockClient({
+      endpoint: 'http://127.0.0.1:1',
+      fetch: recordingFetch(journal, { process: 'w1', deadlineOf: () => 9_000, fetch: fake as typeof fetch }),
+      retry: { retries: 0 },
+    });
+    await rwlocks.renewBatch('rw.', [
+      { name: 'rw.a', leaseId: 'a'.repeat(32), token: 42 },
+      { name: 'rw.b', leaseId: 'b'.repeat(32), token: 40 },
+    ]);
+    const records = recorded();
+    expect(records).toEqual([
+      expect.objectContaining({ op: 'rw-renew', lease: 'rw.a', token: 42, holder: 'w1', localDeadlineMs: 9_000, outcome: 'ok', answeredToken: 42, writerWaiting: true, serverExpiresAtMs: 12_000 }),
+      expect.objectContaining({ op: 'rw-renew', lease: 'rw.b', token: 40, outcome: 'fail', error: 'LEASE_LOST', reason: 'expired' }),
+    ]);
+    // The history names grants by token and holder, never by leaseId.
+    expect(JSON.stringify(records)).not.toContain('a'.repeat(32));
   });
 
   it('records what a describe showed: metadata, priority and a live claim', async () => {
