@@ -11,7 +11,8 @@ import { LIMITS } from './rules.js';
  * - `grant`: its class for the construct's grants and alarms. `lease` for a holder's writes,
  *   `batch` for the batched writes (a throttle and an alarm of their own), `read` for reading
  *   leases, `group` for reading a group, `semaphore` for the semaphore table's routes (semaphores
- *   and rwlocks: their own table and alarm), `admin` for the operators' routes that neither `grantLeases` nor `grantRead` allow.
+ *   and rwlocks: their own table and alarm; the rwlocks' batched renew, under `/v1/prefixes/`, is
+ *   throttled and alarmed with the batch routes), `admin` for the operators' routes that neither `grantLeases` nor `grantRead` allow.
  */
 interface RouteEntry {
   readonly id: string;
