@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock, createWatch, type LeaseEvent, type PublicRwlock, type RwlockHolder } from 'leasehold';
+import { ManualClock, RwlockClient, createRwlockHolder, createWatch, type LeaseEvent, type PublicRwlock, type RwlockHolder } from 'leasehold';
 import { isLeaseEvent, validateSubscribeMessage } from '../../client/src/protocol/index.js';
 import { watchingRwlocks } from '../../client/src/rwlock/wake.js';
 import { WatchEventGuard } from '../../client/src/watch/dedupe.js';
@@ -116,5 +116,11 @@ describe('the SDK keeps a rwlock apart from the lease of the same name', () => {
     server.last.deliver({ type: 'event', event: leaseEvent({ type: 'released', name: 'reports', token: 9, resource: 'rwlock' }) });
     expect(events.map((e) => e.token)).toEqual([9]);
     expect(() => asRwlocks.subscribe({ prefixes: ['rep'] }, () => undefined)).toThrow(TypeError);
+  });
+
+  it("refuses a rwlock holder's `watch` that is neither a WatchClient nor a URL when the holder is made, before anything is sent", () => {
+    const client = new RwlockClient({ endpoint: 'http://127.0.0.1:8787' });
+    expect(() => createRwlockHolder(client, { name: 'reports', mode: 'exclusive', holder: 'w', watch: 42 as never })).toThrow(TypeError);
+    expect(() => createRwlockHolder(client, { name: 'reports', mode: 'exclusive', holder: 'w', watch: 'ws://127.0.0.1:8787/v1/watch' })).not.toThrow();
   });
 });
