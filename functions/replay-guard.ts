@@ -4,25 +4,26 @@ import { earlierGrants } from './lease-replay-history.js';
 import { permitsOf, replayAttribute, REPLAY_PREFIX, type PermitView, type SemaphoreRecord } from './semaphore-record.js';
 
 /**
- * The replay guard: a requestId that produced a grant (a lease or a permit) cannot produce another
- * on that name for the same principal until LIMITS.replayGuardMs after that grant ended. Why: with
- * several endpoints, a copy of an acquire can arrive long after its sender moved on (a partition
- * that heals delivers what it held). Without the guard, the copy of an acquire whose grant has
- * ended looks new and is granted to a holder whose SDK never learns the grant, and everyone else
- * waits for its ttl. The SDK sends every attempt of one acquire within LIMITS.requestIdSpanMaxMs of
- * the first, and the guard is twice that, so no retry of its own is ever refused unless its grant
- * ended before the retry was sent (then it is told so, and acquires again with a new requestId).
+ * The replay guard: a requestId that produced a grant (a lease, a permit or an rwlock grant:
+ * rwlock-replay.ts) cannot produce another on that name for the same principal until
+ * LIMITS.replayGuardMs after that grant ended. Why: with several endpoints, a copy of an acquire
+ * can arrive long after its sender moved on (a partition that heals delivers what it held).
+ * Without the guard, the copy of an acquire whose grant has ended looks new and is granted to a
+ * holder whose SDK never learns the grant, and everyone else waits for its ttl. The SDK sends every
+ * attempt of one acquire within LIMITS.requestIdSpanMaxMs of the first, and the guard is twice
+ * that, so no retry of its own is ever refused unless its grant ended before the retry was sent
+ * (then it is told so, and acquires again with a new requestId).
  *
  * What it keeps: a lease keeps its latest grant's replay key after the grant ends, and the keys of
- * the LIMITS.replayGuardGrants − 1 grants before it (lease-replay-history.ts: each acquire shifts them
- * in its own write), so a copy that lands after more later grants than that is a new acquire. A semaphore keeps a permit's replay index while the permit's entry
- * stays, and a sweep that removes an entry that ended within the guard leaves its index behind as
- * a marker, `-endedAtMs` (about 45 bytes), that a later sweep removes once the guard has passed
- * (with the entries it sweeps, at most SWEEP_MAX in one write, so its expressions stay within
- * DynamoDB's limits). So a semaphore item holds at most one marker per permit acquired with a
- * requestId and swept within the last replayGuardMs, and the markers are gone within one sweep of
- * the guard passing. The guard only ever refuses the same principal's same requestId: it never
- * delays anyone else's acquire.
+ * the LIMITS.replayGuardGrants − 1 grants before it (lease-replay-history.ts: each acquire shifts
+ * them in its own write), so a copy that lands after more later grants than that is a new acquire.
+ * A semaphore keeps a permit's replay index while the permit's entry stays, and a sweep that
+ * removes an entry that ended within the guard leaves its index behind as a marker, `-endedAtMs`
+ * (about 45 bytes), that a later sweep removes once the guard has passed (with the entries it
+ * sweeps, at most SWEEP_MAX in one write, so its expressions stay within DynamoDB's limits). So a
+ * semaphore item holds at most one marker per permit acquired with a requestId and swept within
+ * the last replayGuardMs, and the markers are gone within one sweep of the guard passing. The guard
+ * only ever refuses the same principal's same requestId: it never delays anyone else's acquire.
  */
 
 const REPLAYED = {
@@ -40,8 +41,8 @@ export function requestReplayed(name: string, kind: 'lease' | 'permit' | 'rwlock
   const { what, produced } = REPLAYED[kind];
   return new LeaseholdError(
     ErrorCode.REQUEST_REPLAYED,
-    `${what} "${name}": this requestId already produced ${produced}, which has ended less than ` +
-      `${LIMITS.replayGuardMs / 1000} s ago; it produces no other until then. Acquire again with a new requestId.`,
+    `${what} "${name}": this requestId already produced ${produced}, which ended less than ${LIMITS.replayGuardMs / 1000} s ago; ` +
+      `it produces no other grant until ${LIMITS.replayGuardMs / 1000} s after that. Acquire again with a new requestId.`,
     { leaseName: name },
   );
 }
