@@ -57,7 +57,7 @@ export class ReferenceLeaseServer {
       (item.holder === undefined || item.expiresAt < now) &&
       Math.min(item.expiresAt, item.releasedAt ?? Number.POSITIVE_INFINITY) >= now - LIMITS.replayGuardMs;
     // … or one of the grants before it that the guard remembers is, and ended less than the guard ago.
-    const spentEarlier = req.requestId !== undefined && item !== undefined && item.earlier.some((g) => g.requestId === req.requestId && g.endedAt >= now - LIMITS.replayGuardMs);
+    const spentEarlier = req.requestId !== undefined && item?.earlier.some((g) => g.requestId === req.requestId && g.endedAt >= now - LIMITS.replayGuardMs);
     if (spent || spentEarlier) return { acquired: false, replayed: true };
     if (item === undefined || item.availableAt < now) {
       const lockDelayMs = req.lockDelayMs ?? 0;
