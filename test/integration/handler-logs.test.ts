@@ -187,16 +187,13 @@ describe('handler logs', () => {
     await createRwlockReleaseHandler(deps)(event('POST', '/v1/rwlocks/logged.b/release', { leaseId: released.leaseId, token: released.token }), context);
     const strangerLeaseId = 'f'.repeat(32);
     const path = '/v1/prefixes/logged./rwlocks/renew';
-    const batch = {
-      ...event('POST', path, {
-        grants: [
-          { name: 'logged.a', leaseId: kept.leaseId, token: kept.token },
-          { name: 'logged.b', leaseId: released.leaseId, token: released.token },
-          { name: 'logged.c', leaseId: strangerLeaseId, token: 1 },
-        ],
-      }),
-      pathParameters: { prefix: 'logged.' },
-    };
+    const grants = [
+      { name: 'logged.a', leaseId: kept.leaseId, token: kept.token },
+      { name: 'logged.b', leaseId: released.leaseId, token: released.token },
+      { name: 'logged.c', leaseId: strangerLeaseId, token: 1 },
+    ];
+    // The batch route's path parameter is the prefix, not a name.
+    const batch = { ...(event('POST', path, { grants }) as object), pathParameters: { prefix: 'logged.' } } as never;
     const answer = await createRwlockRenewBatchHandler(deps)(batch, context);
     expect(answer.statusCode).toBe(200);
     expect(JSON.parse(answer.body as string).results.map((r: { grant?: unknown }) => 'grant' in r)).toEqual([true, false, false]);
