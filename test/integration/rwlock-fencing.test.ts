@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RwlockClient, createRwlockHolder } from 'leasehold';
+import { RwlockClient, createRwlockHolder, withRwlock } from 'leasehold';
 import { FencedOutError, dynamodbEpoch, fenceUpdate, isFencedOut } from 'leasehold/dynamodb';
 import { createEpochTable, postgresEpoch, staleTokenPredicate } from 'leasehold/postgres';
 import { ManualClock } from '../../functions/clock.js';
@@ -233,5 +233,21 @@ describe('rwlock holders with the fence option', () => {
     } finally {
       await Promise.all([...readers, writer].map((h) => h.stop()));
     }
+  });
+
+  it('withRwlock with the fence claims each grant before its work: a writer commits under its token, and the earlier readers\' token is then refused', async () => {
+    const client = new RwlockClient({ endpoint: server.url, retry: { retries: 0 } });
+    const name = `rw-fence-with:${randomUUID()}`;
+    const fence = postgresEpoch(pool, { name });
+    const insert = (token: number, mode: string) => async (db: pg.PoolClient) => {
+      await db.query('INSERT INTO shared_rows (id, fence_token, fence_mode, value) VALUES ($1, $2, $3, $4)', [randomUUID(), token, mode, name]);
+      return token;
+    };
+    const read = await withRwlock(client, name, { mode: 'shared', holder: 'r', ttlMs: 5_000, fence }, ({ token }) => fence.transaction(token, insert(token, 'shared')));
+    const write = await withRwlock(client, name, { mode: 'exclusive', holder: 'w', ttlMs: 5_000, fence }, ({ token }) => fence.transaction(token, insert(token, 'exclusive')));
+    if (!read.acquired || !write.acquired) throw new Error('not granted');
+    expect(write.value).toBe(read.value + 1);
+    await expect(fence.transaction(read.value, insert(read.value, 'shared'))).rejects.toBeInstanceOf(FencedOutError);
+    expect(Number((await pool.query('SELECT count(*) FROM shared_rows WHERE value = $1', [name])).rows[0].count)).toBe(2);
   });
 });
