@@ -4,10 +4,12 @@ import {
   ManualClock,
   NOTE_WAIT_AFTER_MS,
   NotElectedError,
+  RwlockClient,
   UnavailableError,
   WARN_EVERY_MS,
   createLeader,
   createLeaseGroup,
+  createRwlockHolder,
   createSemaphore,
   isNotElectedError,
   withLease,
@@ -294,6 +296,21 @@ describe('campaign({ signal, timeoutMs })', () => {
     await expect(t.leader.campaign({ timeoutMs: -1 })).rejects.toThrow('Expected `timeoutMs` to be a non-negative number, got -1.');
     await t.clock.advance(0);
     expect(t.api.calls).toEqual([]);
+  });
+
+  it("a rwlock holder warns, and its campaign({ timeoutMs }) rejects, in a rwlock grant's words", async () => {
+    const clock = new ManualClock(0);
+    const said: string[] = [];
+    const fetchFn = (async () => {
+      throw new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8788'), { code: 'ECONNREFUSED' }) });
+    }) as typeof fetch;
+    const client = new RwlockClient({ endpoint: ENDPOINT, fetch: fetchFn, clock, random: () => 0.5, retry: { retries: 0 } });
+    const holder = createRwlockHolder(client, { name: 'ledger', mode: 'exclusive', holder: 'me', clock, warnings: (m) => void said.push(m) });
+    const campaign = holder.campaign({ timeoutMs: 2_000 }).catch((error: unknown) => error);
+    await clock.advance(2_000);
+    expect(said[0]).toMatch(/; still trying to hold a grant of rwlock ledger$/);
+    expect(((await campaign) as Error).message).toMatch(/^No grant of rwlock "ledger" was acquired within 2000 ms: the last acquire failed: /);
+    await holder.stop();
   });
 
   it("a semaphore's acquire({ timeoutMs }) rejects in a permit's words", async () => {

@@ -137,7 +137,7 @@ export function rwlockRun(
         ...(options.watch === undefined ? {} : { watch: watchingRwlocks(options.watch) }),
         onEvent: (event) => hooks.onLeaderEvent(event),
         warnings: false, // run logs what happens in its own words
-      }),
+      }, 'rwlock'),
   };
 }
 

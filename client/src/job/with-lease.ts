@@ -83,7 +83,7 @@ export async function runWithLease<T>(
   name: string,
   options: WithLeaseOptions,
   fn: (term: TermInfo) => Promise<T> | T,
-  role: 'job' | 'permit',
+  role: 'job' | 'permit' | 'rwlock',
 ): Promise<WithLeaseLambdaResult<T>> {
   if (typeof options !== 'object' || options === null) throw new TypeError('Expected withLease options with a `holder`.');
   const ctx = createTermContext(client, name, options, role);

@@ -33,7 +33,8 @@ export class NotElectedError extends Error {
     endpoint: string | undefined,
     signalReason?: unknown,
   ) {
-    const what = role === 'permit' ? `No permit of semaphore "${leaseName}" was acquired` : `Lease "${leaseName}" was not won`;
+    const what =
+      role === 'permit' ? `No permit of semaphore "${leaseName}" was acquired` : role === 'rwlock' ? `No grant of rwlock "${leaseName}" was acquired` : `Lease "${leaseName}" was not won`;
     const when = why === 'timeout' ? `within ${Math.round(waitedMs)} ms` : `before the campaign's signal aborted (after ${Math.round(waitedMs)} ms)`;
     let heard: string;
     if (last === undefined) heard = 'no acquire was answered yet';

@@ -153,9 +153,12 @@ export function createLeader(client: LeaseApi, options: LeaderOptions): Leader {
   return new LeaderImpl(client, options, 'leader');
 }
 
-/** A Leader of one of a semaphore's permits (`createSemaphore`): the same, with its messages in a permit's words. */
-export function createPermitHolder(client: LeaseApi, options: LeaderOptions): Leader {
-  return new LeaderImpl(client, options, 'permit');
+/**
+ * A Leader of one of a semaphore's permits (`createSemaphore`), or of a rwlock's grant
+ * (`createRwlockHolder`): the same, with its messages in a permit's or a rwlock grant's words.
+ */
+export function createPermitHolder(client: LeaseApi, options: LeaderOptions, role: 'permit' | 'rwlock' = 'permit'): Leader {
+  return new LeaderImpl(client, options, role);
 }
 
 /**
@@ -182,7 +185,7 @@ class LeaderImpl implements Leader, TermOwner, CampaignHost, YieldHost {
   /** Listens on `options.signal` (if given): its abort is `stop()`. */
   private readonly onAbort: (() => void) | undefined;
 
-  constructor(client: LeaseApi, options: LeaderOptions, role: 'leader' | 'permit') {
+  constructor(client: LeaseApi, options: LeaderOptions, role: 'leader' | 'permit' | 'rwlock') {
     if (typeof options !== 'object' || options === null) throw new TypeError('Expected leader options with `name` and `holder`.');
     this.ctx = createTermContext(client, options.name, options, role);
     this.name = this.ctx.name;

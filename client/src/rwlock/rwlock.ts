@@ -160,7 +160,7 @@ export type WithRwlockResult<T> = WithLeaseLambdaResult<T>;
 export async function withRwlock<T>(client: RwlockClient, name: string, options: WithRwlockOptions, work: (term: TermInfo) => Promise<T> | T): Promise<WithRwlockResult<T>> {
   if (typeof options !== 'object' || options === null) throw new TypeError('Expected withRwlock options with `mode` and `holder`.');
   const { mode, ...rest } = options;
-  return runWithLease(rwlocksAsLeases(client, checkedMode(mode)), name, rest, work, 'permit');
+  return runWithLease(rwlocksAsLeases(client, checkedMode(mode)), name, rest, work, 'rwlock');
 }
 
 export interface RwlockHolderOptions extends Omit<LeaderOptions, 'lockDelayMs' | 'metadata'> {
@@ -179,7 +179,7 @@ export function createRwlockHolder(client: RwlockClient, options: RwlockHolderOp
   if (typeof options !== 'object' || options === null) throw new TypeError('Expected rwlock holder options with `name`, `mode` and `holder`.');
   const { mode, watch, ...rest } = options;
   const wake = rwlockWatch(watch, { signer: client.signer, clock: rest.clock, random: rest.random });
-  return createPermitHolder(rwlocksAsLeases(client, checkedMode(mode)), { ...rest, ...(wake === undefined ? {} : { watch: wake }) });
+  return createPermitHolder(rwlocksAsLeases(client, checkedMode(mode)), { ...rest, ...(wake === undefined ? {} : { watch: wake }) }, 'rwlock');
 }
 
 function checkedMode(mode: unknown): RwlockMode {

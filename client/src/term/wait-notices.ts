@@ -27,7 +27,7 @@ import { isEndpointConfigurationError } from '../transport/endpoint-errors.js';
 export type WarningsOption = boolean | ((message: string) => void);
 
 /** Whose notices these are: what the process is trying to do, in the messages' words. */
-export type NoticeRole = 'leader' | 'permit' | 'job' | 'member';
+export type NoticeRole = 'leader' | 'permit' | 'rwlock' | 'job' | 'member';
 
 /** A failure of one kind warns at most this often (the first at once). */
 export const WARN_EVERY_MS = 30_000;
@@ -146,6 +146,8 @@ export class WaitNotices {
         return `to lead ${name}`;
       case 'permit':
         return `to hold a permit of ${name}`;
+      case 'rwlock':
+        return `to hold a grant of rwlock ${name}`;
       default:
         return `to acquire ${name}`;
     }
