@@ -7,7 +7,8 @@
 import { orderLeases, rowCells, serverNowMs, statusText } from './lease-rows.js';
 import { startRwlocks } from './rwlocks.js';
 import { startSemaphores } from './semaphores.js';
-import { cell, timeCell } from './table-cells.js';
+import { cell, paintTime, timeCell } from './table-cells.js';
+import { frameOf, openWatchSocket } from './watch-socket.js';
 
 const POLL_MS = 1000;
 // A watch that neither answers nor fails by then is reported unavailable (the page polls on); a late answer makes it live.
@@ -99,11 +100,8 @@ function watch() {
   watchLive = false;
   clearTimeout(watchPatience);
   watchPatience = setTimeout(watchUnavailable, WATCH_PATIENCE_MS);
-  const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v1/watch`;
-  let ws;
-  try {
-    ws = new WebSocket(url);
-  } catch {
+  const ws = openWatchSocket();
+  if (ws === undefined) {
     watchUnavailable();
     return;
   }
@@ -113,12 +111,8 @@ function watch() {
     for (let i = 0; i < prefixes.length; i += 10) ws.send(JSON.stringify({ action: 'subscribe', prefixes: prefixes.slice(i, i + 10) }));
   });
   ws.addEventListener('message', (message) => {
-    let data;
-    try {
-      data = JSON.parse(message.data);
-    } catch {
-      return;
-    }
+    const data = frameOf(message);
+    if (data === undefined) return;
     if (data.type === 'subscribed') {
       watchLive = true;
       watchTried = true;
@@ -174,13 +168,7 @@ function paint(entry, now) {
   metadata.classList.toggle('none', c.metadata.none);
   change.textContent = c.change.text;
   change.title = c.change.title;
-  const bar = entry.row.querySelector('.bar');
-  bar.max = c.time.max;
-  bar.value = c.time.value;
-  bar.classList.toggle('low', c.time.low);
-  bar.setAttribute('aria-label', c.time.label);
-  bar.setAttribute('aria-valuetext', c.time.valueText);
-  entry.row.querySelector('.left').textContent = c.time.text;
+  paintTime(entry.row, c.time);
 }
 
 function render(leases, readAt, serverNowAtRead) {

@@ -3,6 +3,7 @@
 // PublicRwlocks and the server's clock; no DOM, no I/O. rwlocks.js renders them. Types: rwlock-rows.d.ts.
 import { formatDuration, timeLeft } from './lease-rows.js';
 import { SEMAPHORE_NAME_PATTERN } from './semaphore-rows.js';
+import { formatWatchedNames, parseWatchedNames, refuseWatchedName } from './watched-names.js';
 
 /** A rwlock name follows the lease name rules, as a semaphore name does. */
 export const RWLOCK_NAME_PATTERN = SEMAPHORE_NAME_PATTERN;
@@ -11,29 +12,19 @@ export const RWLOCKS_PARAM = 'rwlocks';
 /** Each watched rwlock costs one read a second: the page watches at most this many. */
 export const MAX_WATCHED_RWLOCKS = 20;
 
+const NAME_RULE = { pattern: RWLOCK_NAME_PATTERN, max: MAX_WATCHED_RWLOCKS, noun: 'rwlock', nouns: 'rwlocks' };
+
 /** The watched names kept in the address: the valid ones, each once, in order, at most MAX_WATCHED_RWLOCKS. */
 export function parseRwlockNames(param) {
-  const names = [];
-  for (const name of (param ?? '').split(',')) {
-    if (names.length < MAX_WATCHED_RWLOCKS && RWLOCK_NAME_PATTERN.test(name) && !names.includes(name)) names.push(name);
-  }
-  return names;
+  return parseWatchedNames(param, NAME_RULE);
 }
 
 /** The address's value for `names` (the inverse of parseRwlockNames). */
-export function formatRwlockNames(names) {
-  return names.join(',');
-}
+export const formatRwlockNames = formatWatchedNames;
 
 /** Why `name` cannot join the `watched` names, as a sentence for the user; undefined when it can. */
 export function refuseRwlockName(name, watched) {
-  if (!RWLOCK_NAME_PATTERN.test(name)) {
-    return 'A rwlock name is 1-200 letters, digits and . _ : -, starting with a letter or digit.';
-  }
-  if (!watched.includes(name) && watched.length >= MAX_WATCHED_RWLOCKS) {
-    return `The page watches at most ${MAX_WATCHED_RWLOCKS} rwlocks: remove one first.`;
-  }
-  return undefined;
+  return refuseWatchedName(name, watched, NAME_RULE);
 }
 
 /**

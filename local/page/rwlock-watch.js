@@ -3,6 +3,7 @@
 // frees a lock (or a place under its reader cap) and an operator's forced revoke, never a grant, so
 // the section goes on reading every lock once a second; an event makes it read that lock at once.
 // The lease section's watch (page.js) is a connection of its own: neither depends on the other.
+import { frameOf, openWatchSocket } from './watch-socket.js';
 
 // A watch that neither answers nor fails by then is reported unavailable; a late answer makes it live.
 const PATIENCE_MS = 5000;
@@ -39,22 +40,16 @@ export function createRwlockWatch({ onEvent, onState }) {
     clearTimeout(patience);
     setState('connecting');
     patience = setTimeout(() => setState('down'), PATIENCE_MS);
-    let ws;
-    try {
-      ws = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v1/watch`);
-    } catch {
+    const ws = openWatchSocket();
+    if (ws === undefined) {
       setState('down');
       return;
     }
     socket = ws;
     ws.addEventListener('open', () => send([...names]));
     ws.addEventListener('message', (message) => {
-      let data;
-      try {
-        data = JSON.parse(message.data);
-      } catch {
-        return;
-      }
+      const data = frameOf(message);
+      if (data === undefined) return;
       if (data.type === 'subscribed') {
         clearTimeout(patience);
         retryMs = RETRY_FIRST_MS;

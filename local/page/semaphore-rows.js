@@ -2,6 +2,7 @@
 // count line of each semaphore and the cells of each holder. Pure functions of PublicSemaphores;
 // no DOM, no I/O. semaphores.js renders them. Types: semaphore-rows.d.ts.
 import { metadataCell, timeLeft } from './lease-rows.js';
+import { formatWatchedNames, parseWatchedNames, refuseWatchedName } from './watched-names.js';
 
 /** A semaphore name follows the lease name rules (NAME_PATTERN of client/src/protocol/rules.ts). */
 export const SEMAPHORE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
@@ -10,29 +11,19 @@ export const SEMAPHORES_PARAM = 'semaphores';
 /** Each watched semaphore costs one read a second: the page watches at most this many. */
 export const MAX_WATCHED_SEMAPHORES = 20;
 
+const NAME_RULE = { pattern: SEMAPHORE_NAME_PATTERN, max: MAX_WATCHED_SEMAPHORES, noun: 'semaphore', nouns: 'semaphores' };
+
 /** The watched names kept in the address: the valid ones, each once, in order, at most MAX_WATCHED_SEMAPHORES. */
 export function parseSemaphoreNames(param) {
-  const names = [];
-  for (const name of (param ?? '').split(',')) {
-    if (names.length < MAX_WATCHED_SEMAPHORES && SEMAPHORE_NAME_PATTERN.test(name) && !names.includes(name)) names.push(name);
-  }
-  return names;
+  return parseWatchedNames(param, NAME_RULE);
 }
 
 /** The address's value for `names` (the inverse of parseSemaphoreNames). */
-export function formatSemaphoreNames(names) {
-  return names.join(',');
-}
+export const formatSemaphoreNames = formatWatchedNames;
 
 /** Why `name` cannot join the `watched` names, as a sentence for the user; undefined when it can. */
 export function refuseSemaphoreName(name, watched) {
-  if (!SEMAPHORE_NAME_PATTERN.test(name)) {
-    return 'A semaphore name is 1-200 letters, digits and . _ : -, starting with a letter or digit.';
-  }
-  if (!watched.includes(name) && watched.length >= MAX_WATCHED_SEMAPHORES) {
-    return `The page watches at most ${MAX_WATCHED_SEMAPHORES} semaphores: remove one first.`;
-  }
-  return undefined;
+  return refuseWatchedName(name, watched, NAME_RULE);
 }
 
 /**

@@ -36,6 +36,9 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   '/page/rwlock-rows.js': { file: 'rwlock-rows.js', type: 'text/javascript; charset=utf-8' },
   '/page/rwlock-watch.js': { file: 'rwlock-watch.js', type: 'text/javascript; charset=utf-8' },
   '/page/table-cells.js': { file: 'table-cells.js', type: 'text/javascript; charset=utf-8' },
+  '/page/named-panel.js': { file: 'named-panel.js', type: 'text/javascript; charset=utf-8' },
+  '/page/watched-names.js': { file: 'watched-names.js', type: 'text/javascript; charset=utf-8' },
+  '/page/watch-socket.js': { file: 'watch-socket.js', type: 'text/javascript; charset=utf-8' },
   '/page/page.css': { file: 'page.css', type: 'text/css; charset=utf-8' },
 };
 

@@ -1,5 +1,6 @@
-// The table cells both the lease rows (page.js) and the semaphore holders (semaphores.js) build in
-// the browser: a plain cell, and the time-left cell (a bar and its label, styled alike by page.css).
+// The table cells the lease rows (page.js), the semaphore holders (semaphores.js) and the rwlock
+// grants (rwlocks.js) build in the browser: a plain cell, and the time-left cell (a bar and its
+// label, styled alike by page.css), with what writes it.
 
 /** A `<td>` with `className`, if any. */
 export function cell(className) {
@@ -20,4 +21,15 @@ export function timeCell() {
   wrap.append(bar, left);
   time.append(wrap);
   return time;
+}
+
+/** Writes the time-left cell of `row` (as timeCell built it) from the row's `time` cells. */
+export function paintTime(row, time) {
+  const bar = /** @type {HTMLProgressElement} */ (row.querySelector('.bar'));
+  bar.max = time.max;
+  bar.value = time.value;
+  bar.classList.toggle('low', time.low);
+  bar.setAttribute('aria-label', time.label);
+  bar.setAttribute('aria-valuetext', time.valueText);
+  /** @type {HTMLElement} */ (row.querySelector('.left')).textContent = time.text;
 }
