@@ -7,6 +7,7 @@ import type { TermInfo } from '../../client/src/term/events.js';
 import { harnessNowMs, monotonicToHarnessMs } from '../harness-clock.js';
 import type { RwMode } from '../history.js';
 import type { Journal } from './journal.js';
+import { pause } from './pause.js';
 import { networkCode } from './recording-fetch.js';
 import { rwWriteCommand } from './rw-resource.js';
 
@@ -154,20 +155,4 @@ export class RwHolders {
       return 'unknown';
     }
   }
-}
-
-/** Waits `ms`; false if `signal` aborted first. */
-function pause(ms: number, signal: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve(false);
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(!signal.aborted);
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

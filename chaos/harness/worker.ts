@@ -13,6 +13,7 @@ import { ChaosGroupMember, groupLeases, type Holding } from './groups.js';
 import { EPOCHS_TABLE, chargeCommand, claimCommand, epochChargeItem, unchargedJobs, type JobRow } from './jobs.js';
 import { openJournal } from './journal.js';
 import type { FenceMode } from './options.js';
+import { pause } from './pause.js';
 import { networkCode, recordingFetch } from './recording-fetch.js';
 import { RwHolders } from './rw-holders.js';
 
@@ -410,22 +411,6 @@ function journalledFence(lease: string, epoch: DynamoDBEpoch): Fence {
       }
     },
   };
-}
-
-/** Waits `ms`; false if the term ended first. */
-function pause(ms: number, signal: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve(false);
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(!signal.aborted);
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /** SIGTERM: the clean end of a run. Stop every leader (they release), let the work loops end, close. */
