@@ -48,7 +48,7 @@ const SECTION_KEYS: Record<Section, Array<keyof BenchResults>> = {
   bundle: ['bundle'],
   pause: ['pause'],
   rolling: ['rolling'],
-  groups: ['groups'],
+  groups: ['groups', 'groupsEpoch'],
   regions: ['regions'],
   rwlocks: ['rwlocks'],
 };

@@ -42,6 +42,12 @@ export interface RwlockStarvationTrial {
    * less this is what the writer's last ask added (its timer and the request's way to the server).
    */
   lastReaderEndMs: number;
+  /**
+   * On the server's clock: from the wait's `since` to the writer's last refused ask (its clock read
+   * off the grants that refusal showed). What the bound promises: at most one reader ttl plus the
+   * drift margin. Absent in results measured before it was recorded.
+   */
+  lastRefusalMs?: number;
   /** On the bench's clock: from sending the writer's first ask to its grant's answer (two requests' latency more). */
   clientWaitMs: number;
   /** Shared grants live when the writer first asked. */
@@ -55,7 +61,7 @@ export interface RwlockStarvationRow {
   readerTtlMs: number;
   /** A new reader every this many ms, each renewing at ttl/3 and holding 1–3 ttls unless refused. */
   arrivalEveryMs: number;
-  /** The stated bound: one reader ttl plus the SDK's default drift margin at that ttl. */
+  /** The stated bound on a refusal: one reader ttl plus the SDK's default drift margin at that ttl, after `since`. */
   boundMs: number;
   trials: RwlockStarvationTrial[];
 }
@@ -83,14 +89,18 @@ export interface RwlocksResult {
 
 const TITLE = '## 13. Shared and exclusive leases (rwlocks)';
 
-/** A writer's worst wait, and whether every trial stayed within the bound (undefined: no trial). */
+/**
+ * A writer's worst wait, and whether any trial's writer was refused later than the bound after its
+ * `since` (undefined: no trial recorded its refusals).
+ */
 export function starvationVerdict(row: RwlockStarvationRow): {
   worstServerMs: number;
   worstClientMs: number;
   worstLastReaderEndMs: number;
   /** The longest a grant came after the latest expiry its refusals showed: the writer's last ask on its way, at least. */
   worstAfterLastReaderMs: number;
-  withinBound: boolean | undefined;
+  worstLastRefusalMs: number;
+  refusedPastBound: boolean | undefined;
   readersEndedWithinTtl: boolean | undefined;
 } {
   const worst = (values: number[]) => (values.length > 0 ? Math.max(...values) : Number.NaN);
@@ -100,7 +110,8 @@ export function starvationVerdict(row: RwlockStarvationRow): {
     worstClientMs: worst(row.trials.map((t) => t.clientWaitMs)),
     worstLastReaderEndMs: worst(row.trials.map((t) => t.lastReaderEndMs)),
     worstAfterLastReaderMs: worst(row.trials.map((t) => t.serverWaitMs - t.lastReaderEndMs)),
-    withinBound: measured ? row.trials.every((t) => t.serverWaitMs <= row.boundMs) : undefined,
+    worstLastRefusalMs: worst(row.trials.flatMap((t) => (t.lastRefusalMs === undefined ? [] : [t.lastRefusalMs]))),
+    refusedPastBound: measured && row.trials.every((t) => t.lastRefusalMs !== undefined) ? row.trials.some((t) => (t.lastRefusalMs ?? 0) > row.boundMs) : undefined,
     readersEndedWithinTtl: measured ? row.trials.every((t) => t.lastReaderEndMs <= row.readerTtlMs) : undefined,
   };
 }
@@ -147,18 +158,20 @@ export function renderRwlocks(result: RwlocksResult | undefined, error?: string)
     '',
     "**A writer's wait in a steady stream of readers**: a new reader arrives at a steady rate and holds 1–3 ttls, renewing at ttl/3 " +
       '(refused readers ask again at retryAfterMs); once the stream is steady a writer asks, again at each retryAfterMs, until granted. ' +
-      "The bound: one reader ttl plus the SDK's default drift margin, on the server's clock from the wait's `since` to the grant. " +
+      "The bound ([api.md](docs/api.md#shared-and-exclusive-leases-rwlocks)): no ask that reaches the service later than one reader ttl plus the SDK's default drift margin " +
+      "after the wait's `since` is refused; the latest refusal is on the server's clock (read off the grants it showed), as is the wait, from `since` to the grant. " +
       "The last reader's end is the latest expiry of any grant the writer's refusals showed, on the same clock (at most one reader ttl: " +
       "the server's share); when that grant ran to its expiry, the rest of the wait is the writer's last ask on its way (its timer and the request).",
     '',
     ...table(
-      ['profile', 'reader ttl ms', 'a reader every ms', 'trials', "worst last reader's end ms", 'worst grant after it ms', 'worst wait ms (server)', 'worst wait ms (client)', 'bound ms', 'wait within bound'],
+      ['profile', 'reader ttl ms', 'a reader every ms', 'trials', "worst last reader's end ms", 'worst grant after it ms', 'worst wait ms (server)', 'worst wait ms (client)', 'latest refusal ms', 'bound ms', 'refused after the bound'],
       result.starvation.map((r) => {
         const v = starvationVerdict(r);
         const yesNo = (b: boolean | undefined) => (b === undefined ? '–' : b ? 'yes' : '**no**');
-        return [r.profile, fmtInt(r.readerTtlMs), fmtInt(r.arrivalEveryMs), String(r.trials.length), `${fmtMs(v.worstLastReaderEndMs)} (≤ ttl: ${yesNo(v.readersEndedWithinTtl)})`, fmtMs(v.worstAfterLastReaderMs), fmtMs(v.worstServerMs), fmtMs(v.worstClientMs), fmtInt(r.boundMs), yesNo(v.withinBound)];
+        const refused = v.refusedPastBound === undefined ? '–' : v.refusedPastBound ? '**yes**' : 'never';
+        return [r.profile, fmtInt(r.readerTtlMs), fmtInt(r.arrivalEveryMs), String(r.trials.length), `${fmtMs(v.worstLastReaderEndMs)} (≤ ttl: ${yesNo(v.readersEndedWithinTtl)})`, fmtMs(v.worstAfterLastReaderMs), fmtMs(v.worstServerMs), fmtMs(v.worstClientMs), fmtMs(v.worstLastRefusalMs), fmtInt(r.boundMs), refused];
       }),
-      ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'l'],
+      ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'l'],
     ),
     '',
     '**Write units per renewal** of one shared grant, with that many live shared grants on the lock (all grants are maps in its one item, ' +

@@ -207,17 +207,21 @@ async function askUntilGranted(
   name: string,
   first: RwlockAcquireResult,
   ttlMs: number,
-): Promise<{ grant: RwlockGrant; answeredAt: number; asks: number; lastHolderEndsAt: number }> {
+): Promise<{ grant: RwlockGrant; answeredAt: number; asks: number; lastHolderEndsAt: number; lastRefusedAt: number }> {
   let out = first;
   let asks = 1;
   let lastHolderEndsAt = 0;
+  let lastRefusedAt = 0;
   while (!out.acquired) {
     lastHolderEndsAt = Math.max(lastHolderEndsAt, ...out.rwlock.holders.map((h) => h.expiresAt));
+    // The server's clock when it refused: every live grant it showed says it (expiry less time left).
+    const shown = out.rwlock.holders[0];
+    if (shown !== undefined) lastRefusedAt = Math.max(lastRefusedAt, shown.expiresAt - shown.remainingMs);
     await sleep(out.retryAfterMs);
     out = await client.acquire(name, { holder: 'writer', ttlMs, mode: 'exclusive' });
     asks += 1;
   }
-  return { grant: out.grant, answeredAt: benchNowMs(), asks, lastHolderEndsAt };
+  return { grant: out.grant, answeredAt: benchNowMs(), asks, lastHolderEndsAt, lastRefusedAt };
 }
 
 /**
@@ -327,6 +331,7 @@ async function writerInReaderStream(client: RwlockClient, name: string, ttlMs: n
     return {
       serverWaitMs: writer.grant.expiresAt - writer.grant.ttlMs - since,
       lastReaderEndMs: writer.lastHolderEndsAt - since,
+      lastRefusalMs: writer.lastRefusedAt - since,
       clientWaitMs: writer.answeredAt - sentAt,
       readersAtStart: first.rwlock.holders.length,
       asks: writer.asks,

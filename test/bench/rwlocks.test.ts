@@ -18,8 +18,8 @@ const stream = (over: Partial<RwlockStarvationRow> = {}): RwlockStarvationRow =>
   arrivalEveryMs: 250,
   boundMs: 2_100,
   trials: [
-    { serverWaitMs: 1_990, lastReaderEndMs: 1_960, clientWaitMs: 2_030, readersAtStart: 12, asks: 4 },
-    { serverWaitMs: 2_050, lastReaderEndMs: 1_999, clientWaitMs: 2_120, readersAtStart: 11, asks: 4 },
+    { serverWaitMs: 1_990, lastReaderEndMs: 1_960, lastRefusalMs: 1_500, clientWaitMs: 2_030, readersAtStart: 12, asks: 4 },
+    { serverWaitMs: 2_150, lastReaderEndMs: 1_999, lastRefusalMs: 1_720, clientWaitMs: 2_220, readersAtStart: 11, asks: 4 },
   ],
   ...over,
 });
@@ -52,18 +52,25 @@ describe('the rwlocks bench section', () => {
     expect(writerWaitBoundMs(15_000)).toBe(15_000 + defaultDriftMarginMs(15_000));
   });
 
-  it('judges the writer by its worst trial, and the readers by the latest end any refusal showed', () => {
+  it('judges the service by its latest refusal of the writer, not by when the writer happened to ask next', () => {
+    // The second trial's grant came 2,150 ms after since, over the 2,100 ms bound, but its last refusal was at 1,720 ms.
     expect(starvationVerdict(stream())).toEqual({
-      worstServerMs: 2_050,
-      worstClientMs: 2_120,
+      worstServerMs: 2_150,
+      worstClientMs: 2_220,
       worstLastReaderEndMs: 1_999,
-      worstAfterLastReaderMs: 51,
-      withinBound: true,
+      worstAfterLastReaderMs: 151,
+      worstLastRefusalMs: 1_720,
+      refusedPastBound: false,
       readersEndedWithinTtl: true,
     });
-    const late = stream({ trials: [{ serverWaitMs: 2_300, lastReaderEndMs: 2_001, clientWaitMs: 2_400, readersAtStart: 9, asks: 5 }] });
-    expect(starvationVerdict(late)).toMatchObject({ withinBound: false, readersEndedWithinTtl: false });
-    expect(starvationVerdict(stream({ trials: [] }))).toMatchObject({ withinBound: undefined, readersEndedWithinTtl: undefined });
+    const late = stream({ trials: [{ serverWaitMs: 2_300, lastReaderEndMs: 2_001, lastRefusalMs: 2_200, clientWaitMs: 2_400, readersAtStart: 9, asks: 5 }] });
+    expect(starvationVerdict(late)).toMatchObject({ refusedPastBound: true, readersEndedWithinTtl: false });
+    expect(starvationVerdict(stream({ trials: [] }))).toMatchObject({ refusedPastBound: undefined, readersEndedWithinTtl: undefined });
+  });
+
+  it('has no verdict on refusals for trials measured before their refusals were recorded', () => {
+    const old = stream({ trials: [{ serverWaitMs: 2_000, lastReaderEndMs: 1_990, clientWaitMs: 2_100, readersAtStart: 9, asks: 4 }] });
+    expect(starvationVerdict(old)).toMatchObject({ refusedPastBound: undefined, readersEndedWithinTtl: true });
   });
 
   it('runs under the local and aws profiles that --latency names, aws-provisioned counting as aws', () => {
@@ -87,7 +94,7 @@ describe('the rwlocks bench section', () => {
     expect(text).toContain('| local | shared, free lock (its first reader: one write) | 3 | 3.00 | 4.00 | 4.00 | 4.00 |');
     expect(text).toContain('| local | asking again at retryAfterMs | 4 | 3 | 300 | 500 | 500 |');
     expect(text).toContain('| local | the watch | 4 | 4 | 20.0 | 40.0 | 40.0 |');
-    expect(text).toContain('| local | 2,000 | 250 | 2 | 1,999 (≤ ttl: yes) | 51.0 | 2,050 | 2,120 | 2,100 | yes |');
+    expect(text).toContain('| local | 2,000 | 250 | 2 | 1,999 (≤ ttl: yes) | 151 | 2,150 | 2,220 | 1,720 | 2,100 | never |');
     expect(text).toContain('| holder name length | 1 reader | 8 readers | 32 readers |');
     expect(text).toContain('| 9 characters | 1 | 2 | 6–7 |');
     expect(text).toContain('| 128 characters | 1 | – | – |');
