@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RwlockClient } from '../../client/src/rwlock/rwlock.js';
 import type { PublicRwlock } from '../../client/src/protocol/index.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
+import { uniqueNames } from '../support/unique-names.js';
 import { cli } from './support.js';
 
 /**
@@ -13,7 +14,6 @@ import { cli } from './support.js';
 
 let server: TestServer;
 let client: RwlockClient;
-let seq = 0;
 
 beforeAll(async () => {
   server = await startTestServer({ semaphores: true });
@@ -23,10 +23,7 @@ afterAll(async () => {
   await server.close();
 });
 
-function unique(label: string): string {
-  seq += 1;
-  return `cli-rw:${label}-${seq}-${Math.random().toString(36).slice(2, 8)}`;
-}
+const unique = uniqueNames('cli-rw:');
 
 const at = () => ['--endpoint', server.url];
 

@@ -2,12 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RwlockClient, RwlockLostError, createRwlockHolder, type Leader } from 'leasehold';
 import { routeRequest } from '../../client/src/protocol/index.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
+import { uniqueNames } from '../support/unique-names.js';
 
 // A RwlockClient with `batch`: its grants' renewals travel in batched requests, counted by a
 // recording fetch (never by timing), against the local server's real handlers on DynamoDB Local.
 
 let server: TestServer;
-let seq = 0;
 
 beforeAll(async () => {
   server = await startTestServer({ semaphores: true });
@@ -16,10 +16,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-function uniquePrefix(label: string): string {
-  seq += 1;
-  return `rwb-sdk.${label}-${seq}-${Math.random().toString(36).slice(2, 8)}.`;
-}
+const uniquePrefix = uniqueNames('rwb-sdk.', '.');
 
 interface Sent {
   path: string;

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RwlockClient, createRwlockHolder, withRwlock } from 'leasehold';
 import { startTestServer, type TestServer } from '../support/local-server.js';
+import { uniqueNames } from '../support/unique-names.js';
 
 // The SDK's rwlock helpers against the local server's real handlers on DynamoDB Local.
 
 let server: TestServer;
 let client: RwlockClient;
-let seq = 0;
 
 beforeAll(async () => {
   server = await startTestServer({ semaphores: true });
@@ -16,10 +16,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-function uniqueName(label: string): string {
-  seq += 1;
-  return `rw-sdk:${label}-${seq}-${Math.random().toString(36).slice(2, 8)}`;
-}
+const uniqueName = uniqueNames('rw-sdk:');
 
 describe('withRwlock', () => {
   it('two readers run side by side with the same phase token, and a writer runs after them with the next one', async () => {

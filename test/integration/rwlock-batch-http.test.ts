@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../client/src/protocol/index.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
+import { uniqueNames } from '../support/unique-names.js';
 import { expectContract } from '../support/openapi.js';
 
 // Batched rwlock renewals over HTTP: the local server's real handlers on DynamoDB Local.
@@ -9,7 +10,6 @@ import { expectContract } from '../support/openapi.js';
 const ROUTE = '/v1/prefixes/{prefix}/rwlocks/renew';
 
 let server: TestServer;
-let seq = 0;
 
 beforeAll(async () => {
   server = await startTestServer({ semaphores: true });
@@ -19,10 +19,7 @@ afterAll(async () => {
 });
 
 /** A prefix of its own per test, so that every name under it is fresh. */
-function uniquePrefix(label: string): string {
-  seq += 1;
-  return `rwb.${label}-${seq}-${Math.random().toString(36).slice(2, 8)}.`;
-}
+const uniquePrefix = uniqueNames('rwb.', '.');
 
 async function call(method: string, path: string, body?: unknown) {
   const response = await fetch(`${server.url}${path}`, {

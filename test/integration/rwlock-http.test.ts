@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/local-server.js';
+import { uniqueNames } from '../support/unique-names.js';
 import { expectContract } from '../support/openapi.js';
 
 // Shared/exclusive leases over HTTP: the local server's real handlers on DynamoDB Local.
 
 let server: TestServer;
-let seq = 0;
 
 beforeAll(async () => {
   server = await startTestServer({ semaphores: true });
@@ -14,10 +14,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-function uniqueName(label: string): string {
-  seq += 1;
-  return `rw:${label}-${seq}-${Math.random().toString(36).slice(2, 8)}`;
-}
+const uniqueName = uniqueNames('rw:');
 
 async function call(method: string, path: string, body?: unknown) {
   const response = await fetch(`${server.url}${path}`, {

@@ -1,18 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { HttpResponse, type HttpHandler, type HttpRequest } from '@smithy/protocol-http';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { LeaseEvent } from '../../client/src/protocol/index.js';
 import { systemClock } from '../../functions/clock.js';
 import { createDocumentClient } from '../../functions/dynamodb-client.js';
-import { ensureSubscriptionTable } from '../../functions/lease-table.js';
 import { createLogger } from '../../functions/logging.js';
 import { createRwlockPush } from '../../functions/watch/direct-push.js';
 import { rwlockReleaseEvents } from '../../functions/watch/rwlock-events.js';
 import { SubscriptionStore, rwlockWatchName } from '../../functions/watch/subscriptions.js';
 import { createRwlockPushTargets } from '../../functions/watch/watch-deps.js';
-import { localDynamoConfig } from '../support/dynamodb.js';
+import { createTestSubscriptionTable, localDynamoConfig } from '../support/dynamodb.js';
 
 // The rwlock routes' push as it runs in Lambda (functions/runtime-rwlock-push.ts builds it the same
 // way): the targets made from the function's settings, a rwlock's watchers read from the real
@@ -24,10 +22,7 @@ let subscriptions: SubscriptionStore;
 beforeAll(async () => {
   process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  subscriptionTableName = `subs-${randomUUID()}`;
-  const raw = new DynamoDBClient(localDynamoConfig());
-  await ensureSubscriptionTable(raw, subscriptionTableName);
-  raw.destroy();
+  subscriptionTableName = await createTestSubscriptionTable();
   const config = localDynamoConfig();
   subscriptions = new SubscriptionStore({ client: createDocumentClient({ region: config.region, endpoint: config.endpoint, credentials: config.credentials }), tableName: subscriptionTableName, clock: systemClock });
 });

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { ManualClock, RwlockClient, createRwlockHolder, createWatch, sigv4Signer, type LeaderEvent, type LeaseEvent, type WatchClient } from 'leasehold';
+import { ManualClock, RwlockClient, createRwlockHolder, createWatch, sigv4Signer, type LeaderEvent, type WatchClient } from 'leasehold';
 import type { WatchMessage } from '../../client/src/protocol/index.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
+import { recordingWatchSocket } from '../support/watch-socket.js';
 
 // The watch for rwlocks end to end: the local server's rwlock routes push to the rwlock's watchers
 // (there is no stream on the semaphore table), over its WebSocket gateway, on DynamoDB Local.
@@ -145,33 +146,9 @@ describe('a rwlock holder given the watch asks again the moment the lock is free
   });
 });
 
-/** A raw watch socket that keeps every event it is sent, and waits for its own replies (every frame posted before one has arrived). */
-async function rawWatcher(target: TestServer) {
-  const ws = new WebSocket(`${watchUrl(target)}?events=batched`);
-  const events: LeaseEvent[] = [];
-  const frames: WatchMessage[] = [];
-  let changed: (() => void) | undefined;
-  ws.on('message', (data) => {
-    const message = JSON.parse(data.toString()) as WatchMessage;
-    frames.push(message);
-    if (message.type === 'event') events.push(message.event);
-    if (message.type === 'events') events.push(...message.events);
-    changed?.();
-  });
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  const until = async (done: () => boolean) => {
-    while (!done()) await new Promise<void>((resolve) => (changed = resolve));
-  };
-  const subscribe = async (body: { names?: string[]; prefixes?: string[]; rwlocks?: string[] }) => {
-    const before = frames.length;
-    ws.send(JSON.stringify({ action: 'subscribe', ...body }));
-    await until(() => frames.slice(before).some((f) => f.type === 'subscribed' || f.type === 'error'));
-    return frames.slice(before).find((f) => f.type === 'subscribed' || f.type === 'error') as WatchMessage;
-  };
-  return { ws, events, subscribe, until, close: () => ws.close() };
+/** A raw watch socket of batched events (test/support/watch-socket.ts's recorder). */
+function rawWatcher(target: TestServer) {
+  return recordingWatchSocket(`${watchUrl(target)}?events=batched`);
 }
 
 async function post(path: string, body: unknown) {

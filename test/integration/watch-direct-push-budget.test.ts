@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { HttpResponse, type HttpHandler, type HttpRequest } from '@smithy/protocol-http';
@@ -9,12 +8,11 @@ import type { LeaseEvent } from '../../client/src/protocol/index.js';
 import { systemClock } from '../../functions/clock.js';
 import type { LeaseRecord } from '../../functions/lease-record.js';
 import { LeaseStore } from '../../functions/lease-store.js';
-import { ensureSubscriptionTable } from '../../functions/lease-table.js';
 import { createLogger } from '../../functions/logging.js';
 import { DIRECT_PUSH_BUDGET_MS, createDirectPush } from '../../functions/watch/direct-push.js';
 import { createStreamHandler } from '../../functions/watch/stream-handler.js';
 import { createWatchDeps } from '../../functions/watch/watch-deps.js';
-import { createTestLeaseTable, localDynamoConfig } from '../support/dynamodb.js';
+import { createTestLeaseTable, createTestSubscriptionTable, localDynamoConfig } from '../support/dynamodb.js';
 
 // The direct push's budget, on the real subscriptions table in DynamoDB Local: the management API is
 // an in-process recorder whose posts to one connection do not answer until the test lets them.
@@ -25,10 +23,7 @@ let store: LeaseStore;
 beforeAll(async () => {
   process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  subscriptionTableName = `subs-${randomUUID()}`;
-  const raw = new DynamoDBClient(localDynamoConfig());
-  await ensureSubscriptionTable(raw, subscriptionTableName);
-  raw.destroy();
+  subscriptionTableName = await createTestSubscriptionTable();
   const table = await createTestLeaseTable('push-budget');
   store = new LeaseStore({ client: table.doc, tableName: table.tableName, clock: systemClock });
 });

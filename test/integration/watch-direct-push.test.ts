@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
-import type { LeaseEvent, WatchMessage } from '../../client/src/protocol/index.js';
+import type { LeaseEvent } from '../../client/src/protocol/index.js';
 import { startTestServer, type TestServer } from '../support/local-server.js';
+import { recordingWatchSocket } from '../support/watch-socket.js';
 
 // The direct push end to end: the local server's routes, its WebSocket gateway and its stream poller
 // on DynamoDB Local, with the stream path paused, so what a watcher hears before the stream resumes
@@ -27,31 +27,7 @@ function uniquePrefix(label: string): string {
 
 /** A watch connection that keeps every event it is sent, and can wait for one or for its own reply. */
 async function watcher(server: TestServer, subscription: { names?: string[]; prefixes?: string[] }, query = '') {
-  const ws = new WebSocket(`${server.url.replace('http', 'ws')}/v1/watch${query}`);
-  const events: LeaseEvent[] = [];
-  const frames: WatchMessage[] = [];
-  let changed: (() => void) | undefined;
-  ws.on('message', (data) => {
-    const message = JSON.parse(data.toString()) as WatchMessage;
-    frames.push(message);
-    if (message.type === 'event') events.push(message.event);
-    if (message.type === 'events') events.push(...message.events);
-    changed?.();
-  });
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  const until = async (done: () => boolean): Promise<void> => {
-    while (!done()) await new Promise<void>((resolve) => (changed = resolve));
-  };
-  const replies = () => frames.filter((f) => f.type === 'subscribed').length;
-  /** Sends a subscription and waits for its reply: every frame posted to this socket before it has arrived. */
-  const subscribe = async (body: { names?: string[]; prefixes?: string[] }) => {
-    const before = replies();
-    ws.send(JSON.stringify({ action: 'subscribe', ...body }));
-    await until(() => replies() > before);
-  };
+  const { events, frames, subscribe, until, close } = await recordingWatchSocket(`${server.url.replace('http', 'ws')}/v1/watch${query}`);
   await subscribe(subscription);
   return {
     events,
@@ -61,7 +37,7 @@ async function watcher(server: TestServer, subscription: { names?: string[]; pre
     count: (type: LeaseEvent['type'], name: string) => events.filter((e) => e.type === type && e.name === name).length,
     /** A round trip on the socket: what was posted to it before has arrived. */
     sync: () => subscribe({ names: [`${subscription.names?.[0] ?? subscription.prefixes?.[0]}sync`] }),
-    close: () => ws.close(),
+    close,
   };
 }
 

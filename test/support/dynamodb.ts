@@ -3,7 +3,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import { createDocumentClient } from '../../functions/dynamodb-client.js';
-import { ensureLeaseTable, ensureSemaphoreTable } from '../../functions/lease-table.js';
+import { ensureLeaseTable, ensureSemaphoreTable, ensureSubscriptionTable } from '../../functions/lease-table.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
 
 /** Connection settings for the DynamoDB Local that the global setup started. */
@@ -33,6 +33,15 @@ async function createTestTable(prefix: string, ensure: (raw: DynamoDBClient, tab
 /** A fresh semaphore table in DynamoDB Local, unique to the caller. */
 export function createTestSemaphoreTable(prefix = 'semaphores'): Promise<TestTable> {
   return createTestTable(prefix, ensureSemaphoreTable);
+}
+
+/** A fresh subscriptions table (the watch's) in DynamoDB Local, unique to the caller: its name. */
+export async function createTestSubscriptionTable(prefix = 'subs'): Promise<string> {
+  const tableName = `${prefix}-${randomUUID()}`;
+  const raw = new DynamoDBClient(localDynamoConfig());
+  await ensureSubscriptionTable(raw, tableName);
+  raw.destroy();
+  return tableName;
 }
 
 /**

@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { defaultSemaphoreTableName } from '../../functions/config.js';
-import { ensureSemaphoreTable, ensureSubscriptionTable } from '../../functions/lease-table.js';
+import { ensureSemaphoreTable } from '../../functions/lease-table.js';
 import { startLocalServer, type LocalServer, type LocalServerOptions } from '../../local/server.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../local/dynamodb/dynamodb-local.js';
-import { createTestLeaseTable, localDynamoConfig } from './dynamodb.js';
+import { createTestLeaseTable, createTestSubscriptionTable, localDynamoConfig } from './dynamodb.js';
 
 export interface TestServer {
   url: string;
@@ -38,10 +37,7 @@ export async function startTestServer(
   }
   let watchOption: LocalServerOptions['watch'];
   if (watch) {
-    const subscriptionTableName = `subs-${randomUUID()}`;
-    const raw = new DynamoDBClient(localDynamoConfig());
-    await ensureSubscriptionTable(raw, subscriptionTableName);
-    raw.destroy();
+    const subscriptionTableName = await createTestSubscriptionTable();
     watchOption = { subscriptionTableName, ...(typeof watch === 'object' ? watch : {}) };
   }
   const server = await startLocalServer({

@@ -1,21 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { UsageError } from '../../client/src/cli/exit-codes.js';
-import { runCommand } from '../../client/src/cli/run.js';
+import { usageError } from '../support/cli-usage.js';
 
 /**
  * `leasehold run NAME [options] -- COMMAND`: a command written without the `--` is a usage error
  * that shows the form with `--` and the user's own line corrected, never a misreading of the
  * command's words as run's. Through run's main function, which refuses before it connects.
  */
-
-async function usageError(argv: string[]): Promise<UsageError> {
-  const error = await runCommand(argv).then(
-    () => undefined,
-    (thrown: unknown) => thrown,
-  );
-  expect(error).toBeInstanceOf(UsageError);
-  return error as UsageError;
-}
 
 describe('leasehold run without the "--" before its command', () => {
   it('a forgotten "--" before a script shows the form with "--" and the corrected line', async () => {

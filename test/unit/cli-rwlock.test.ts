@@ -1,23 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../client/src/cli/exit-codes.js';
 import { formatRwlock } from '../../client/src/cli/format.js';
-import { runCommand } from '../../client/src/cli/run.js';
 import { busyText, rwlockTarget } from '../../client/src/cli/rwlock-commands.js';
 import type { PublicRwlock } from '../../client/src/protocol/index.js';
+import { usageError } from '../support/cli-usage.js';
 
 /**
  * The pure parts of the CLI's rwlock commands: which rwlock and mode `run` holds, why a refused
  * grant waits (in the lock's own words), and describe's table. Refusals come before any connection.
  */
-
-async function usageError(argv: string[]): Promise<UsageError> {
-  const error = await runCommand(argv).then(
-    () => undefined,
-    (thrown: unknown) => thrown,
-  );
-  expect(error).toBeInstanceOf(UsageError);
-  return error as UsageError;
-}
 
 const NOW = 1_800_000_000_000;
 
