@@ -3,7 +3,7 @@
 // PublicRwlocks and the server's clock; no DOM, no I/O. rwlocks.js renders them. Types: rwlock-rows.d.ts.
 import { formatDuration, timeLeft } from './lease-rows.js';
 import { SEMAPHORE_NAME_PATTERN } from './semaphore-rows.js';
-import { formatWatchedNames, parseWatchedNames, refuseWatchedName } from './watched-names.js';
+import { watchedNames } from './watched-names.js';
 
 /** A rwlock name follows the lease name rules, as a semaphore name does. */
 export const RWLOCK_NAME_PATTERN = SEMAPHORE_NAME_PATTERN;
@@ -12,20 +12,13 @@ export const RWLOCKS_PARAM = 'rwlocks';
 /** Each watched rwlock costs one read a second: the page watches at most this many. */
 export const MAX_WATCHED_RWLOCKS = 20;
 
-const NAME_RULE = { pattern: RWLOCK_NAME_PATTERN, max: MAX_WATCHED_RWLOCKS, noun: 'rwlock', nouns: 'rwlocks' };
-
+const names = watchedNames({ pattern: RWLOCK_NAME_PATTERN, max: MAX_WATCHED_RWLOCKS, noun: 'rwlock', nouns: 'rwlocks' });
 /** The watched names kept in the address: the valid ones, each once, in order, at most MAX_WATCHED_RWLOCKS. */
-export function parseRwlockNames(param) {
-  return parseWatchedNames(param, NAME_RULE);
-}
-
+export const parseRwlockNames = names.parse;
 /** The address's value for `names` (the inverse of parseRwlockNames). */
-export const formatRwlockNames = formatWatchedNames;
-
+export const formatRwlockNames = names.format;
 /** Why `name` cannot join the `watched` names, as a sentence for the user; undefined when it can. */
-export function refuseRwlockName(name, watched) {
-  return refuseWatchedName(name, watched, NAME_RULE);
-}
+export const refuseRwlockName = names.refuse;
 
 /**
  * The lock's phase: the mode of its live grants, 'free' when none is live, 'unused' for `null` (the

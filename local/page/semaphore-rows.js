@@ -2,7 +2,7 @@
 // count line of each semaphore and the cells of each holder. Pure functions of PublicSemaphores;
 // no DOM, no I/O. semaphores.js renders them. Types: semaphore-rows.d.ts.
 import { metadataCell, timeLeft } from './lease-rows.js';
-import { formatWatchedNames, parseWatchedNames, refuseWatchedName } from './watched-names.js';
+import { watchedNames } from './watched-names.js';
 
 /** A semaphore name follows the lease name rules (NAME_PATTERN of client/src/protocol/rules.ts). */
 export const SEMAPHORE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
@@ -11,20 +11,13 @@ export const SEMAPHORES_PARAM = 'semaphores';
 /** Each watched semaphore costs one read a second: the page watches at most this many. */
 export const MAX_WATCHED_SEMAPHORES = 20;
 
-const NAME_RULE = { pattern: SEMAPHORE_NAME_PATTERN, max: MAX_WATCHED_SEMAPHORES, noun: 'semaphore', nouns: 'semaphores' };
-
+const names = watchedNames({ pattern: SEMAPHORE_NAME_PATTERN, max: MAX_WATCHED_SEMAPHORES, noun: 'semaphore', nouns: 'semaphores' });
 /** The watched names kept in the address: the valid ones, each once, in order, at most MAX_WATCHED_SEMAPHORES. */
-export function parseSemaphoreNames(param) {
-  return parseWatchedNames(param, NAME_RULE);
-}
-
+export const parseSemaphoreNames = names.parse;
 /** The address's value for `names` (the inverse of parseSemaphoreNames). */
-export const formatSemaphoreNames = formatWatchedNames;
-
+export const formatSemaphoreNames = names.format;
 /** Why `name` cannot join the `watched` names, as a sentence for the user; undefined when it can. */
-export function refuseSemaphoreName(name, watched) {
-  return refuseWatchedName(name, watched, NAME_RULE);
-}
+export const refuseSemaphoreName = names.refuse;
 
 /**
  * The line under a semaphore's name: "2 of 3 held" ("3 of 3 held · full" when no permit is left),

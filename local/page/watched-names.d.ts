@@ -7,6 +7,10 @@ export interface WatchedNameRule {
   nouns: string;
 }
 
-export declare function parseWatchedNames(param: string | null | undefined, rule: Pick<WatchedNameRule, 'pattern' | 'max'>): string[];
-export declare function formatWatchedNames(names: readonly string[]): string;
-export declare function refuseWatchedName(name: string, watched: readonly string[], rule: WatchedNameRule): string | undefined;
+export interface WatchedNames {
+  parse(param: string | null | undefined): string[];
+  format(names: readonly string[]): string;
+  refuse(name: string, watched: readonly string[]): string | undefined;
+}
+
+export declare function watchedNames(rule: WatchedNameRule): WatchedNames;
