@@ -211,7 +211,10 @@ export function planAcquire(record: RwlockRecord, request: { mode: RwlockMode; t
   }
   const exclusive = live.find((g) => g.mode === 'exclusive');
   if (exclusive !== undefined) return { kind: 'busy', wait: 'none', retryAfterMs: exclusive.expiresAt + 1 - nowMs };
-  if (wait !== undefined) return { kind: 'busy', wait: 'none', retryAfterMs: Math.max(1, Math.min(untilFree, wait.waitExpiresAt + 1 - nowMs)) };
+  // Behind a waiting writer: when the readers end (the writer gets in then), or, once none is left
+  // and the lock is only reserved, when the wait would lapse; the writer's grant and release end it
+  // sooner (a watcher hears of the release). Never "at once": that would spin until the writer asks.
+  if (wait !== undefined) return { kind: 'busy', wait: 'none', retryAfterMs: Math.min(live.length > 0 ? untilFree : Number.POSITIVE_INFINITY, wait.waitExpiresAt + 1 - nowMs) };
   if (live.length >= RWLOCK_LIMITS.readerCap) return { kind: 'busy', wait: 'none', retryAfterMs: Math.min(...live.map((g) => g.expiresAt)) + 1 - nowMs };
   return live.length > 0 ? { kind: 'join', sweep } : { kind: 'phase', sweep };
 }

@@ -74,6 +74,12 @@ describe('planAcquire: the waiting writer', () => {
     expect(planAcquire(item(7, 'shared', [{}], wait), ask('shared'), reader, NOW)).toMatchObject({ kind: 'busy', wait: 'none' });
   });
 
+  it('a shared acquire behind a waiting writer is told to ask again when the readers end, or, once none is left, when the wait would lapse: never at once', () => {
+    expect(planAcquire(item(7, 'shared', [{ expiresAt: NOW + 2_500 }], wait), ask('shared'), reader, NOW)).toEqual({ kind: 'busy', wait: 'none', retryAfterMs: 2_501 });
+    expect(planAcquire(item(7, 'shared', [{ releasedAt: NOW - 1 }], wait), ask('shared'), reader, NOW)).toEqual({ kind: 'busy', wait: 'none', retryAfterMs: 4_001 });
+    expect(planAcquire(item(7, 'shared', [], wait), ask('shared'), reader, NOW)).toEqual({ kind: 'busy', wait: 'none', retryAfterMs: 4_001 });
+  });
+
   it('a shared acquire is granted once the wait has lapsed', () => {
     expect(planAcquire(item(7, 'shared', [{}], { ...wait, waitExpiresAt: NOW - 1 }), ask('shared'), reader, NOW).kind).toBe('join');
   });
