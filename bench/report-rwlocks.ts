@@ -38,7 +38,7 @@ export interface RwlockStarvationTrial {
   /**
    * On the server's clock: from the wait's `since` to the latest expiry of any grant the writer's
    * refusals showed (a reader that released early ended before it). The server's own share of the
-   * bound, at most one reader ttl; when the last of those grants ran to its expiry, `serverWaitMs`
+   * bound (one reader ttl, give or take the clock reads of requests in flight); when the last of those grants ran to its expiry, `serverWaitMs`
    * less this is what the writer's last ask added (its timer and the request's way to the server).
    */
   lastReaderEndMs: number;
@@ -101,7 +101,8 @@ export function starvationVerdict(row: RwlockStarvationRow): {
   worstAfterLastReaderMs: number;
   worstLastRefusalMs: number;
   refusedPastBound: boolean | undefined;
-  readersEndedWithinTtl: boolean | undefined;
+  /** Every grant the refusals showed ended within the bound after `since` (one ttl, plus the margin for the clock reads of requests in flight). */
+  readersEndedWithinBound: boolean | undefined;
 } {
   const worst = (values: number[]) => (values.length > 0 ? Math.max(...values) : Number.NaN);
   const measured = row.trials.length > 0;
@@ -112,7 +113,7 @@ export function starvationVerdict(row: RwlockStarvationRow): {
     worstAfterLastReaderMs: worst(row.trials.map((t) => t.serverWaitMs - t.lastReaderEndMs)),
     worstLastRefusalMs: worst(row.trials.flatMap((t) => (t.lastRefusalMs === undefined ? [] : [t.lastRefusalMs]))),
     refusedPastBound: measured && row.trials.every((t) => t.lastRefusalMs !== undefined) ? row.trials.some((t) => (t.lastRefusalMs ?? 0) > row.boundMs) : undefined,
-    readersEndedWithinTtl: measured ? row.trials.every((t) => t.lastReaderEndMs <= row.readerTtlMs) : undefined,
+    readersEndedWithinBound: measured ? row.trials.every((t) => t.lastReaderEndMs <= row.boundMs) : undefined,
   };
 }
 
@@ -160,8 +161,8 @@ export function renderRwlocks(result: RwlocksResult | undefined, error?: string)
       '(refused readers ask again at retryAfterMs); once the stream is steady a writer asks, again at each retryAfterMs, until granted. ' +
       "The bound ([api.md](docs/api.md#shared-and-exclusive-leases-rwlocks)): no ask that reaches the service later than one reader ttl plus the SDK's default drift margin " +
       "after the wait's `since` is refused; the latest refusal is on the server's clock (read off the grants it showed), as is the wait, from `since` to the grant. " +
-      "The last reader's end is the latest expiry of any grant the writer's refusals showed, on the same clock (at most one reader ttl: " +
-      "the server's share); when that grant ran to its expiry, the rest of the wait is the writer's last ask on its way (its timer and the request).",
+      "The last reader's end is the latest expiry of any grant the writer's refusals showed, on the same clock (within the bound: " +
+      "the server's share; a renewal that landed just before the wait may end a few ms past one ttl); when that grant ran to its expiry, the rest of the wait is the writer's last ask on its way (its timer and the request).",
     '',
     ...table(
       ['profile', 'reader ttl ms', 'a reader every ms', 'trials', "worst last reader's end ms", 'worst grant after it ms', 'worst wait ms (server)', 'worst wait ms (client)', 'latest refusal ms', 'bound ms', 'refused after the bound'],
@@ -169,7 +170,7 @@ export function renderRwlocks(result: RwlocksResult | undefined, error?: string)
         const v = starvationVerdict(r);
         const yesNo = (b: boolean | undefined) => (b === undefined ? '–' : b ? 'yes' : '**no**');
         const refused = v.refusedPastBound === undefined ? '–' : v.refusedPastBound ? '**yes**' : 'never';
-        return [r.profile, fmtInt(r.readerTtlMs), fmtInt(r.arrivalEveryMs), String(r.trials.length), `${fmtMs(v.worstLastReaderEndMs)} (≤ ttl: ${yesNo(v.readersEndedWithinTtl)})`, fmtMs(v.worstAfterLastReaderMs), fmtMs(v.worstServerMs), fmtMs(v.worstClientMs), fmtMs(v.worstLastRefusalMs), fmtInt(r.boundMs), refused];
+        return [r.profile, fmtInt(r.readerTtlMs), fmtInt(r.arrivalEveryMs), String(r.trials.length), `${fmtMs(v.worstLastReaderEndMs)} (≤ bound: ${yesNo(v.readersEndedWithinBound)})`, fmtMs(v.worstAfterLastReaderMs), fmtMs(v.worstServerMs), fmtMs(v.worstClientMs), fmtMs(v.worstLastRefusalMs), fmtInt(r.boundMs), refused];
       }),
       ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'l'],
     ),

@@ -61,16 +61,16 @@ describe('the rwlocks bench section', () => {
       worstAfterLastReaderMs: 151,
       worstLastRefusalMs: 1_720,
       refusedPastBound: false,
-      readersEndedWithinTtl: true,
+      readersEndedWithinBound: true,
     });
-    const late = stream({ trials: [{ serverWaitMs: 2_300, lastReaderEndMs: 2_001, lastRefusalMs: 2_200, clientWaitMs: 2_400, readersAtStart: 9, asks: 5 }] });
-    expect(starvationVerdict(late)).toMatchObject({ refusedPastBound: true, readersEndedWithinTtl: false });
-    expect(starvationVerdict(stream({ trials: [] }))).toMatchObject({ refusedPastBound: undefined, readersEndedWithinTtl: undefined });
+    const late = stream({ trials: [{ serverWaitMs: 2_300, lastReaderEndMs: 2_101, lastRefusalMs: 2_200, clientWaitMs: 2_400, readersAtStart: 9, asks: 5 }] });
+    expect(starvationVerdict(late)).toMatchObject({ refusedPastBound: true, readersEndedWithinBound: false });
+    expect(starvationVerdict(stream({ trials: [] }))).toMatchObject({ refusedPastBound: undefined, readersEndedWithinBound: undefined });
   });
 
   it('has no verdict on refusals for trials measured before their refusals were recorded', () => {
     const old = stream({ trials: [{ serverWaitMs: 2_000, lastReaderEndMs: 1_990, clientWaitMs: 2_100, readersAtStart: 9, asks: 4 }] });
-    expect(starvationVerdict(old)).toMatchObject({ refusedPastBound: undefined, readersEndedWithinTtl: true });
+    expect(starvationVerdict(old)).toMatchObject({ refusedPastBound: undefined, readersEndedWithinBound: true });
   });
 
   it('runs under the local and aws profiles that --latency names, aws-provisioned counting as aws', () => {
@@ -94,7 +94,7 @@ describe('the rwlocks bench section', () => {
     expect(text).toContain('| local | shared, free lock (its first reader: one write) | 3 | 3.00 | 4.00 | 4.00 | 4.00 |');
     expect(text).toContain('| local | asking again at retryAfterMs | 4 | 3 | 300 | 500 | 500 |');
     expect(text).toContain('| local | the watch | 4 | 4 | 20.0 | 40.0 | 40.0 |');
-    expect(text).toContain('| local | 2,000 | 250 | 2 | 1,999 (≤ ttl: yes) | 151 | 2,150 | 2,220 | 1,720 | 2,100 | never |');
+    expect(text).toContain('| local | 2,000 | 250 | 2 | 1,999 (≤ bound: yes) | 151 | 2,150 | 2,220 | 1,720 | 2,100 | never |');
     expect(text).toContain('| holder name length | 1 reader | 8 readers | 32 readers |');
     expect(text).toContain('| 9 characters | 1 | 2 | 6–7 |');
     expect(text).toContain('| 128 characters | 1 | – | – |');
