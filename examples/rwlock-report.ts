@@ -10,7 +10,7 @@ const read = await withRwlock(client, 'ledger', { mode: 'shared', holder, ttlMs:
   return `report read under token ${term.token}`;
 });
 
-// The writer waits for the readers: new readers are refused while it asks, so it is in within one reader ttl.
+// The writer waits for the readers: new readers are refused while it asks, so it is in on its first ask after one reader ttl.
 const compacted = await withRwlock(client, 'ledger', { mode: 'exclusive', holder, ttlMs: 15_000, waitMs: 30_000 }, (term) => {
   term.throwIfLost();
   return `compacted alone under token ${term.token}`;

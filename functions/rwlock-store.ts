@@ -2,12 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
   LIMITS,
-  LeaseNotFoundError,
   REQUEST_FIELDS,
   RWLOCK_LIMITS,
   RWLOCK_REQUEST_FIELDS,
   RwlockHeldError,
   RwlockLostError,
+  RwlockNotFoundError,
   RwlockNotHeldError,
   UnavailableError,
   pickFields,
@@ -213,7 +213,7 @@ export class RwlockStoreCore {
   /** Strongly consistent read of the public state (never a leaseId). */
   async describe(name: LeaseName): Promise<PublicRwlock> {
     const record = await this.read(name);
-    if (record === undefined) throw new LeaseNotFoundError(name);
+    if (record === undefined) throw new RwlockNotFoundError(name);
     return toPublicRwlock(record, this.clock.nowMs());
   }
 
@@ -227,7 +227,7 @@ export class RwlockStoreCore {
    */
   async revoke(name: LeaseName, request: Checked<RevokeRequest>, by: string): Promise<PublicRwlock & { revoked: RevokedRecord }> {
     const record = await this.read(name);
-    if (record === undefined) throw new LeaseNotFoundError(name);
+    if (record === undefined) throw new RwlockNotFoundError(name);
     const now = this.clock.nowMs();
     if (request.expectedToken !== undefined && request.expectedToken !== record.token) {
       throw new RwlockLostError(name, toPublicRwlock(record, now), request.expectedToken < record.token ? 'superseded' : 'mismatch');

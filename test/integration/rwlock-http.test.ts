@@ -79,11 +79,13 @@ describe('the rwlock routes', () => {
     expect(lost.body.error).toMatchObject({ code: 'LEASE_LOST', reason: 'released' });
   });
 
-  it('describe of a rwlock never used is 404 LEASE_NOT_FOUND', async () => {
-    const answer = await call('GET', `/v1/rwlocks/${uniqueName('never')}`);
+  it('describe of a rwlock never used is 404 LEASE_NOT_FOUND, saying so of a rwlock', async () => {
+    const name = uniqueName('never');
+    const answer = await call('GET', `/v1/rwlocks/${name}`);
     expect(answer.status).toBe(404);
     expectContract('GET', '/v1/rwlocks/{name}', 404, answer.body);
     expect(answer.body.error.code).toBe('LEASE_NOT_FOUND');
+    expect(answer.body.error.message).toBe(`Rwlock "${name}" does not exist: it was never acquired.`);
   });
 
   it('bad input is 400 VALIDATION_ERROR naming the field, never echoing a leaseId', async () => {

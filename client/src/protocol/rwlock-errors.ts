@@ -1,5 +1,5 @@
 import { ErrorCode, type LeaseLostReason } from './codes.js';
-import { LeaseholdError, errorFromBody } from './errors.js';
+import { LeaseNotFoundError, LeaseholdError, errorFromBody } from './errors.js';
 import type { PublicRwlock } from './rwlock.js';
 import type { ErrorBody, RevokedRecord } from './types.js';
 
@@ -58,6 +58,14 @@ export class RwlockNotHeldError extends LeaseholdError {
   }
 }
 
+/** A describe or revoke of a rwlock never used (LEASE_NOT_FOUND): a LeaseNotFoundError in a rwlock's words. */
+export class RwlockNotFoundError extends LeaseNotFoundError {
+  constructor(rwlockName: string) {
+    super(rwlockName);
+    this.message = `Rwlock "${rwlockName}" does not exist: it was never acquired.`;
+  }
+}
+
 /** Rebuilds the typed error of a rwlock route's error body; other codes as `errorFromBody` does. */
 export function rwlockErrorFromBody(body: ErrorBody['error'] & { rwlock?: unknown }, rwlockName: string): LeaseholdError {
   if (body.code === ErrorCode.LEASE_HELD && isPublicRwlock(body.rwlock)) return new RwlockHeldError(body.rwlock, body.retryAfterMs ?? 0, { message: body.message });
@@ -77,7 +85,7 @@ function isPublicRwlock(value: unknown): value is PublicRwlock {
 
 function busyText(rwlock: PublicRwlock): string {
   if (rwlock.mode === 'exclusive') return `held exclusively by "${rwlock.holders[0]?.holder}" (token ${rwlock.token})`;
-  if (rwlock.waitingWriter !== null) return `reserved for the waiting writer "${rwlock.waitingWriter.holder}" (${rwlock.holders.length} shared grants to end)`;
+  if (rwlock.waitingWriter !== null) return `reserved for the waiting writer "${rwlock.waitingWriter.holder}" (${rwlock.holders.length} shared grant${rwlock.holders.length === 1 ? '' : 's'} to end)`;
   if (rwlock.mode === 'shared') return `held shared by ${rwlock.holders.length} holders (token ${rwlock.token}, at most ${rwlock.readerCap})`;
   return 'not available yet';
 }
