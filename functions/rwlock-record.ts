@@ -135,7 +135,15 @@ export function isOwnWait(wait: WaitEntry, caller: { owner: string; holder: stri
 }
 
 export function toRwlockHolder(grant: GrantView, nowMs: number): RwlockHolder {
-  return { holder: grant.holder, mode: grant.mode, token: grant.token, ttlMs: grant.ttlMs, expiresAt: grant.expiresAt, remainingMs: Math.max(0, grant.expiresAt - nowMs) };
+  return {
+    holder: grant.holder,
+    mode: grant.mode,
+    token: grant.token,
+    ttlMs: grant.ttlMs,
+    expiresAt: grant.expiresAt,
+    remainingMs: Math.max(0, grant.expiresAt - nowMs),
+    ...(grant.revoked === undefined ? {} : { revoked: grant.revoked }),
+  };
 }
 
 export function toPublicRwlock(record: RwlockRecord, nowMs: number): PublicRwlock {

@@ -279,6 +279,8 @@ describe('revoke', () => {
     expect(await lostReason(stale)).toBe('superseded');
     await store.revoke(name, { reason: 'rotate', expectedToken: writer.token }, 'ops');
     expect(await lostReason(store.renew(name, writer))).toBe('revoked');
+    // Describe shows the revoke on the grant it ends: who, when, why.
+    expect((await store.describe(name)).holders).toEqual([expect.objectContaining({ holder: 'w1', revoked: { at: expect.any(Number), by: 'ops', reason: 'rotate', force: false } })]);
     expect((await store.acquire(name, { holder: 'r1', ttlMs: 5_000, mode: 'shared' })).acquired).toBe(false);
     clock.advance(5_001);
     expect((await take(store, name, 'r1', 'shared')).token).toBe(writer.token + 1);

@@ -1,6 +1,7 @@
 import { accepted, requireField, requireObject, type Checked } from './checks.js';
 import { LIMITS, validateHolder, validateLeaseId, validateRequestId, validateToken, validateTtlMs } from './rules.js';
 import { refuse } from './refuse.js';
+import type { RevokedRecord } from './types.js';
 
 /**
  * The wire contract of shared/exclusive leases (read-write locks): `/v1/rwlocks/{name}`. Names,
@@ -62,6 +63,8 @@ export interface RwlockHolder {
   ttlMs: number;
   expiresAt: number;
   remainingMs: number;
+  /** An operator's safe revoke of this grant (who, when, why): it is not renewed and ends at its expiry. */
+  revoked?: RevokedRecord;
 }
 
 /** An exclusive acquire waiting for the shared grants to end; new shared grants are refused meanwhile. */
