@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openHistoryWriter, type HistoryRecord } from '../../chaos/history.js';
+import type { HistoryRecord } from '../../chaos/history.js';
+import { openHistoryWriter } from '../../chaos/history-file.js';
 import { acquireOk, releaseOk, write } from './support/history-builders.js';
 
 const CLI = fileURLToPath(new URL('../../chaos/checker/cli.ts', import.meta.url));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
 import { checkHistory, type CheckOptions } from '../../chaos/checker/index.js';
-import { readHistory } from '../../chaos/history.js';
+import { readHistory } from '../../chaos/history-file.js';
 import type { HistoryRecord } from '../../chaos/history.js';
 import {
   acquireHeld,

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { readHistory, type LocatedRecord, type OpKind, type OpRecord } from '../../chaos/history.js';
+import type { LocatedRecord, OpKind, OpRecord } from '../../chaos/history.js';
+import { readHistory } from '../../chaos/history-file.js';
 import { beliefsOf } from '../../chaos/checker/partition-ownership.js';
 import { FAULT_CHOICES, faultChoicesFor } from '../../chaos/harness/nemesis.js';
 import { readOwnership, type OwnershipLog } from '../../chaos/ownership.js';

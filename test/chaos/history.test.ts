@@ -3,15 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { harnessNowMs, monotonicToHarnessMs } from '../../chaos/harness-clock.js';
-import {
-  HistoryFormatError,
-  formatRecord,
-  openHistoryWriter,
-  parseHistory,
-  readHistory,
-  streamHistory,
-  type HistoryRecord,
-} from '../../chaos/history.js';
+import { HistoryFormatError, formatRecord, parseHistory, type HistoryRecord } from '../../chaos/history.js';
+import { openHistoryWriter, readHistory, streamHistory } from '../../chaos/history-file.js';
 import { acquireOk, event, renewUnknown, write } from './support/history-builders.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-history-'));

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { readHistory, type LocatedRecord, type OpRecord } from '../../chaos/history.js';
+import type { LocatedRecord, OpRecord } from '../../chaos/history.js';
+import { readHistory } from '../../chaos/history-file.js';
 import { harnessRunOnce } from './support/harness-runs.js';
 
 /**
