@@ -79,10 +79,12 @@ describe('a load-balanced lease group on the local server', () => {
     const members = [1, 1, 2, 4].map((capacity, i) => member(group, 32, `m${i}`, { capacity }));
     for (const m of members) m.group.start();
     const counts = () => members.map((m) => m.group.owned().length);
-    await until(() => counts().join() === '4,4,8,16' && members.every((m) => m.group.balance()?.moves === 0), 30 * TTL_MS);
+    // Sixteen moves at most two a member per read, with a cooldown: about 50 s in a CI run on 2
+    // loaded cores, so the bound is generous; it bounds a wait for an outcome, not a timing.
+    await until(() => counts().join() === '4,4,8,16' && members.every((m) => m.group.balance()?.moves === 0), 75 * TTL_MS);
     const owners = Array.from({ length: 32 }, (_, p) => members.filter((m) => m.group.isOwner(String(p))).length);
     expect(owners.every((n) => n === 1)).toBe(true);
-  }, 90_000);
+  }, 180_000);
 
   it('publishes reported load in the membership lease’s renewal, batched with the partitions’ renewals: no request of its own', async () => {
     const group = groupName('report');
