@@ -41,9 +41,11 @@ export function createDeps(options: DepsOptions): HandlerDeps {
   const { serviceName, metricsNamespace } = readServiceIdentity(process.env);
   const logger = createLogger(serviceName);
   const metrics = new Metrics({ namespace: metricsNamespace, serviceName });
+  const clock = options.clock ?? systemClock;
   return {
-    store: new LeaseStoreCore({ client, tableName: options.tableName, clock: options.clock ?? systemClock }),
-    semaphoreTable: { client, tableName: options.semaphoreTableName ?? defaultSemaphoreTableName(options.tableName), clock: options.clock ?? systemClock },
+    store: new LeaseStoreCore({ client, tableName: options.tableName, clock }),
+    clock,
+    semaphoreTable: { client, tableName: options.semaphoreTableName ?? defaultSemaphoreTableName(options.tableName), clock },
     logger,
     metrics,
     push: options.push?.({ logger, metrics }),

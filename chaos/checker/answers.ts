@@ -30,6 +30,7 @@ const REFUSED_BEFORE_TOUCHING = new Set<string>([
   ErrorCode.PAYLOAD_TOO_LARGE,
   ErrorCode.UNSUPPORTED_MEDIA_TYPE,
   ErrorCode.THROTTLED,
+  ErrorCode.REQUEST_EXPIRED,
 ]);
 
 /**
@@ -37,7 +38,7 @@ const REFUSED_BEFORE_TOUCHING = new Set<string>([
  * - rejected: LEASE_HELD / LEASE_LOST / LEASE_NOT_FOUND / LEASE_NOT_HELD (a revoke), or the
  *   semaphore's SEMAPHORE_FULL / PERMIT_LOST / LIMIT_MISMATCH / SEMAPHORE_NOT_FOUND, or an acquire's
  *   REQUEST_REPLAYED (a late copy whose grant has ended): refused by the rules;
- * - none: refused before the lease was touched (validation, auth, throttling);
+ * - none: refused before the lease was touched (validation, auth, throttling, a deadline passed);
  * - maybe: no answer, or a failure after which the write may still have happened (UNAVAILABLE,
  *   INTERNAL, a network error, or a `fail` without a code): treated like `unknown`.
  */

@@ -4,8 +4,10 @@ import { parse as parseContentType } from 'content-type';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import {
+  DEADLINE_HEADER,
   InternalError,
   LIMITS,
+  checkDeadline,
   PayloadTooLargeError,
   UnsupportedMediaTypeError,
   ValidationError,
@@ -13,6 +15,7 @@ import {
   type ErrorCode,
   type LeaseholdError,
 } from '../../client/src/protocol/index.js';
+import type { WallClock } from '../clock.js';
 import { errorResponse } from './responses.js';
 
 type Request = middy.Request<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context>;
@@ -31,6 +34,19 @@ export function bodySizeLimit(maxBytes: number = LIMITS.bodyMaxBytes): middy.Mid
       if (bytes > maxBytes) {
         throw new PayloadTooLargeError(`Request body is ${bytes} bytes; the limit is ${maxBytes} bytes.`);
       }
+    },
+  };
+}
+
+/**
+ * Refuses a request that arrived after its deadline (`x-leasehold-deadline`), or whose deadline is
+ * too far ahead to trust, before the body is parsed and before anything is read or written: a
+ * late copy of a request does nothing (protocol/deadline.ts). Headers are normalized by then.
+ */
+export function requestDeadline(clock: WallClock): middy.MiddlewareObj<APIGatewayProxyEventV2> {
+  return {
+    before: function requestDeadlineBefore(request) {
+      checkDeadline(request.event.headers?.[DEADLINE_HEADER], clock.nowMs());
     },
   };
 }

@@ -12,12 +12,15 @@ import type { LeaseName } from '../../client/src/protocol/checks.js';
 import type { LeaseStoreCore } from '../lease-store.js';
 import type { RwlockStoreOptions } from '../rwlock-store.js';
 import type { DirectPush } from '../watch/direct-push.js';
-import { bodySizeLimit, leaseholdErrors, utf8JsonBody } from './middlewares.js';
+import type { WallClock } from '../clock.js';
+import { bodySizeLimit, leaseholdErrors, requestDeadline, utf8JsonBody } from './middlewares.js';
 import { canonicalPath } from './canonical-path.js';
 
 /** What a route needs. Built once per cold start (see runtime.ts) or by the local server. */
 export interface HandlerDeps {
   store: LeaseStoreCore;
+  /** The server's clock (the stores read the same one): a request's deadline is checked against it. */
+  clock: WallClock;
   /**
    * The semaphore table, for the stores only some routes build (the semaphore routes: `semaphoreStore`
    * in semaphore-route.ts; the rwlock routes: `rwlockStore` in rwlock-route.ts), so the other routes'
@@ -71,7 +74,8 @@ export interface RouteOptions {
 
 /**
  * Wraps a route's few lines of logic in the shared middleware chain: context-aware logs, metrics
- * flushed per invocation, a raw path refused unless canonical, normalized headers, an 8 KiB body limit, UTF-8 JSON parsing for POST routes,
+ * flushed per invocation, a raw path refused unless canonical, normalized headers, a request past its
+ * deadline refused, an 8 KiB body limit, UTF-8 JSON parsing for POST routes,
  * unknown query parameters refused, and the one error middleware that maps failures to v1 error
  * bodies.
  */
@@ -81,6 +85,7 @@ export function leaseRoute(deps: HandlerDeps, options: RouteOptions, fn: RouteFn
     .use(logMetrics(deps.metrics))
     .use(canonicalPath())
     .use(httpHeaderNormalizer())
+    .use(requestDeadline(deps.clock))
     .use(bodySizeLimit(options.bodyMaxBytes));
   if (options.jsonBody) handler.use(utf8JsonBody()).use(httpJsonBodyParser({ disableContentTypeError: false }));
   // Used last so that its onError runs first (middy runs onError in reverse order).

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseClient, RwlockClient } from 'leasehold';
+import { DEADLINE_HEADER, LIMITS, LeaseClient, RwlockClient } from 'leasehold';
 import { startLocalRegions, type LocalRegion, type LocalRegions } from '../../local/regions/regions.js';
 import { localDynamoConfig } from '../support/dynamodb.js';
+import { networkThatHolds as holdingNetwork, rawRequest } from '../support/held-network.js';
 import { expectContract } from '../support/openapi.js';
 
 // A late copy of an acquire, end to end, in the local three-Region emulation (local/regions/): the
@@ -13,9 +13,7 @@ import { expectContract } from '../support/openapi.js';
 // was granted again, to a holder whose SDK never learns it, and everyone else waited for its ttl.
 //
 // The SDK gives up on us-east-1 by aborting its fetch; the bytes it had sent are still in the
-// network, as with a real partition (TCP keeps retransmitting what it already accepted). The fetch
-// below models that: the SDK's call rejects at its abort, and the request itself carries on, its
-// answer kept for the test.
+// network (test/support/held-network.ts).
 
 let regions: LocalRegions;
 let east1: LocalRegion;
@@ -40,45 +38,7 @@ afterAll(async () => {
   await regions?.close();
 });
 
-interface Answer {
-  status: number;
-  body: { error?: { code: string }; lease?: { holder: string; token: number }; permit?: { holder: string; token: number } };
-}
-
-/** A fetch whose requests to us-east-1 outlive the SDK's abort; their answers land in `late`, by path. */
-function networkThatHolds() {
-  const late: Array<{ path: string; answer: Promise<Answer> }> = [];
-  const hits: string[] = [];
-  const byPort = new Map(regions.regions.map((r) => [String(r.port), r.name]));
-  const fetchThrough = (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
-    const url = new URL(String(input));
-    hits.push(byPort.get(url.port) ?? '?');
-    if (url.port !== String(east1.port)) return fetch(input, { ...init, redirect: 'manual' });
-    const answer = rawRequest(url, init);
-    late.push({ path: url.pathname, answer });
-    return new Promise<Response>((resolve, reject) => {
-      init.signal?.addEventListener('abort', () => reject(init.signal?.reason));
-      answer.then((a) => resolve(new Response(JSON.stringify(a.body), { status: a.status, headers: { 'content-type': 'application/json' } })), reject);
-    });
-  };
-  return { fetch: fetchThrough as typeof fetch, late, hits };
-}
-
-/** One HTTP request with no time limit of its own: it lasts as long as the network holds it. */
-function rawRequest(url: URL, init: RequestInit): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const headers = Object.fromEntries(Object.entries((init.headers ?? {}) as Record<string, string>));
-    const req = httpRequest(url, { method: init.method ?? 'GET', headers, agent: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Answer['body'] }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(typeof init.body === 'string' ? init.body : undefined);
-  });
-}
+const networkThatHolds = () => holdingNetwork(regions, east1);
 
 function clientOver(fetchThrough: typeof fetch) {
   // A short attempt limit keeps the test short: us-east-1's share of it is a third.
@@ -151,5 +111,41 @@ describe('an acquire held by a blackholed Region that heals after its grant was 
     expect(late).toMatchObject({ status: 409, body: { error: { code: 'REQUEST_REPLAYED' } } });
     expectContract('POST', '/v1/semaphores/{name}/acquire', 409, late?.body);
     expect(await client.describeSemaphore(name)).toMatchObject({ available: 1, holders: [] });
+  });
+});
+
+describe('an acquire held past its deadline, while the lease was granted 8 more times elsewhere', { timeout: 30_000 }, () => {
+  it('grants nothing when it is delivered: 409 REQUEST_EXPIRED; the same copy without its deadline, which the guard has forgotten, would be granted', async () => {
+    const network = networkThatHolds();
+    // This client's clock reads 57 s behind, so the deadline on its acquire (60 s after the first
+    // send, by that clock) is 3 s away: the test waits 3 s for it, not a minute.
+    const client = new LeaseClient({ endpoints: regions.regions.map((r) => r.url), fetch: network.fetch, timeoutMs: 1_500, wallClock: () => Date.now() - (LIMITS.requestIdSpanMaxMs - 3_000) });
+    const other = clientOver(fetch);
+    const name = `late:lease-deadline-${randomUUID().slice(0, 8)}`;
+    await east1.down('blackhole');
+    const first = await client.acquire(name, { holder: 'worker-1', ttlMs: 10_000 });
+    if (!first.acquired) throw new Error('expected a grant through another Region');
+    await client.release(name, first.lease);
+    // Eight later grants: the first grant's replay key falls out of the lease's history.
+    let latest = first.lease.token;
+    for (let i = 0; i < LIMITS.replayGuardGrants; i++) {
+      const next = await other.acquire(name, { holder: `worker-${i + 2}`, ttlMs: 10_000 });
+      if (!next.acquired) throw new Error('expected the lease to be free');
+      await other.release(name, next.lease);
+      latest = next.lease.token;
+    }
+    const held = network.late.find((request) => request.path.endsWith('/acquire'));
+    if (held === undefined) throw new Error('expected us-east-1 to hold the acquire');
+    const deadline = Number(held.headers[DEADLINE_HEADER]);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now() + 50)));
+    await east1.up();
+    const late = await held.answer;
+    expect(late).toMatchObject({ status: 409, body: { error: { code: 'REQUEST_EXPIRED', reason: 'passed' } } });
+    expectContract('POST', '/v1/leases/{name}/acquire', 409, late.body);
+    expect(await other.describe(name)).toMatchObject({ holder: null, token: latest });
+    // What the deadline closes: the same bytes without it are a new acquire, for a holder that no longer asks.
+    const { [DEADLINE_HEADER]: _, ...withoutDeadline } = held.headers;
+    const bare = await rawRequest(new URL(held.path, east1.url), 'POST', withoutDeadline, held.body);
+    expect(bare).toMatchObject({ status: 200, body: { lease: { holder: 'worker-1', token: latest + 1 } } });
   });
 });

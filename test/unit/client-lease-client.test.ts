@@ -18,6 +18,7 @@ import {
   MethodNotAllowedError,
   PayloadTooLargeError,
   RouteNotFoundError,
+  RequestExpiredError,
   ThrottledError,
   UnauthorizedError,
   UnavailableError,
@@ -221,6 +222,7 @@ describe('results and errors', () => {
     PERMIT_LOST: PermitLostError,
     // A late copy of an acquire: nothing to carry but the code and the message.
     REQUEST_REPLAYED: LeaseholdError,
+    REQUEST_EXPIRED: RequestExpiredError,
   };
 
   it.each(Object.values(ErrorCode).filter((code) => code !== 'LEASE_HELD'))(

@@ -19,4 +19,14 @@ describe("the docs' replay guard", () => {
     const perGrantS = Math.ceil((LIMITS.replayGuardMs / 1000 / (LIMITS.replayGuardGrants - 1)) * 10) / 10;
     expect(text).toContain(`${perGrantS} s (${LIMITS.replayGuardMs / 1000} s / ${LIMITS.replayGuardGrants - 1})`);
   });
+
+  it.each(['safety.md', 'api.md', 'sdk.md'])('%s names the deadline header and the span it covers, as LIMITS says', (page) => {
+    const text = read(page);
+    expect(text).toContain('x-leasehold-deadline');
+    expect(text).toContain(`${LIMITS.requestIdSpanMaxMs / 1000} s`);
+  });
+
+  it.each(['safety.md', 'api.md'])('%s names how far ahead a deadline may be, as LIMITS.deadlineAheadMaxMs says', (page) => {
+    expect(read(page)).toContain(`${LIMITS.deadlineAheadMaxMs / 1000} s`);
+  });
 });

@@ -91,6 +91,8 @@ export interface LeaseClientOptions {
   fetch?: typeof fetch;
   /** Clock for timeouts and backoff. Default: `performance.now()` and platform timers. */
   clock?: MonotonicClock;
+  /** Epoch milliseconds, for the deadline each acquire carries (docs/safety.md, "Late and duplicated requests"). Default `Date.now`. */
+  wallClock?: () => number;
   /** Source of jitter, in [0, 1). Default `Math.random`. */
   random?: () => number;
   /**

@@ -42,7 +42,8 @@ export const EXIT_CODE_HELP = `Exit codes:
      revoke: nobody holds the lease (409 LEASE_NOT_HELD), or it moved on past --token (LEASE_LOST)
   5  not found: the lease was never acquired (describe)
   6  unreachable: network error or timeout, 503 UNAVAILABLE, 429 THROTTLED after retries,
-     or the endpoint is not a leasehold v1 API (404 ROUTE_NOT_FOUND, 405)
+     or the endpoint is not a leasehold v1 API (404 ROUTE_NOT_FOUND, 405); 409 REQUEST_EXPIRED
+     (the clocks here and at the service disagree even after one correction)
   7  unauthorized: 401 UNAUTHORIZED or 403 FORBIDDEN (SigV4 credentials, IAM policy), or no AWS
      credentials were found to sign with (--sigv4)
   run: the command's own exit status, or 128+N if signal N ended it (130 SIGINT, 143 SIGTERM,
@@ -72,6 +73,7 @@ const EXIT_BY_CODE: Record<ErrorCode, ExitCode> = {
   LIMIT_MISMATCH: ExitCode.INVALID,
   PERMIT_LOST: ExitCode.LOST,
   REQUEST_REPLAYED: ExitCode.INVALID,
+  REQUEST_EXPIRED: ExitCode.UNAVAILABLE,
   ROUTE_NOT_FOUND: ExitCode.UNAVAILABLE,
   METHOD_NOT_ALLOWED: ExitCode.UNAVAILABLE,
   THROTTLED: ExitCode.UNAVAILABLE,
@@ -96,6 +98,7 @@ const HINT_BY_CODE: Record<ErrorCode, string> = {
   LIMIT_MISMATCH: 'The semaphore has another limit while permits are live: pass the limit above with --limit.',
   PERMIT_LOST: 'The permit is gone (expired or released): stop the work it protected and acquire again.',
   REQUEST_REPLAYED: 'A late copy of an acquire whose grant has already ended was refused: acquire again (a new request).',
+  REQUEST_EXPIRED: "The service refused the request for its deadline even after this tool set its clock by the service's: check this machine's clock (NTP) and try again.",
   ROUTE_NOT_FOUND: 'Is --endpoint (or LEASEHOLD_ENDPOINT) the API base URL, stage path included, e.g. https://abc123.execute-api.eu-west-1.amazonaws.com/prod?',
   METHOD_NOT_ALLOWED: 'The endpoint does not speak the leasehold v1 API: check --endpoint.',
   THROTTLED: 'The API rate limit was exceeded even after retries: try again later, or ask for a higher stage limit.',

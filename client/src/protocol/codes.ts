@@ -18,6 +18,8 @@ export const ErrorCode = {
   LIMIT_MISMATCH: 'LIMIT_MISMATCH',
   PERMIT_LOST: 'PERMIT_LOST',
   REQUEST_REPLAYED: 'REQUEST_REPLAYED',
+  /** The request arrived after its `x-leasehold-deadline`, or that deadline is too far ahead (protocol/deadline.ts): it did nothing. */
+  REQUEST_EXPIRED: 'REQUEST_EXPIRED',
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
   THROTTLED: 'THROTTLED',
@@ -45,6 +47,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   LIMIT_MISMATCH: 409,
   PERMIT_LOST: 409,
   REQUEST_REPLAYED: 409,
+  REQUEST_EXPIRED: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   THROTTLED: 429,

@@ -6,6 +6,7 @@ export * from './codes.js';
 export * from './types.js';
 export * from './errors.js';
 export * from './rules.js';
+export * from './deadline.js';
 export * from './query-rules.js';
 export * from './routes.js';
 export * from './watch.js';

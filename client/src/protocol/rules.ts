@@ -65,6 +65,13 @@ export const LIMITS = {
    * than `replayGuardMs` ago; after more later grants it is a new acquire (docs/safety.md).
    */
   replayGuardGrants: 8,
+  /**
+   * The furthest ahead of the server's clock a request's deadline (`x-leasehold-deadline`) may be:
+   * `requestIdSpanMaxMs`, the span the SDK's deadline covers, and 10 s for a client clock ahead of
+   * the server's. Past it the request is refused (REQUEST_EXPIRED, `too_far`) and the SDK corrects
+   * its clock from the answer (protocol/deadline.ts).
+   */
+  deadlineAheadMaxMs: 70_000,
   lockDelayMaxMs: 60_000,
   /** The longest an acquire may ask the server to wait for the lease to become available (`serverWaitMs`). */
   serverWaitMaxMs: 100,

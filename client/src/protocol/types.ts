@@ -1,4 +1,5 @@
 import type { LeaseLostReason, PermitLostReason } from './codes.js';
+import type { RequestExpiredReason } from './deadline.js';
 
 /**
  * Wire types of the v1 contract. All times are epoch milliseconds of the *server's* clock;
@@ -302,9 +303,12 @@ export interface ErrorBody {
     claim?: LeaseClaim;
     /**
      * Present with LEASE_LOST: why the grant is not current (see `LeaseLostReason`), and with
-     * PERMIT_LOST: why the permit is not (see `PermitLostReason`). Accept unknown values.
+     * PERMIT_LOST: why the permit is not (see `PermitLostReason`), and with REQUEST_EXPIRED: `passed`
+     * or `too_far` (see `RequestExpiredReason`). Accept unknown values.
      */
-    reason?: LeaseLostReason | PermitLostReason;
+    reason?: LeaseLostReason | PermitLostReason | RequestExpiredReason;
+    /** Present with REQUEST_EXPIRED: the server's clock (epoch ms) when it refused the request. */
+    serverTime?: number;
     /** Present with LEASE_LOST reason `revoked`: who revoked the grant, when and why. */
     revoked?: RevokedRecord;
     /** Present with SEMAPHORE_FULL: the live permits' holders (never a permitId). */

@@ -22,6 +22,7 @@ import {
   RWLOCK_REQUEST_FIELDS,
   RwlockHeldError,
   RwlockLostError,
+  rwlockErrorFromBody,
   isLeaseholdError,
   pickFields,
   routeRequest,
@@ -63,7 +64,8 @@ export class RwlockClient {
 
   constructor(options: LeaseClientOptions) {
     if (typeof options !== 'object' || options === null) throw new TypeError('Expected RwlockClient options with an `endpoint` (or `endpoints`).');
-    this.transport = new HttpTransport(options);
+    // A rwlock route's error body carries `rwlock` where a lease's carries `lease`.
+    this.transport = new HttpTransport({ ...options, readError: (body, name) => rwlockErrorFromBody(body, name ?? '(unknown)') });
     this.batcher = rwlockRenewBatcher(options.batch, (prefix, grants, call) => this.renewBatch(prefix, grants, call), this.transport.clock);
     this.signer = options.signer;
   }

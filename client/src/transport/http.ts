@@ -11,14 +11,17 @@ import {
   UnauthorizedError,
   UnavailableError,
   errorFromBody,
-  rwlockErrorFromBody,
   isErrorCode,
   isLeaseholdError,
+  isRequestExpiredError,
+  requestExpiredFromBody,
+  DEADLINE_HEADER,
   type ErrorBody,
   type Route,
   type RouteId,
 } from '../protocol/index.js';
 import type { RequestSigner } from './signing.js';
+import { ServerClock } from './server-clock.js';
 import { DEFAULT_ENDPOINT_COOL_OFF_MS, EndpointPreference, parseEndpoints, refuseCleartextSigning, type Endpoint, type EndpointInput } from './endpoints.js';
 import { EndpointConfigurationError, MISPLACED_CODE, endpointFix, everyEndpointFailed, isEndpointConfigurationError, withoutUserinfo } from './endpoint-errors.js';
 import { EndpointTracker, type EndpointEventHook } from './endpoint-events.js';
@@ -37,6 +40,10 @@ import { DEFAULT_REQUEST_TIMEOUT_MS, backoffMs, expectNonNegative, expectNonNega
  * never answers costs a share of it, not all of it; any other answer (a grant, a 409) is final.
  * `retries` counts passes; backoff and `Retry-After` apply between passes, as with one endpoint.
  * A pass that every endpoint failed rejects with an error naming each endpoint and its failure.
+ *
+ * A request with a requestId (an acquire) carries a deadline (`x-leasehold-deadline`, on the
+ * server's clock as `ServerClock` reads it): the end of its time limit, after which no attempt of
+ * it is sent and the server refuses any copy of it (protocol/deadline.ts).
  *
  * Redirects are never followed: a 3xx would carry the request's body (a renew's leaseId) and its
  * signature (the session token) to another host. It is a configuration error, as is a route the
@@ -79,6 +86,10 @@ export interface TransportOptions {
   timeoutMs?: number;
   retry?: RetryOptions;
   clock?: MonotonicClock;
+  /** Epoch milliseconds, for the deadline of a request with a requestId. Default `Date.now`. */
+  wallClock?: () => number;
+  /** Reads an error body into its typed error (a rwlock client reads its routes' own). Default `errorFromBody`. */
+  readError?: (body: ErrorBody['error'], name: string | undefined) => LeaseholdError;
   random?: () => number;
   onEndpointEvent?: EndpointEventHook;
 }
@@ -102,6 +113,9 @@ export interface RequestSpec {
  * did not resolve), so another endpoint may take even a request that is not safe to repeat.
  */
 type Outcome = { ok: true; body: unknown } | { ok: false; error: LeaseholdError; retryAfterMs?: number; notSent?: boolean };
+
+/** The deadline of each attempt, epoch ms on the server's clock; undefined: the request carries none. */
+type Deadline = (() => number) | undefined;
 
 /** Socket errors that happen before a byte of the request is sent. */
 const NOT_SENT_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
@@ -127,6 +141,8 @@ export class HttpTransport {
   private readonly retry: Required<RetryOptions>;
   private readonly preference: EndpointPreference;
   private readonly tracker: EndpointTracker;
+  private readonly serverClock: ServerClock;
+  private readonly readError: NonNullable<TransportOptions['readError']>;
 
   constructor(options: TransportOptions) {
     this.endpoints = Object.freeze(parseEndpoints(options.endpoint, options.endpoints));
@@ -149,6 +165,8 @@ export class HttpTransport {
     expectPositive('retry.baseDelayMs', this.retry.baseDelayMs);
     expectPositive('retry.maxDelayMs', this.retry.maxDelayMs);
     this.clock = options.clock ?? systemClock;
+    this.serverClock = new ServerClock(options.wallClock ?? Date.now);
+    this.readError = options.readError ?? errorFromBody;
     this.random = options.random ?? Math.random;
   }
 
@@ -168,17 +186,28 @@ export class HttpTransport {
     const timeoutMs = call.timeoutMs ?? this.timeoutMs;
     const startedAt = this.clock.nowMs();
     // Every attempt of a request with a requestId (an acquire) is sent within
-    // LIMITS.requestIdSpanMaxMs of the first, whatever the settings: the server's replay guard,
-    // twice as long, then refuses any copy of it that arrives after its grant ended.
-    const spanMs = spec.body !== undefined && 'requestId' in spec.body ? LIMITS.requestIdSpanMaxMs : Infinity;
-    const totalMs = Math.min(call.totalTimeoutMs ?? Infinity, spanMs);
+    // LIMITS.requestIdSpanMaxMs of the first, whatever the settings, and carries that instant, on
+    // the server's clock, as its deadline: a copy the network delivers later does nothing
+    // (protocol/deadline.ts), and the server's replay guard refuses one that lands before it once
+    // its grant has ended.
+    const bounded = spec.body !== undefined && 'requestId' in spec.body;
+    const totalMs = Math.min(call.totalTimeoutMs ?? Infinity, bounded ? LIMITS.requestIdSpanMaxMs : Infinity);
     const budgetLeft = () => startedAt + totalMs - this.clock.nowMs();
+    const deadline = bounded ? () => Math.ceil(this.serverClock.nowMs() + budgetLeft()) : undefined;
     const body = spec.body === undefined ? undefined : JSON.stringify(spec.body);
+    let corrected = false;
 
     for (let attempt = 0; ; attempt++) {
-      const outcome = await this.pass(spec, body, Math.max(1, Math.min(timeoutMs, budgetLeft())), call.signal);
+      const outcome = await this.pass(spec, body, Math.max(1, Math.min(timeoutMs, budgetLeft())), call.signal, deadline);
       if (outcome.ok) return outcome.body;
       const { error } = outcome;
+      // Refused for its deadline while this client still waits for it: the clocks here and at the
+      // server disagree. Set this one by the server's and send it again, once (it did nothing).
+      if (deadline !== undefined && !corrected && isRequestExpiredError(error) && this.serverClock.learn(error.serverTime) && budgetLeft() > 0) {
+        corrected = true;
+        attempt -= 1;
+        continue;
+      }
       if (!spec.idempotent || !RETRYABLE_CODES.has(error.code) || attempt >= retries) throw error;
       const delayMs = Math.min(
         this.retry.maxDelayMs,
@@ -195,14 +224,14 @@ export class HttpTransport {
    * try in this pass (itself included) may use 1/k of the pass's time left; with one endpoint that
    * is all of `limitMs`, as it always was.
    */
-  private async pass(spec: RequestSpec, body: string | undefined, limitMs: number, signal: AbortSignal | undefined): Promise<Outcome> {
+  private async pass(spec: RequestSpec, body: string | undefined, limitMs: number, signal: AbortSignal | undefined, deadline: Deadline): Promise<Outcome> {
     const order = this.preference.order(this.clock.nowMs());
     const endsAtMs = this.clock.nowMs() + limitMs;
     const failures: Array<{ label: string; error: LeaseholdError }> = [];
     let retryAfterMs: number | undefined;
     for (const [i, endpoint] of order.entries()) {
       const shareMs = Math.max(1, (endsAtMs - this.clock.nowMs()) / (order.length - i));
-      const outcome = await this.attempt(spec, endpoint, body, shareMs, signal);
+      const outcome = await this.attempt(spec, endpoint, body, shareMs, signal, deadline);
       if (outcome.ok || !FAILOVER_CODES.has(outcome.error.code) || isEndpointConfigurationError(outcome.error)) {
         this.preference.answered(endpoint);
         this.tracker.answered(endpoint);
@@ -234,12 +263,13 @@ export class HttpTransport {
     body: string | undefined,
     timeoutMs: number,
     signal: AbortSignal | undefined,
+    deadline: Deadline,
   ): Promise<Outcome> {
     signal?.throwIfAborted();
     const url = this.urlFor(spec, endpoint);
     // A failing headers hook or signer (no region, no credentials) is not a network error: it
     // surfaces as is and is not retried.
-    const headers = await this.headersFor(spec, url, body, endpoint);
+    const headers = await this.headersFor(spec, url, body, endpoint, deadline);
     // One controller per attempt, aborted by the timer or by the caller's signal. (AbortSignal.any
     // would tie every attempt's signal to a long-lived caller signal until that one is collected.)
     const attempt = new AbortController();
@@ -254,7 +284,7 @@ export class HttpTransport {
       // `manual`: a 3xx comes back as it is, to be reported, instead of being followed (see the module comment).
       const response = await this.fetch(url, { method: spec.method, headers, body, signal: attempt.signal, redirect: 'manual' });
       const text = await response.text();
-      return interpret(spec, endpoint, url, response, text);
+      return interpret(spec, endpoint, url, response, text, this.readError);
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
       if (timedOut) {
@@ -281,10 +311,12 @@ export class HttpTransport {
     }
   }
 
-  private async headersFor(spec: RequestSpec, url: URL, body: string | undefined, endpoint: Endpoint): Promise<Record<string, string>> {
+  private async headersFor(spec: RequestSpec, url: URL, body: string | undefined, endpoint: Endpoint, deadline: Deadline): Promise<Record<string, string>> {
     const region = endpoint.region;
     const headers: Record<string, string> = { accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
+    // Signed with the rest, so nobody on the way can move it.
+    if (deadline !== undefined) headers[DEADLINE_HEADER] = String(deadline());
     const extra = typeof this.headers === 'function' ? await this.headers({ method: spec.method, url, operation: spec.operation }) : this.headers;
     for (const [name, value] of Object.entries(extra ?? {})) headers[name.toLowerCase()] = value;
     if (this.signer && endpoint.signed !== false) {
@@ -300,7 +332,7 @@ function describe(spec: RequestSpec): string {
 }
 
 /** Maps an HTTP response to the parsed body or a typed error. */
-function interpret(spec: RequestSpec, endpoint: Endpoint, url: URL, response: Response, text: string): Outcome {
+function interpret(spec: RequestSpec, endpoint: Endpoint, url: URL, response: Response, text: string, readError: NonNullable<TransportOptions['readError']>): Outcome {
   const parsed = parseJson(text);
   const misplaced = (what: string) =>
     new EndpointConfigurationError(`${describe(spec)}: ${endpoint.label} ${what}; ${endpointFix(endpoint.label)}.`, endpoint.label, response.status, {
@@ -324,8 +356,7 @@ function interpret(spec: RequestSpec, endpoint: Endpoint, url: URL, response: Re
     if (wire.code === MISPLACED_CODE) {
       return { ok: false, error: misplaced(`does not serve ${spec.method} ${url.pathname} (it answered ${response.status} ${wire.code}: ${wire.message})`) };
     }
-    // A rwlock route's body carries `rwlock` where a lease's carries `lease`.
-    const error = 'rwlock' in wire ? rwlockErrorFromBody(wire, spec.leaseName ?? '(unknown)') : errorFromBody(wire, spec.leaseName);
+    const error = wire.code === ErrorCode.REQUEST_EXPIRED ? requestExpiredFromBody(wire, spec.leaseName) : readError(wire, spec.leaseName);
     return { ok: false, error, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
   }
   const error = errorForStatus(spec, response.status, text, parsed, misplaced);
