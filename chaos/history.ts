@@ -146,6 +146,8 @@ export interface OpRecord {
   revokedAtMs?: number;
   /** acquire: the lock-delay requested (default 0). */
   lockDelayMs?: number;
+  /** The request's deadline as sent (`x-leasehold-deadline`, server clock): the service refuses it after then. */
+  requestDeadlineMs?: number;
   /**
    * The worker's own fail-closed deadline at invoke time, mapped onto the harness clock: for writes
    * (required) and for operations by a process that believed it led. null: it did not lead.
@@ -304,6 +306,7 @@ export function validateRecord(value: unknown, line: number, source = 'history')
   optional('requestId', string);
   optional('ttlMs', finite);
   optional('lockDelayMs', finite);
+  optional('requestDeadlineMs', finite);
   optional('localDeadlineMs', finite, true);
   optional('serverNowMs', finite);
   optional('serverExpiresAtMs', finite);

@@ -31,8 +31,9 @@ export function toLeaseHistory(records: readonly OpRecord[], options: LeaseModel
     if (r.op === 'acquire' && ttlMs === null) {
       throw new Error(`an acquire of "${r.lease}" by ${r.process} records no ttlMs and no default ttl was given`);
     }
-    // A `maybe` that the service answered (settled) took effect, if at all, before its answer.
-    const settleMs = effect === 'maybe' ? settledByMs(r) : null;
+    // A `maybe` that the service answered (settled) took effect, if at all, before its answer; one
+    // with a deadline, before that deadline (server clock, so plus the skew bound), answered or not.
+    const settleMs = effect === 'maybe' ? earliest(settledByMs(r), r.requestDeadlineMs === undefined ? null : r.requestDeadlineMs + options.clockSkewMs) : null;
     const completeMs = effect === 'maybe' ? settleMs : r.completeMs;
     out.push({
       invokeMs: r.invokeMs,
@@ -76,3 +77,6 @@ export function answeredGrants(history: readonly HistoryOp<LeaseOp>[]): Map<numb
   return out;
 }
 
+function earliest(a: number | null, b: number | null): number | null {
+  return a === null ? b : b === null ? a : Math.min(a, b);
+}

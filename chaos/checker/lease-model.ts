@@ -20,6 +20,8 @@ export type { LeaseModelOptions, LeaseOp, LeaseState, Revoked } from './lease-ty
  *   LIMITS.replayGuardGrants grants (the latest included) is its own requestId's and that grant
  *   ended less than LIMITS.replayGuardMs before the decision (the replay guard, lease-replay.ts);
  *   it is then refused REQUEST_REPLAYED and changes nothing. An older grant's requestId is forgotten.
+ *   A copy whose deadline was recorded (`requestDeadlineMs`, the x-leasehold-deadline the SDK
+ *   sent) takes effect, if at all, before that deadline (lease-history.ts gives it as the op's settle time).
  * - renew succeeds iff the token (and leaseId) is the current grant's, it is not released, and
  *   `expiresAt >= s`; it sets expiresAt = s + ttl. The token is unchanged.
  * - release succeeds iff the token is the current grant's (released or not: a second release is a

@@ -1,4 +1,4 @@
-import { ErrorCode, type JsonValue, type RouteId } from '../../client/src/protocol/index.js';
+import { DEADLINE_HEADER, ErrorCode, type JsonValue, type RouteId } from '../../client/src/protocol/index.js';
 import { matchRoute, type RouteMatch } from '../../functions/http/routes.js';
 import { harnessNowMs } from '../harness-clock.js';
 import { isPermitOpKind, isRwOpKind, type OpKind, type OpRecord } from '../history.js';
@@ -109,7 +109,7 @@ export function recordingFetch(journal: Journal, options: RecordingOptions): typ
     const operation = operationOf(method, url);
     if (operation === undefined) return realFetch(input, init);
     const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as Record<string, unknown>) : {};
-    const id = journal.invoke(startOf(operation.op, operation.lease, body, options, url));
+    const id = journal.invoke(startOf(operation.op, operation.lease, body, options, url, deadlineOf(init)));
     const { response, text } = await attempt(journal, [id], realFetch, input, init);
     journal.complete(id, { completeMs: harnessNowMs(), ...answerOf(operation.op, response.status, text) });
     return replay(response, text);
@@ -156,7 +156,7 @@ async function recordBatch(
   const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as Record<string, Array<Record<string, unknown>> | undefined>) : {};
   const entries = body[batch.entries] ?? [];
   const { op } = batch;
-  const ids = entries.map((entry) => journal.invoke(startOf(op, entry.name as string, entry, options, url)));
+  const ids = entries.map((entry) => journal.invoke(startOf(op, entry.name as string, entry, options, url, deadlineOf(init))));
   const { response, text } = await attempt(journal, ids, realFetch, input, init);
   const completeMs = harnessNowMs();
   let results: Array<{ name?: string; lease?: unknown; grant?: unknown; error?: unknown; handedOff?: boolean }> | undefined;
@@ -183,9 +183,23 @@ async function recordBatch(
   return replay(response, text);
 }
 
-function startOf(op: OpKind, lease: string, body: Record<string, unknown>, options: RecordingOptions, url: URL): Start {
+/** The request's deadline (`x-leasehold-deadline`, server clock) as the SDK sent it; undefined without one. */
+function deadlineOf(init: RequestInit | undefined): number | undefined {
+  const value = (init?.headers as Record<string, string> | undefined)?.[DEADLINE_HEADER];
+  return value === undefined || !/^[0-9]{1,16}$/.test(value) ? undefined : Number(value);
+}
+
+function startOf(op: OpKind, lease: string, body: Record<string, unknown>, options: RecordingOptions, url: URL, requestDeadlineMs: number | undefined): Start {
   const via = options.viaOf?.(url);
-  const base = { type: 'op' as const, process: options.process, lease, op, invokeMs: harnessNowMs(), ...(via === undefined ? {} : { via }) };
+  const base = {
+    type: 'op' as const,
+    process: options.process,
+    lease,
+    op,
+    invokeMs: harnessNowMs(),
+    ...(via === undefined ? {} : { via }),
+    ...(requestDeadlineMs === undefined ? {} : { requestDeadlineMs }),
+  };
   if (isRwOpKind(op)) return rwStartOf(op, body, base, options.process, () => options.deadlineOf(lease));
   switch (op) {
     case 'acquire':

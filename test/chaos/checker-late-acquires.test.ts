@@ -35,9 +35,11 @@ function laterGrants(count: number): HistoryRecord[] {
 }
 
 /** After `count` later grants: someone is refused LEASE_HELD by a grant with the next token, which only `a`'s late copy can have made. */
-function lateCopyGrantedAfter(count: number): HistoryRecord[] {
+function lateCopyGrantedAfter(count: number, requestDeadlineMs?: number): HistoryRecord[] {
   const at = 60 + 40 * count;
-  return [...grantedElsewhereAndReleased, ...laterGrants(count), acquireHeld('z', [at, at + 10], { token: 6 + count })];
+  const [held, ...rest] = grantedElsewhereAndReleased as [HistoryRecord, ...HistoryRecord[]];
+  const first = requestDeadlineMs === undefined ? held : { ...held, requestDeadlineMs };
+  return [first, ...rest, ...laterGrants(count), acquireHeld('z', [at, at + 10], { token: 6 + count })];
 }
 
 describe('I1 and late acquires: accepted', () => {
@@ -52,6 +54,10 @@ describe('I1 and late acquires: accepted', () => {
 
   it(`a late copy that takes effect as a new grant after ${LIMITS.replayGuardGrants} later grants, within the guard: the server no longer remembers it`, () => {
     expect(i1(lateCopyGrantedAfter(LIMITS.replayGuardGrants)).status).toBe('pass');
+  });
+
+  it(`the same, when the copy's deadline (x-leasehold-deadline) had not passed when it took effect`, () => {
+    expect(i1(lateCopyGrantedAfter(LIMITS.replayGuardGrants, 60 + 40 * LIMITS.replayGuardGrants)).status).toBe('pass');
   });
 
   it('a late copy refused REQUEST_REPLAYED after its grant was released, and the next grant to another holder', () => {
@@ -82,6 +88,11 @@ describe('I1 and late acquires: rejected', () => {
   it('a late copy that grants the lease again after its grant was released, within the replay guard', () => {
     expect(i1([...grantedElsewhereAndReleased, acquireHeld('c', [100, 110], { token: 6 })]).status).toBe('fail');
     expect(i1([...grantedElsewhereAndReleased, describeOk('c', [100, 110], 6, 'a')]).status).toBe('fail');
+  });
+
+  it(`a late copy that takes effect as a new grant after ${LIMITS.replayGuardGrants} later grants, but after its deadline: the service refuses such a copy (REQUEST_EXPIRED)`, () => {
+    // The deadline falls before the later grants are done, so the copy can no longer act once the lease is free for it.
+    expect(i1(lateCopyGrantedAfter(LIMITS.replayGuardGrants, 100)).status).toBe('fail');
   });
 
   it('REQUEST_REPLAYED for a requestId that did not produce the latest grant', () => {
