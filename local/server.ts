@@ -181,6 +181,9 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
 
   const server = createServer((req, res) => {
     const started = clock.nowMs();
+    // The answer's Date is this server's clock, offset included, as a host's would be: the SDK sets
+    // its reading of the server's clock from it (client/src/transport/server-clock.ts).
+    res.setHeader('date', new Date(started).toUTCString());
     // The answer is lost when the client goes; the socket's error is that, not a crash.
     res.on('error', () => undefined);
     // 'close' comes once per request: when the answer went out whole, or when the client left before

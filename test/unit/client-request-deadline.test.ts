@@ -11,7 +11,7 @@ const grantBody = (requestId: unknown) => ({
   lease: { name: 'jobs', holder: 'me', leaseId: 'a'.repeat(32), token: 1, ttlMs: 15_000, expiresAt: 0, remainingMs: 15_000, acquiredAt: 0, renewedAt: 0, transitions: 1, metadata: null, priority: 0, requestId },
 });
 
-type Answer = (request: { deadline: string | undefined; body: Record<string, unknown> }) => { status: number; body: unknown } | 'silent';
+type Answer = (request: { deadline: string | undefined; body: Record<string, unknown> }) => { status: number; body: unknown; date?: number } | 'silent';
 
 /** An endpoint answering each request as `answer` says, recording each request's deadline header and body. */
 function endpoint(clock: ManualClock, answer: Answer) {
@@ -23,7 +23,9 @@ function endpoint(clock: ManualClock, answer: Answer) {
     requests.push(request);
     const answered = answer(request);
     if (answered === 'silent') return new Promise<Response>((_, reject) => init.signal?.addEventListener('abort', () => reject(init.signal?.reason)));
-    return Promise.resolve(new Response(JSON.stringify(answered.body), { status: answered.status, headers: { 'content-type': 'application/json' } }));
+    const answerHeaders: Record<string, string> = { 'content-type': 'application/json' };
+    if (answered.date !== undefined) answerHeaders.date = new Date(answered.date).toUTCString();
+    return Promise.resolve(new Response(JSON.stringify(answered.body), { status: answered.status, headers: answerHeaders }));
   };
   return { fetch: fetch as typeof globalThis.fetch, requests };
 }
@@ -114,5 +116,35 @@ describe('a REQUEST_EXPIRED answer to an acquire the SDK still waits for', () =>
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RequestExpiredError);
     expect(api.requests).toHaveLength(1);
+  });
+});
+
+describe('the Date of every answer', () => {
+  it('sets the SDK’s reading of the server’s clock when it is off by more than the slack: the next acquire’s deadline is on the server’s clock, within two seconds', async () => {
+    const clock = new ManualClock(0);
+    const offsetMs = 300_000;
+    const server = () => WALL_AT_START + clock.nowMs() + offsetMs;
+    const api = endpoint(clock, ({ body }) => ({ status: 200, body: 'requestId' in body ? grantBody(body.requestId) : { lease: grantBody(null).lease }, date: server() }));
+    const client = clientWith(clock, api.fetch);
+    await client.describe('jobs');
+    await client.acquire('jobs', { holder: 'me', ttlMs: 15_000 });
+    const deadline = Number(api.requests[1]?.deadline);
+    expect(Math.abs(deadline - (server() + LIMITS.requestIdSpanMaxMs))).toBeLessThanOrEqual(2_000);
+  });
+
+  it('leaves a reading within its second (and the slack) alone, so the exact time a refusal taught stays', async () => {
+    const clock = new ManualClock(0);
+    const offsetMs = -300_123;
+    const server = () => WALL_AT_START + clock.nowMs() + offsetMs;
+    const api = endpoint(clock, ({ deadline, body }) => {
+      const d = Number(deadline);
+      if (d < server() || d - server() > LIMITS.deadlineAheadMaxMs) return { ...expired('too_far', server()), date: server() };
+      return { status: 200, body: grantBody(body.requestId), date: server() };
+    });
+    const client = clientWith(clock, api.fetch);
+    await client.acquire('jobs', { holder: 'me', ttlMs: 15_000 });
+    await clock.advance(1_000);
+    await client.acquire('jobs', { holder: 'me', ttlMs: 15_000 });
+    expect(Number(api.requests.at(-1)?.deadline)).toBe(server() + LIMITS.requestIdSpanMaxMs);
   });
 });

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DEADLINE_HEADER, LIMITS, RequestExpiredError, ValidationError, checkDeadline } from '../../client/src/protocol/index.js';
+import { DEADLINE_HEADER, LIMITS, RequestExpiredError, ValidationError, checkDeadline, errorFromBody, rwlockErrorFromBody } from '../../client/src/protocol/index.js';
 
 // The server's one check of a request's deadline (`x-leasehold-deadline`), where a request enters.
 
@@ -54,5 +54,17 @@ describe('a request deadline', () => {
 
   it('covers the SDK’s whole span, with room for a client clock ahead of the server’s', () => {
     expect(LIMITS.deadlineAheadMaxMs).toBeGreaterThan(LIMITS.requestIdSpanMaxMs);
+  });
+});
+
+describe('a REQUEST_EXPIRED body', () => {
+  it.each([
+    ['errorFromBody', (body: Parameters<typeof errorFromBody>[0]) => errorFromBody(body, 'jobs')],
+    ['rwlockErrorFromBody', (body: Parameters<typeof errorFromBody>[0]) => rwlockErrorFromBody(body, 'jobs')],
+  ])('is rebuilt by %s as a RequestExpiredError with its reason and server time, as the server sent it', (_, read) => {
+    const sent = new RequestExpiredError('too_far', NOW, { message: 'refused' });
+    const error = read(sent.toBody());
+    expect(error).toBeInstanceOf(RequestExpiredError);
+    expect(error).toMatchObject({ code: 'REQUEST_EXPIRED', serverReason: 'too_far', serverTime: NOW, message: 'refused', leaseName: 'jobs' });
   });
 });

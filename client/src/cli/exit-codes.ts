@@ -98,7 +98,7 @@ const HINT_BY_CODE: Record<ErrorCode, string> = {
   LIMIT_MISMATCH: 'The semaphore has another limit while permits are live: pass the limit above with --limit.',
   PERMIT_LOST: 'The permit is gone (expired or released): stop the work it protected and acquire again.',
   REQUEST_REPLAYED: 'A late copy of an acquire whose grant has already ended was refused: acquire again (a new request).',
-  REQUEST_EXPIRED: "The service refused the request for its deadline even after this tool set its clock by the service's: check this machine's clock (NTP) and try again.",
+  REQUEST_EXPIRED: "The service refused the request for its deadline (x-leasehold-deadline): this machine's clock and the service's disagree. Check this machine's clock (NTP) and try again.",
   ROUTE_NOT_FOUND: 'Is --endpoint (or LEASEHOLD_ENDPOINT) the API base URL, stage path included, e.g. https://abc123.execute-api.eu-west-1.amazonaws.com/prod?',
   METHOD_NOT_ALLOWED: 'The endpoint does not speak the leasehold v1 API: check --endpoint.',
   THROTTLED: 'The API rate limit was exceeded even after retries: try again later, or ask for a higher stage limit.',

@@ -1,7 +1,5 @@
-import { ErrorCode } from './codes.js';
-import { LeaseholdError, ValidationError } from './errors.js';
+import { RequestExpiredError, ValidationError } from './errors.js';
 import { LIMITS } from './rules.js';
-import type { ErrorBody } from './types.js';
 
 /**
  * A request's deadline: the `x-leasehold-deadline` header, epoch milliseconds on the server's
@@ -16,36 +14,10 @@ import type { ErrorBody } from './types.js';
  * A deadline further ahead than LIMITS.deadlineAheadMaxMs is refused the same way (reason
  * `too_far`): it comes from a client clock ahead of the server's, and would let a late copy act for
  * as long as the clocks disagree. Either refusal carries `serverTime`, from which the SDK corrects
- * its clock once and sends the request again (client/src/transport/server-clock.ts).
+ * its clock once and sends the request again (client/src/transport/server-clock.ts); the error is
+ * errors.ts's RequestExpiredError.
  */
 export const DEADLINE_HEADER = 'x-leasehold-deadline';
-
-/**
- * Why a request was refused REQUEST_EXPIRED: `passed` (it arrived after its deadline: a late copy,
- * or a client clock behind the server's) or `too_far` (the deadline is more than
- * LIMITS.deadlineAheadMaxMs ahead: a client clock ahead of the server's). Accept unknown values.
- */
-export type RequestExpiredReason = 'passed' | 'too_far' | (string & {});
-
-/** The request did nothing: it arrived after its deadline, or its deadline was too far ahead to trust. */
-export class RequestExpiredError extends LeaseholdError {
-  override name = 'RequestExpiredError';
-  constructor(
-    readonly serverReason: RequestExpiredReason | undefined,
-    /** The server's clock (epoch ms) when it refused the request. */
-    readonly serverTime: number,
-    options: { message?: string; leaseName?: string | undefined } = {},
-  ) {
-    super(ErrorCode.REQUEST_EXPIRED, options.message ?? `The request was refused for its deadline (${serverReason ?? 'unknown'}); it did nothing.`, options);
-  }
-  override toBody(): ErrorBody['error'] {
-    return { ...super.toBody(), ...(this.serverReason === undefined ? {} : { reason: this.serverReason }), serverTime: this.serverTime };
-  }
-}
-
-export function isRequestExpiredError(error: unknown): error is RequestExpiredError {
-  return error instanceof LeaseholdError && error.code === ErrorCode.REQUEST_EXPIRED && typeof (error as { serverTime?: unknown }).serverTime === 'number';
-}
 
 /** The rule the header's value must meet, as a ValidationError says it. */
 const DEADLINE_RULE = 'must be epoch milliseconds, a whole number of 1 to 16 digits';
@@ -69,10 +41,4 @@ export function checkDeadline(header: string | undefined, nowMs: number): void {
       message: `The request's deadline (${DEADLINE_HEADER}) is ${deadline - nowMs} ms ahead of the server's clock, more than ${LIMITS.deadlineAheadMaxMs} ms, and it did nothing: the client's clock is ahead of the server's.`,
     });
   }
-}
-
-/** Rebuilds a REQUEST_EXPIRED answer from its wire body (`serverTime` missing: 0, which no correction uses). */
-export function requestExpiredFromBody(body: ErrorBody['error'], leaseName?: string): RequestExpiredError {
-  const serverTime = typeof body.serverTime === 'number' && Number.isFinite(body.serverTime) ? body.serverTime : 0;
-  return new RequestExpiredError(typeof body.reason === 'string' ? body.reason : undefined, serverTime, { message: body.message, leaseName });
 }

@@ -1,5 +1,8 @@
 import { ErrorCode, STATUS_BY_CODE, isErrorCode, type LeaseLostReason, type PermitLostReason } from './codes.js';
+import { describeReceived } from './received.js';
 import type { ErrorBody, LeaseClaim, PermitHolder, PublicLease, PublicSemaphore, RevokedRecord } from './types.js';
+
+export { describeReceived };
 
 interface LeaseholdErrorOptions {
   leaseName?: string;
@@ -332,14 +335,27 @@ export class InternalError extends LeaseholdError {
   }
 }
 
-function isLeaseClaim(value: unknown): value is LeaseClaim {
-  const c = value as Partial<LeaseClaim> | null | undefined;
-  return typeof c === 'object' && c !== null && typeof c.holder === 'string' && typeof c.priority === 'number' && typeof c.expiresAt === 'number';
-}
+/**
+ * Why a request was refused REQUEST_EXPIRED: `passed` (it arrived after its deadline: a late copy,
+ * or a client clock behind the server's) or `too_far` (the deadline is more than
+ * LIMITS.deadlineAheadMaxMs ahead: a client clock ahead of the server's). Accept unknown values.
+ */
+export type RequestExpiredReason = 'passed' | 'too_far' | (string & {});
 
-function isRevokedRecord(value: unknown): value is RevokedRecord {
-  const r = value as Partial<RevokedRecord> | null | undefined;
-  return typeof r === 'object' && r !== null && typeof r.at === 'number' && typeof r.by === 'string' && typeof r.reason === 'string' && typeof r.force === 'boolean';
+/** The request did nothing: it arrived after its deadline, or its deadline was too far ahead to trust (protocol/deadline.ts). */
+export class RequestExpiredError extends LeaseholdError {
+  override name = 'RequestExpiredError';
+  constructor(
+    readonly serverReason: RequestExpiredReason | undefined,
+    /** The server's clock (epoch ms) when it refused the request; 0 if the answer did not say. */
+    readonly serverTime: number,
+    options: LeaseholdErrorOptions & { message?: string } = {},
+  ) {
+    super(ErrorCode.REQUEST_EXPIRED, options.message ?? `The request was refused for its deadline (${serverReason ?? 'unknown'}); it did nothing.`, options);
+  }
+  override toBody(): ErrorBody['error'] {
+    return { ...super.toBody(), ...(this.serverReason === undefined ? {} : { reason: this.serverReason }), serverTime: this.serverTime };
+  }
 }
 
 export function isLeaseholdError(error: unknown): error is LeaseholdError {
@@ -359,85 +375,6 @@ export function isLeaseLostError(error: unknown): error is LeaseLostError {
   return isLeaseholdError(error) && error.code === ErrorCode.LEASE_LOST;
 }
 
-/** The longest part of a received string a message echoes, in characters. */
-const RECEIVED_MAX_CHARS = 40;
-
-/**
- * A received value as a message shows it: a string quoted and escaped as JSON (format and separator
- * characters too, so a value cannot reorder or split a log line), cut at 40 characters with its
- * length said; a number or boolean as written; an object or array by its kind only.
- */
-export function describeReceived(value: unknown): string {
-  if (typeof value === 'string') {
-    const chars = [...value];
-    const shown = JSON.stringify(chars.slice(0, RECEIVED_MAX_CHARS).join('')).replace(
-      /[\p{Cf}\p{Zl}\p{Zp}]/gu,
-      (c) => {
-        const hex = (c.codePointAt(0) as number).toString(16);
-        return hex.length > 4 ? `\\u{${hex}}` : `\\u${hex.padStart(4, '0')}`;
-      },
-    );
-    return chars.length > RECEIVED_MAX_CHARS ? `${shown}… (${chars.length} characters)` : shown;
-  }
-  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return String(value);
-  if (typeof value === 'bigint') return `${value}n`;
-  if (Array.isArray(value)) return 'an array';
-  return `a ${typeof value === 'object' ? 'JSON object' : typeof value}`;
-}
-
-/**
- * Rebuilds the typed error from a wire error body. Unknown codes (from a newer server) become a
- * plain LeaseholdError with code INTERNAL so a client never crashes on them.
- */
-export function errorFromBody(body: ErrorBody['error'], leaseName?: string): LeaseholdError {
-  const opts = { leaseName };
-  const message = body.message;
-  switch (body.code) {
-    case ErrorCode.VALIDATION_ERROR:
-      return new ValidationError(body.field ?? 'request', body.rule ?? message, { ...opts, message });
-    case ErrorCode.LEASE_NOT_FOUND:
-      return new LeaseNotFoundError(leaseName ?? body.lease?.name ?? '(unknown)');
-    case ErrorCode.LEASE_HELD:
-      if (body.lease) return new LeaseHeldError(body.lease, body.retryAfterMs ?? 0, isLeaseClaim(body.claim) ? { claim: body.claim } : {});
-      return new LeaseholdError(ErrorCode.LEASE_HELD, message, opts);
-    case ErrorCode.LEASE_LOST:
-      // The reason is read from its field, never parsed out of the message; any string is kept.
-      return new LeaseLostError(leaseName ?? body.lease?.name ?? '(unknown)', body.lease ?? null, typeof body.reason === 'string' ? body.reason : undefined, {
-        message,
-        ...(isRevokedRecord(body.revoked) ? { revoked: body.revoked } : {}),
-      });
-    case ErrorCode.LEASE_NOT_HELD:
-      if (body.lease) return new LeaseNotHeldError(body.lease, { message });
-      return new LeaseholdError(ErrorCode.LEASE_NOT_HELD, message, opts);
-    case ErrorCode.SEMAPHORE_NOT_FOUND:
-      return new SemaphoreNotFoundError(leaseName ?? '(unknown)');
-    case ErrorCode.SEMAPHORE_FULL:
-      return new SemaphoreFullError(leaseName ?? '(unknown)', body.limit ?? 0, Array.isArray(body.holders) ? body.holders : [], body.retryAfterMs ?? 0, { message });
-    case ErrorCode.LIMIT_MISMATCH:
-      return new LimitMismatchError(leaseName ?? '(unknown)', body.limit ?? 0, { message });
-    case ErrorCode.PERMIT_LOST:
-      return new PermitLostError(leaseName ?? body.semaphore?.name ?? '(unknown)', body.semaphore ?? null, typeof body.reason === 'string' ? body.reason : undefined, { message });
-    case ErrorCode.REQUEST_REPLAYED:
-      return new LeaseholdError(ErrorCode.REQUEST_REPLAYED, message, opts);
-    case ErrorCode.UNAVAILABLE:
-      return new UnavailableError(message, opts);
-    case ErrorCode.THROTTLED:
-      return new ThrottledError(message, opts);
-    case ErrorCode.SUBSCRIPTION_LIMIT_EXCEEDED:
-      return new SubscriptionLimitError(message, opts);
-    case ErrorCode.UNAUTHORIZED:
-      return new UnauthorizedError(message, opts);
-    case ErrorCode.FORBIDDEN:
-      return new ForbiddenError(message, opts);
-    case ErrorCode.PAYLOAD_TOO_LARGE:
-      return new PayloadTooLargeError(message, opts);
-    case ErrorCode.UNSUPPORTED_MEDIA_TYPE:
-      return new UnsupportedMediaTypeError(message, opts);
-    case ErrorCode.ROUTE_NOT_FOUND:
-      return new RouteNotFoundError(message, opts);
-    case ErrorCode.METHOD_NOT_ALLOWED:
-      return new MethodNotAllowedError(message, opts);
-    default:
-      return new InternalError(message, opts);
-  }
+export function isRequestExpiredError(error: unknown): error is RequestExpiredError {
+  return isLeaseholdError(error) && error.code === ErrorCode.REQUEST_EXPIRED && typeof (error as { serverTime?: unknown }).serverTime === 'number';
 }

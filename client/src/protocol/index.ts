@@ -5,6 +5,7 @@
 export * from './codes.js';
 export * from './types.js';
 export * from './errors.js';
+export * from './error-body.js';
 export * from './rules.js';
 export * from './deadline.js';
 export * from './query-rules.js';

@@ -1,5 +1,6 @@
 import { ErrorCode, type LeaseLostReason } from './codes.js';
-import { LeaseNotFoundError, LeaseholdError, errorFromBody } from './errors.js';
+import { errorFromBody } from './error-body.js';
+import { LeaseNotFoundError, LeaseholdError } from './errors.js';
 import type { PublicRwlock } from './rwlock.js';
 import type { ErrorBody, RevokedRecord } from './types.js';
 

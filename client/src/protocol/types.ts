@@ -1,5 +1,5 @@
 import type { LeaseLostReason, PermitLostReason } from './codes.js';
-import type { RequestExpiredReason } from './deadline.js';
+import type { RequestExpiredReason } from './errors.js';
 
 /**
  * Wire types of the v1 contract. All times are epoch milliseconds of the *server's* clock;

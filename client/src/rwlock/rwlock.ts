@@ -23,6 +23,7 @@ import {
   RwlockHeldError,
   RwlockLostError,
   rwlockErrorFromBody,
+  errorFromBody,
   isLeaseholdError,
   pickFields,
   routeRequest,
@@ -65,7 +66,7 @@ export class RwlockClient {
   constructor(options: LeaseClientOptions) {
     if (typeof options !== 'object' || options === null) throw new TypeError('Expected RwlockClient options with an `endpoint` (or `endpoints`).');
     // A rwlock route's error body carries `rwlock` where a lease's carries `lease`.
-    this.transport = new HttpTransport({ ...options, readError: (body, name) => rwlockErrorFromBody(body, name ?? '(unknown)') });
+    this.transport = new HttpTransport({ ...options, readError: (body, name) => ('rwlock' in body ? rwlockErrorFromBody(body, name ?? '(unknown)') : errorFromBody(body, name)) });
     this.batcher = rwlockRenewBatcher(options.batch, (prefix, grants, call) => this.renewBatch(prefix, grants, call), this.transport.clock);
     this.signer = options.signer;
   }

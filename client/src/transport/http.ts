@@ -14,7 +14,6 @@ import {
   isErrorCode,
   isLeaseholdError,
   isRequestExpiredError,
-  requestExpiredFromBody,
   DEADLINE_HEADER,
   type ErrorBody,
   type Route,
@@ -283,6 +282,7 @@ export class HttpTransport {
     try {
       // `manual`: a 3xx comes back as it is, to be reported, instead of being followed (see the module comment).
       const response = await this.fetch(url, { method: spec.method, headers, body, signal: attempt.signal, redirect: 'manual' });
+      this.serverClock.heardDate(response.headers.get('date'));
       const text = await response.text();
       return interpret(spec, endpoint, url, response, text, this.readError);
     } catch (error) {
@@ -356,7 +356,7 @@ function interpret(spec: RequestSpec, endpoint: Endpoint, url: URL, response: Re
     if (wire.code === MISPLACED_CODE) {
       return { ok: false, error: misplaced(`does not serve ${spec.method} ${url.pathname} (it answered ${response.status} ${wire.code}: ${wire.message})`) };
     }
-    const error = wire.code === ErrorCode.REQUEST_EXPIRED ? requestExpiredFromBody(wire, spec.leaseName) : readError(wire, spec.leaseName);
+    const error = readError(wire, spec.leaseName);
     return { ok: false, error, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
   }
   const error = errorForStatus(spec, response.status, text, parsed, misplaced);
