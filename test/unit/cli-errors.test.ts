@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { hintFor } from '../../client/src/cli/exit-codes.js';
 import { nearestName } from '../../client/src/cli/nearest.js';
-import { parseCommandLine } from '../../client/src/cli/options.js';
+import { connect, parseCommandLine } from '../../client/src/cli/options.js';
 import { LeaseLostError, LeaseLostReason } from '../../client/src/protocol/index.js';
 
 /** The CLI's error texts: what a user reads after a mistake must say how to fix it. */
@@ -50,5 +50,21 @@ describe('an unknown flag suggests the nearest known one', () => {
     expect(() => parseCommandLine('acquire', ['--color'], options)).toThrow(/^Unknown option '--color'\.$/);
     expect(nearestName('x', Object.keys(options))).toBeUndefined();
     expect(nearestName('owner', Object.keys(options))).toBeUndefined();
+  });
+});
+
+describe('an endpoint with a user name or password is refused, naming where it came from and never echoing the password', () => {
+  it.each([
+    ['the flag', { endpoint: ['http://ops:hunter2@127.0.0.1:8787'] }, {}, '--endpoint'],
+    ['LEASEHOLD_ENDPOINT', {}, { LEASEHOLD_ENDPOINT: 'http://ops:hunter2@127.0.0.1:8787' }, 'LEASEHOLD_ENDPOINT'],
+  ])('from %s', (_, values, env, source) => {
+    let message = '';
+    try {
+      connect(values, 'describe', env);
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toMatch(new RegExp(`^${source} must not carry a user name or password`));
+    expect(message).not.toContain('hunter2');
   });
 });

@@ -151,18 +151,20 @@ export interface Connection {
 /** Builds the client from the flags and the environment (flags win). */
 export function connect(values: ConnectionValues, command: string, env: NodeJS.ProcessEnv = process.env): Connection {
   const raws = values.endpoint ?? listFromEnv(env.LEASEHOLD_ENDPOINT) ?? [DEFAULT_ENDPOINT];
+  // The message names where the URL came from: the flag, or the environment variable it fell back to.
+  const source = values.endpoint === undefined && env.LEASEHOLD_ENDPOINT !== undefined ? 'LEASEHOLD_ENDPOINT' : '--endpoint';
   const endpoints = raws.map((raw) => {
     let endpoint: URL;
     try {
       endpoint = new URL(raw);
     } catch {
-      throw new UsageError(`--endpoint must be an absolute http(s) URL (got "${withoutUserinfo(raw)}").`, command);
+      throw new UsageError(`${source} must be an absolute http(s) URL (got "${withoutUserinfo(raw)}").`, command);
     }
     if ((endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:') || endpoint.search || endpoint.hash) {
-      throw new UsageError(`--endpoint must be an http(s) URL without query or fragment (got "${withoutUserinfo(raw)}").`, command);
+      throw new UsageError(`${source} must be an http(s) URL without query or fragment (got "${withoutUserinfo(raw)}").`, command);
     }
     if (endpoint.username !== '' || endpoint.password !== '') {
-      throw new UsageError(`--endpoint must not carry a user name or password (got "${withoutUserinfo(raw)}").`, command);
+      throw new UsageError(`${source} must not carry a user name or password (got "${withoutUserinfo(raw)}").`, command);
     }
     return endpoint;
   });
