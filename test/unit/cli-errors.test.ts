@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { hintFor } from '../../client/src/cli/exit-codes.js';
 import { nearestName } from '../../client/src/cli/nearest.js';
 import { connect, parseCommandLine } from '../../client/src/cli/options.js';
-import { LeaseLostError, LeaseLostReason } from '../../client/src/protocol/index.js';
+import { LeaseLostError, LeaseLostReason, RwlockNotHeldError, rwlockErrorFromBody } from '../../client/src/protocol/index.js';
 
 /** The CLI's error texts: what a user reads after a mistake must say how to fix it. */
 
@@ -66,5 +66,18 @@ describe('an endpoint with a user name or password is refused, naming where it c
     }
     expect(message).toMatch(new RegExp(`^${source} must not carry a user name or password`));
     expect(message).not.toContain('hunter2');
+  });
+});
+
+describe('a revoke of a rwlock nobody holds', () => {
+  const body = { code: 'LEASE_NOT_HELD', message: 'Rwlock "x" has no live grant to revoke (token 4).', rwlock: { name: 'x', mode: null, token: 4, holders: [], waitingWriter: null, readerCap: 32 } };
+
+  it('is read back as a RwlockNotHeldError, and its hint says there is nothing to revoke without suggesting --force', () => {
+    const error = rwlockErrorFromBody(body, 'x');
+    expect(error).toBeInstanceOf(RwlockNotHeldError);
+    expect(error).toMatchObject({ code: 'LEASE_NOT_HELD', rwlock: { name: 'x', token: 4 } });
+    const hint = hintFor(error, 'revoke');
+    expect(hint).toContain('nothing to revoke');
+    expect(hint).not.toContain('--force');
   });
 });

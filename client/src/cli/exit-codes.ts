@@ -136,9 +136,14 @@ const LEASE_LOST_HINT_BY_REASON: Record<KnownLeaseLostReason, string> = {
 const REVOKE_MOVED_ON_HINT =
   'Nothing was revoked: the lease holds another grant than the token it named. Describe it again, and revoke that grant (--token) only if it is also one to stop.';
 
+/** A rwlock has no handoff reservation for `--force` to end: nothing holds it, so nothing is left to revoke. */
+const RWLOCK_NOT_HELD_HINT = 'No grant of the rwlock is live (each was released or expired), so there is nothing to revoke.';
+
 /** What to do about `error`; `command` is the subcommand that met it, when its answer means something else there. */
 export function hintFor(error: LeaseholdError, command?: string): string {
   if (command === 'revoke' && isLeaseLostError(error)) return REVOKE_MOVED_ON_HINT;
+  // By name, as guards match across copies of the package: the lease hint's `--force` means nothing for a rwlock.
+  if (error.name === 'RwlockNotHeldError') return RWLOCK_NOT_HELD_HINT;
   if (isLeaseLostError(error) && isKnownLeaseLostReason(error.serverReason)) return LEASE_LOST_HINT_BY_REASON[error.serverReason];
   return HINT_BY_CODE[error.code];
 }

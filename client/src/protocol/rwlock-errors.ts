@@ -70,6 +70,7 @@ export class RwlockNotFoundError extends LeaseNotFoundError {
 /** Rebuilds the typed error of a rwlock route's error body; other codes as `errorFromBody` does. */
 export function rwlockErrorFromBody(body: ErrorBody['error'] & { rwlock?: unknown }, rwlockName: string): LeaseholdError {
   if (body.code === ErrorCode.LEASE_HELD && isPublicRwlock(body.rwlock)) return new RwlockHeldError(body.rwlock, body.retryAfterMs ?? 0, { message: body.message });
+  if (body.code === ErrorCode.LEASE_NOT_HELD && isPublicRwlock(body.rwlock)) return new RwlockNotHeldError(body.rwlock);
   if (body.code === ErrorCode.LEASE_LOST) {
     return new RwlockLostError(rwlockName, isPublicRwlock(body.rwlock) ? body.rwlock : null, typeof body.reason === 'string' ? body.reason : undefined, {
       message: body.message,
