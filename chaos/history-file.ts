@@ -1,9 +1,10 @@
 import { closeSync, createReadStream, openSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { formatRecord, parseHistoryLine, type HistoryRecord, type LocatedRecord } from './history.js';
+import { formatRecord, parseHistoryLine } from './history-checks.js';
+import type { HistoryRecord, LocatedRecord } from './history.js';
 
 // The history's JSONL file: read as a stream of located records, appended record by record
-// (history.ts holds the records' shapes and their checks).
+// (history.ts holds the records' shapes, history-checks.ts their checks).
 
 /** Streams a history file record by record, so a long run need not fit in one string. */
 export async function* streamHistory(path: string): AsyncGenerator<LocatedRecord> {

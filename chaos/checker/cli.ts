@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { HistoryFormatError } from '../history.js';
+import { HistoryFormatError } from '../history-checks.js';
 import { readHistory } from '../history-file.js';
 import { OwnershipFormatError, readOwnership } from '../ownership.js';
 import { renderTimelineSvg } from '../timeline-svg.js';

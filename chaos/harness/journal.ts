@@ -1,6 +1,7 @@
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { harnessNowMs } from '../harness-clock.js';
-import { validateRecord, type EventRecord, type HistoryRecord, type MetaRecord, type OpRecord } from '../history.js';
+import { validateRecord } from '../history-checks.js';
+import type { EventRecord, HistoryRecord, MetaRecord, OpRecord } from '../history.js';
 
 /**
  * Each process of a chaos run keeps a journal: one JSONL file it alone appends to, one synchronous

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { harnessNowMs, monotonicToHarnessMs } from '../../chaos/harness-clock.js';
-import { HistoryFormatError, formatRecord, parseHistory, type HistoryRecord } from '../../chaos/history.js';
+import { HistoryFormatError, formatRecord, parseHistory } from '../../chaos/history-checks.js';
+import type { HistoryRecord } from '../../chaos/history.js';
 import { openHistoryWriter, readHistory, streamHistory } from '../../chaos/history-file.js';
 import { acquireOk, event, renewUnknown, write } from './support/history-builders.js';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatRecord, type OpRecord } from '../../chaos/history.js';
+import { formatRecord } from '../../chaos/history-checks.js';
+import type { OpRecord } from '../../chaos/history.js';
 import { UsageError, parseHarnessArgs, type HarnessOptions } from '../../chaos/harness/options.js';
 import { rwAnswerOf, rwStartOf } from '../../chaos/harness/rw-recording.js';
 
