@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseClient, createLeaseGroup, type LeaseGroup, type LeaseGroupOptions } from 'leasehold';
+import { DEFAULT_WEIGHTED_POLICY, LeaseClient, createLeaseGroup, type LeaseGroup, type LeaseGroupOptions } from 'leasehold';
 import { startTestServer, type TestServer } from '../support/local-server.js';
 
 // Load-balanced lease groups against the local server and DynamoDB Local, with the watch: real
@@ -74,14 +74,20 @@ describe('a load-balanced lease group on the local server', () => {
     });
   }, 40_000);
 
-  it('gives members of capacities 1, 1, 2 and 4 partitions 4, 4, 8 and 16 of 32, each owned by exactly one', async () => {
+  it('gives members of capacities 1, 1, 2 and 4 their shares of 32 partitions (4, 4, 8 and 16, each within its band), each owned by exactly one', async () => {
     const group = groupName('unequal');
     const members = [1, 1, 2, 4].map((capacity, i) => member(group, 32, `m${i}`, { capacity }));
     for (const m of members) m.group.start();
     const counts = () => members.map((m) => m.group.owned().length);
-    // Sixteen moves at most two a member per read, with a cooldown: about 50 s in a CI run on 2
-    // loaded cores, so the bound is generous; it bounds a wait for an outcome, not a timing.
-    await until(() => counts().join() === '4,4,8,16' && members.every((m) => m.group.balance()?.moves === 0), 75 * TTL_MS);
+    // The plan moves nothing while every member is within its band of its target (docs/groups.md):
+    // off by at most max(minImbalance, band × target) partitions. Which split inside the bands the
+    // group settles on depends on who took what first (5, 4, 8, 15 is as settled as 4, 4, 8, 16).
+    const targets = [4, 4, 8, 16];
+    const { band, minImbalance } = DEFAULT_WEIGHTED_POLICY;
+    const inBands = () => counts().every((n, i) => Math.abs(n - (targets[i] as number)) <= Math.max(minImbalance, band * (targets[i] as number)));
+    // Moves are at most two a member per read, with a cooldown: about 50 s in a CI run on 2 loaded
+    // cores, so the bound is generous; it bounds a wait for an outcome, not a timing.
+    await until(() => counts().reduce((a, b) => a + b, 0) === 32 && inBands() && members.every((m) => m.group.balance()?.moves === 0), 75 * TTL_MS);
     const owners = Array.from({ length: 32 }, (_, p) => members.filter((m) => m.group.isOwner(String(p))).length);
     expect(owners.every((n) => n === 1)).toBe(true);
   }, 180_000);
